@@ -1,0 +1,190 @@
+//! The `ptefs` command.
+//!
+//! Exit status follows `grep` and `diff`: 0 for success, 1 when a path is
+//! not in the tree (or, for `diff`, when the files differ), 2 for trouble.
+
+mod diff;
+mod inspect;
+mod list;
+mod mount;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::view::{Request, View};
+
+/// Success.
+pub const OK: i32 = 0;
+/// A path not in the tree; files that differ.
+pub const NOT_FOUND: i32 = 1;
+/// Invalid input, a usage error, or any other trouble.
+pub const TROUBLE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ptefs",
+    version,
+    about = "Explore ExecuTorch .pte, .ptd and .bpte files as directory trees",
+    long_about = "Explore ExecuTorch .pte, .ptd and .bpte files as directory trees.\n\n\
+        `ptefs mount` shows them as a read-only FUSE filesystem; `ls`, `cat`, \
+        `inspect` and `diff` read the same tree without mounting.\n\
+        `ptefs SOURCE MOUNTPOINT [-o OPTIONS]` is `ptefs mount`, as mount(8) calls it.",
+    after_help = "Exit status: 0 success, 1 path not in the tree (diff: files differ), 2 trouble."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Mount files as a read-only filesystem.
+    Mount(mount::MountArgs),
+    /// Unmount a ptefs mount.
+    #[command(alias = "unmount")]
+    Umount {
+        /// The mount point.
+        mountpoint: PathBuf,
+    },
+    /// List a directory of the tree (the root by default).
+    Ls(list::LsArgs),
+    /// Write files of the tree to standard output.
+    Cat(CatArgs),
+    /// Summarize a file: methods, operators, tensors, segments, delegates.
+    Inspect(inspect::InspectArgs),
+    /// Compare two files: methods, operators and tensors that changed.
+    Diff(diff::DiffArgs),
+}
+
+/// The file to read and what to attach to it.
+#[derive(Args, Debug, Clone)]
+pub struct Sources {
+    /// A .pte, .ptd or .bpte file, or a directory of them.
+    file: PathBuf,
+    /// A .ptd whose tensors and named blobs the program may use (repeatable).
+    #[arg(long = "data", value_name = "PTD")]
+    data: Vec<PathBuf>,
+}
+
+impl Sources {
+    fn open(&self) -> Result<View, i32> {
+        open_view(&Request {
+            inputs: vec![self.file.clone()],
+            data: self.data.clone(),
+            recursive: false,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+struct CatArgs {
+    #[command(flatten)]
+    sources: Sources,
+    /// Paths in the tree.
+    #[arg(required = true)]
+    paths: Vec<String>,
+}
+
+/// Prints `ptefs: message` to stderr.
+pub fn error(message: impl std::fmt::Display) {
+    eprintln!("ptefs: {message}");
+}
+
+/// Opens a view, printing any error and warnings.
+pub fn open_view(req: &Request) -> Result<View, i32> {
+    match View::open(req) {
+        Ok(view) => {
+            for w in &view.tree.warnings {
+                eprintln!("ptefs: warning: {w}");
+            }
+            for (p, why) in &view.skipped {
+                eprintln!("ptefs: note: skipped {}: {why}", p.display());
+            }
+            Ok(view)
+        }
+        Err(e) => {
+            error(e);
+            Err(TROUBLE)
+        }
+    }
+}
+
+/// Runs the command line and returns the exit status.
+pub fn main() -> i32 {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format_timestamp_millis()
+        .init();
+    let args = plain_mount_form(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { TROUBLE } else { OK };
+        }
+    };
+    let status = match cli.command {
+        Command::Mount(args) => mount::run(args),
+        Command::Umount { mountpoint } => mount::unmount(&mountpoint),
+        Command::Ls(args) => list::run(&args),
+        Command::Cat(args) => cat(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Diff(args) => diff::run(&args),
+    };
+    status.unwrap_or_else(|code| code)
+}
+
+/// `ptefs SOURCE MOUNTPOINT [-o OPTS]`, the form mount(8) uses through
+/// mount.fuse3, means `ptefs mount SOURCE MOUNTPOINT [-o OPTS]`.
+fn plain_mount_form(mut args: Vec<OsString>) -> Vec<OsString> {
+    const COMMANDS: &[&str] = &[
+        "mount", "umount", "unmount", "ls", "cat", "inspect", "diff", "help",
+    ];
+    if let Some(first) = args.get(1).and_then(|a| a.to_str())
+        && !first.starts_with('-')
+        && !COMMANDS.contains(&first)
+    {
+        args.insert(1, "mount".into());
+    }
+    args
+}
+
+fn cat(args: &CatArgs) -> Result<i32, i32> {
+    let view = args.sources.open()?;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let mut status = OK;
+    for path in &args.paths {
+        let Some(ino) = view.tree.resolve(path) else {
+            error(format_args!(
+                "{path}: no such file in the tree of {}",
+                args.sources.file.display()
+            ));
+            status = status.max(NOT_FOUND);
+            continue;
+        };
+        let Some(content) = view.content(ino) else {
+            error(format_args!("{path}: is a directory"));
+            status = TROUBLE;
+            continue;
+        };
+        if let Err(e) = view.write_range(ino, 0, content.len(), &mut out) {
+            return Err(output_error(e));
+        }
+    }
+    out.flush().map_err(output_error)?;
+    Ok(status)
+}
+
+/// The exit status for a failed write: a closed pipe (`ptefs cat ... |
+/// head`) ends output quietly; any other write error is trouble.
+fn output_error(e: io::Error) -> i32 {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        OK
+    } else {
+        error(format_args!("writing output: {e}"));
+        TROUBLE
+    }
+}

@@ -1,0 +1,152 @@
+//! The data file (`.ptd`): named blobs, some of them tensors.
+
+use super::header::{PtdHeader, show_magic};
+use super::program::tensor_nbytes;
+use super::{Error, Result, Span, verify};
+use crate::schema::ScalarType;
+use crate::schema::flat_tensor as fb;
+
+/// A validated data file. Every span in it lies within `bytes`.
+#[derive(Debug)]
+pub struct DataFile<'a> {
+    /// The whole file.
+    pub bytes: &'a [u8],
+    /// The fixed header.
+    pub header: PtdHeader,
+    /// Where the flatbuffer lies in the file.
+    pub flatbuffer: Span,
+    /// The verified flatbuffer root.
+    pub flat: fb::FlatTensor<'a>,
+    /// `FlatTensor.segments`, as file spans, by index.
+    pub segments: Vec<Span>,
+    /// `FlatTensor.named_data`, in file order.
+    pub entries: Vec<DataEntry<'a>>,
+    /// Oddities worth a note that do not stop the file being shown.
+    pub warnings: Vec<String>,
+}
+
+/// A named blob of a data file.
+#[derive(Debug, Clone)]
+pub struct DataEntry<'a> {
+    /// The key; for tensors, the fully qualified name.
+    pub key: &'a str,
+    /// The segment holding the bytes.
+    pub segment_index: u32,
+    /// The tensor's bytes, or the whole segment for an opaque blob.
+    pub span: Span,
+    /// Present when the blob is a tensor.
+    pub layout: Option<Layout>,
+}
+
+/// A tensor layout recorded in a data file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Element type.
+    pub scalar_type: ScalarType,
+    /// Logical sizes.
+    pub sizes: Vec<i64>,
+    /// Dimension order, outermost first.
+    pub dim_order: Vec<u8>,
+}
+
+impl<'a> DataFile<'a> {
+    /// Parses and validates a data file.
+    pub fn parse(bytes: &'a [u8]) -> Result<DataFile<'a>> {
+        let header = PtdHeader::parse(bytes)?;
+        let flatbuffer = Span {
+            offset: 0,
+            len: header.flatbuffer_len(),
+        };
+        let fb_bytes = flatbuffer.bytes(bytes);
+        let flat = flatbuffers::root_with_opts::<fb::FlatTensor>(
+            &verify::options(fb_bytes.len()),
+            fb_bytes,
+        )
+        .map_err(|e| {
+            Error::new(format!(
+                "data flatbuffer (bytes 0..{}) fails verification: {e}",
+                fb_bytes.len()
+            ))
+        })?;
+        let mut warnings = Vec::new();
+        if header.magic != *b"FT01" {
+            warnings.push(format!(
+                "file identifier is {}; this reader's schema is \"FT01\", so fields may be misread",
+                show_magic(&header.magic)
+            ));
+        }
+        if flat.version() != 0 {
+            warnings.push(format!(
+                "FlatTensor.version is {}; the runtime only loads version 0",
+                flat.version()
+            ));
+        }
+        let base = header.segment_base_offset;
+        let seg_area = Span {
+            offset: base,
+            len: header.segment_data_size,
+        };
+        let mut segments = Vec::new();
+        for (i, s) in flat.segments().iter().flatten().enumerate() {
+            segments.push(seg_area.sub(s.offset(), s.size(), || {
+                format!(
+                    "segment {i} (offset {} size {} in the segment area at {base} of {} bytes)",
+                    s.offset(),
+                    s.size(),
+                    header.segment_data_size
+                )
+            })?);
+        }
+        let mut entries = Vec::new();
+        for (i, nd) in flat.named_data().iter().flatten().enumerate() {
+            let key = nd.key().unwrap_or("");
+            let ctx = |e: Error| e.context(format_args!("named_data {i} (key {key:?})"));
+            let seg = *segments.get(nd.segment_index() as usize).ok_or_else(|| {
+                ctx(Error::new(format!(
+                    "segment index {} is out of range ({} segments)",
+                    nd.segment_index(),
+                    segments.len()
+                )))
+            })?;
+            let (span, layout) = match nd.tensor_layout() {
+                None => (seg, None),
+                Some(l) => {
+                    let sizes: Vec<i64> = l.sizes().iter().flatten().map(i64::from).collect();
+                    match tensor_nbytes(l.scalar_type(), &sizes).map_err(ctx)? {
+                        Some(n) => {
+                            let span = seg.prefix(n, || format!("tensor {key:?}")).map_err(ctx)?;
+                            let layout = Layout {
+                                scalar_type: l.scalar_type(),
+                                sizes,
+                                dim_order: l.dim_order().iter().flatten().collect(),
+                            };
+                            (span, Some(layout))
+                        }
+                        None => {
+                            warnings.push(format!(
+                                "named_data {key:?}: scalar type {} is unknown; shown as an opaque blob",
+                                l.scalar_type().0
+                            ));
+                            (seg, None)
+                        }
+                    }
+                }
+            };
+            entries.push(DataEntry {
+                key,
+                segment_index: nd.segment_index(),
+                span,
+                layout,
+            });
+        }
+        Ok(DataFile {
+            bytes,
+            header,
+            flatbuffer,
+            flat,
+            segments,
+            entries,
+            warnings,
+        })
+    }
+}

@@ -1,0 +1,246 @@
+//! The fixed headers at the start of `.pte` and `.ptd` files.
+
+use super::{Error, Result};
+
+/// Little-endian `u32` at `at`; the caller has checked the length.
+pub(super) fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    let mut b = [0; 4];
+    b.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_le_bytes(b)
+}
+
+/// Little-endian `u64` at `at`; the caller has checked the length.
+pub(super) fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0; 8];
+    b.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(b)
+}
+
+fn magic_at(bytes: &[u8], at: usize) -> [u8; 4] {
+    let mut b = [0; 4];
+    b.copy_from_slice(&bytes[at..at + 4]);
+    b
+}
+
+/// Four magic bytes as text if printable, else as hex.
+pub(crate) fn show_magic(magic: &[u8]) -> String {
+    if magic.iter().all(|b| b.is_ascii_graphic()) {
+        format!("\"{}\"", String::from_utf8_lossy(magic))
+    } else {
+        let hex: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
+        format!("0x{}", hex.join(""))
+    }
+}
+
+/// The header of a `.pte`: the flatbuffer root offset, the file identifier
+/// and the optional extended header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PteHeader {
+    /// Bytes 0..4: offset of the flatbuffer root table.
+    pub root_offset: u32,
+    /// Bytes 4..8, `ET` and two digits.
+    pub magic: [u8; 4],
+    /// The `eh??` header at byte 8, absent when there are no segment bytes.
+    pub extended: Option<PteExtendedHeader>,
+}
+
+/// The extended header of a `.pte`, at byte 8.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PteExtendedHeader {
+    /// Bytes 8..12, `eh` and two digits.
+    pub magic: [u8; 4],
+    /// Bytes 12..16: header length counted from byte 8 (24 in old files, 32 now).
+    pub length: u32,
+    /// Bytes 16..24: length of the flatbuffer, counted from byte 0.
+    pub program_size: u64,
+    /// Bytes 24..32: file offset that segment offsets are relative to.
+    pub segment_base_offset: u64,
+    /// Bytes 32..40 when the header is long enough: total segment bytes.
+    pub segment_data_size: Option<u64>,
+}
+
+/// Shortest extended header: magic, length, program size, segment base.
+const PTE_EXT_MIN: u32 = 0x18;
+
+impl PteHeader {
+    /// Parses the header of a file whose magic says it is a program.
+    pub fn parse(bytes: &[u8]) -> Result<PteHeader> {
+        let size = bytes.len() as u64;
+        let root_offset = u32_at(bytes, 0);
+        let magic = magic_at(bytes, 4);
+        let extended = if bytes.len() >= 12 && &bytes[8..10] == b"eh" {
+            if bytes.len() < 8 + PTE_EXT_MIN as usize {
+                return Err(Error::new(format!(
+                    "extended header at byte 8 is cut off: the file ends at byte {size}, the header needs bytes 8..{}",
+                    8 + PTE_EXT_MIN
+                )));
+            }
+            let length = u32_at(bytes, 12);
+            if length < PTE_EXT_MIN {
+                return Err(Error::new(format!(
+                    "extended header length (bytes 12..16) is {length}, below the minimum {PTE_EXT_MIN}"
+                )));
+            }
+            if 8 + u64::from(length) > size {
+                return Err(Error::new(format!(
+                    "extended header length (bytes 12..16) is {length}, so it would end at byte {} past the end of the file at {size}",
+                    8 + u64::from(length)
+                )));
+            }
+            let program_size = u64_at(bytes, 16);
+            let segment_base_offset = u64_at(bytes, 24);
+            let segment_data_size = (length >= 0x20).then(|| u64_at(bytes, 32));
+            if program_size > size {
+                return Err(Error::new(format!(
+                    "extended header: program size (bytes 16..24) is {program_size}, past the end of the file at {size}"
+                )));
+            }
+            if program_size < 8 + u64::from(length) {
+                return Err(Error::new(format!(
+                    "extended header: program size (bytes 16..24) is {program_size}, smaller than the headers it must contain ({} bytes)",
+                    8 + length
+                )));
+            }
+            if segment_base_offset > size {
+                return Err(Error::new(format!(
+                    "extended header: segment base offset (bytes 24..32) is {segment_base_offset}, past the end of the file at {size}"
+                )));
+            }
+            if segment_base_offset != 0 && segment_base_offset < program_size {
+                return Err(Error::new(format!(
+                    "extended header: segment base offset (bytes 24..32) is {segment_base_offset}, inside the program data which ends at {program_size}"
+                )));
+            }
+            if let Some(data) = segment_data_size {
+                match segment_base_offset.checked_add(data) {
+                    Some(end) if end <= size => {}
+                    Some(end) => {
+                        return Err(Error::new(format!(
+                            "extended header: segment base offset {segment_base_offset} + segment data size (bytes 32..40) {data} = {end}, past the end of the file at {size}"
+                        )));
+                    }
+                    None => {
+                        return Err(Error::new(format!(
+                            "extended header: segment base offset {segment_base_offset} + segment data size (bytes 32..40) {data} overflows"
+                        )));
+                    }
+                }
+            }
+            Some(PteExtendedHeader {
+                magic: magic_at(bytes, 8),
+                length,
+                program_size,
+                segment_base_offset,
+                segment_data_size,
+            })
+        } else {
+            None
+        };
+        Ok(PteHeader {
+            root_offset,
+            magic,
+            extended,
+        })
+    }
+
+    /// Bytes `0..flatbuffer_len()` hold the flatbuffer.
+    pub fn flatbuffer_len(&self, file_len: u64) -> u64 {
+        self.extended.as_ref().map_or(file_len, |e| e.program_size)
+    }
+
+    /// Segment offsets are relative to this file offset.
+    pub fn segment_base(&self) -> u64 {
+        self.extended.as_ref().map_or(0, |e| e.segment_base_offset)
+    }
+}
+
+/// The header of a `.ptd`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtdHeader {
+    /// Bytes 0..4: offset of the flatbuffer root table.
+    pub root_offset: u32,
+    /// Bytes 4..8, `FT` and two digits.
+    pub magic: [u8; 4],
+    /// Bytes 8..12, `FH01`.
+    pub header_magic: [u8; 4],
+    /// Bytes 12..16: header length counted from byte 8 (40).
+    pub length: u32,
+    /// Bytes 16..24: the header's length padded for alignment.
+    pub padded_header_size: u64,
+    /// Bytes 24..32: flatbuffer bytes after the padded header.
+    pub flatbuffer_size: u64,
+    /// Bytes 32..40: file offset that segment offsets are relative to.
+    pub segment_base_offset: u64,
+    /// Bytes 40..48: total segment bytes.
+    pub segment_data_size: u64,
+}
+
+const PTD_EXT_MIN: u32 = 40;
+
+impl PtdHeader {
+    /// Parses the header of a file whose magic says it is a data file.
+    pub fn parse(bytes: &[u8]) -> Result<PtdHeader> {
+        let size = bytes.len() as u64;
+        if bytes.len() < 8 + PTD_EXT_MIN as usize {
+            return Err(Error::new(format!(
+                "file is {size} bytes, too short for the data file header (48 bytes)"
+            )));
+        }
+        let header_magic = magic_at(bytes, 8);
+        if &header_magic[..2] != b"FH" {
+            return Err(Error::new(format!(
+                "data file header magic (bytes 8..12) is {}, expected \"FH01\"",
+                show_magic(&header_magic)
+            )));
+        }
+        let length = u32_at(bytes, 12);
+        if length < PTD_EXT_MIN {
+            return Err(Error::new(format!(
+                "data file header length (bytes 12..16) is {length}, below the minimum {PTD_EXT_MIN}"
+            )));
+        }
+        let h = PtdHeader {
+            root_offset: u32_at(bytes, 0),
+            magic: magic_at(bytes, 4),
+            header_magic,
+            length,
+            padded_header_size: u64_at(bytes, 16),
+            flatbuffer_size: u64_at(bytes, 24),
+            segment_base_offset: u64_at(bytes, 32),
+            segment_data_size: u64_at(bytes, 40),
+        };
+        let end = |a: u64, b: u64, what: &str| -> Result<u64> {
+            match a.checked_add(b) {
+                Some(end) if end <= size => Ok(end),
+                Some(end) => Err(Error::new(format!(
+                    "data file header: {what} = {a} + {b} = {end}, past the end of the file at {size}"
+                ))),
+                None => Err(Error::new(format!(
+                    "data file header: {what} = {a} + {b} overflows"
+                ))),
+            }
+        };
+        let fb_end = end(
+            h.padded_header_size,
+            h.flatbuffer_size,
+            "flatbuffer end (bytes 16..24 + bytes 24..32)",
+        )?;
+        end(
+            h.segment_base_offset,
+            h.segment_data_size,
+            "segment end (bytes 32..40 + bytes 40..48)",
+        )?;
+        if h.segment_base_offset < fb_end && h.segment_data_size > 0 {
+            return Err(Error::new(format!(
+                "data file header: segment base offset (bytes 32..40) is {}, inside the flatbuffer which ends at {fb_end}",
+                h.segment_base_offset
+            )));
+        }
+        Ok(h)
+    }
+
+    /// Bytes `0..flatbuffer_len()` hold the flatbuffer.
+    pub fn flatbuffer_len(&self) -> u64 {
+        self.padded_header_size + self.flatbuffer_size
+    }
+}

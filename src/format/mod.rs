@@ -1,0 +1,99 @@
+//! Parsing and validation of `.pte`, `.ptd` and `.bpte` files.
+//!
+//! Everything here works on a byte slice (usually a memory map) and returns
+//! views that borrow it. Every offset and length taken from the file is
+//! checked before use; malformed input yields an [`Error`] naming what is
+//! wrong and where, never a panic.
+
+mod bundled;
+mod data;
+mod error;
+mod header;
+mod program;
+pub mod scalar;
+mod span;
+mod verify;
+
+pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
+pub use data::{DataEntry, DataFile, Layout};
+pub use error::{Error, Result};
+pub use header::{PtdHeader, PteExtendedHeader, PteHeader};
+pub use program::{
+    Delegate, MethodInfo, NamedBlob, ProgramFile, TensorData, TensorInfo, tensor_nbytes,
+};
+pub use span::Span;
+
+/// What a file is, decided by the magic at byte 4 rather than by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `ET??`: an ExecuTorch program.
+    Program,
+    /// `FT??`: a FlatTensor data file.
+    Data,
+    /// `BP??`: a bundled program.
+    Bundled,
+}
+
+impl Kind {
+    /// The usual file extension, for messages.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Kind::Program => "pte",
+            Kind::Data => "ptd",
+            Kind::Bundled => "bpte",
+        }
+    }
+}
+
+/// Identifies a file by its magic bytes.
+pub fn sniff(bytes: &[u8]) -> Result<Kind> {
+    if bytes.len() < 8 {
+        return Err(Error::new(format!(
+            "file is {} bytes, too short for a program or data file header (8 bytes)",
+            bytes.len()
+        )));
+    }
+    let magic = &bytes[4..8];
+    let digits = magic[2].is_ascii_digit() && magic[3].is_ascii_digit();
+    match (&magic[..2], digits) {
+        (b"ET", true) => Ok(Kind::Program),
+        (b"FT", true) => Ok(Kind::Data),
+        (b"BP", true) => Ok(Kind::Bundled),
+        _ => Err(Error::new(format!(
+            "not an ExecuTorch file: bytes 4..8 are {}, expected ET?? (program), FT?? (data) or BP?? (bundled program)",
+            header::show_magic(magic)
+        ))),
+    }
+}
+
+/// A parsed file of any kind.
+#[derive(Debug)]
+pub enum Parsed<'a> {
+    /// A `.pte`.
+    Program(ProgramFile<'a>),
+    /// A `.ptd`.
+    Data(DataFile<'a>),
+    /// A `.bpte`.
+    Bundled(BundledFile<'a>),
+}
+
+/// Parses and validates a file of any kind, chosen by its magic.
+pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>> {
+    Ok(match sniff(bytes)? {
+        Kind::Program => Parsed::Program(ProgramFile::parse(bytes)?),
+        Kind::Data => Parsed::Data(DataFile::parse(bytes)?),
+        Kind::Bundled => Parsed::Bundled(BundledFile::parse(bytes)?),
+    })
+}
+
+impl Parsed<'_> {
+    /// Problems that do not stop the file from being shown (an unexpected
+    /// identifier, a nonzero storage offset, ...), one sentence each.
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            Parsed::Program(p) => &p.warnings,
+            Parsed::Data(d) => &d.warnings,
+            Parsed::Bundled(b) => &b.warnings,
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Element types: schema names, sizes and NumPy equivalents.
+
+use crate::schema::ScalarType;
+
+/// How an element type is shown to NumPy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NumpyType {
+    /// The array-protocol type string, e.g. `<f4`.
+    pub descr: &'static str,
+    /// True when NumPy has no such type and the descr is an unsigned integer
+    /// of the same width holding the raw bits (bfloat16, float8, bits16,
+    /// packed 4- and 2-bit integers).
+    pub raw_bits: bool,
+}
+
+const fn np(descr: &'static str) -> Option<NumpyType> {
+    Some(NumpyType {
+        descr,
+        raw_bits: false,
+    })
+}
+
+const fn raw(descr: &'static str) -> Option<NumpyType> {
+    Some(NumpyType {
+        descr,
+        raw_bits: true,
+    })
+}
+
+/// Size and NumPy type of each known scalar type.
+fn info(t: ScalarType) -> Option<(u64, NumpyType)> {
+    let (size, numpy) = match t {
+        ScalarType::BYTE => (1, np("|u1")),
+        ScalarType::CHAR => (1, np("|i1")),
+        ScalarType::SHORT => (2, np("<i2")),
+        ScalarType::INT => (4, np("<i4")),
+        ScalarType::LONG => (8, np("<i8")),
+        ScalarType::HALF => (2, np("<f2")),
+        ScalarType::FLOAT => (4, np("<f4")),
+        ScalarType::DOUBLE => (8, np("<f8")),
+        ScalarType::BOOL => (1, np("|b1")),
+        ScalarType::QINT8 => (1, np("|i1")),
+        ScalarType::QUINT8 => (1, np("|u1")),
+        ScalarType::QINT32 => (4, np("<i4")),
+        ScalarType::BFLOAT16 => (2, raw("<u2")),
+        ScalarType::QUINT4X2 | ScalarType::QUINT2X4 => (1, raw("|u1")),
+        ScalarType::BITS16 => (2, raw("<u2")),
+        ScalarType::FLOAT8E5M2
+        | ScalarType::FLOAT8E4M3FN
+        | ScalarType::FLOAT8E5M2FNUZ
+        | ScalarType::FLOAT8E4M3FNUZ => (1, raw("|u1")),
+        ScalarType::UINT16 => (2, np("<u2")),
+        ScalarType::UINT32 => (4, np("<u4")),
+        ScalarType::UINT64 => (8, np("<u8")),
+        _ => return None,
+    };
+    numpy.map(|n| (size, n))
+}
+
+/// Bytes per element, or `None` for a type the schema does not name.
+pub fn element_size(t: ScalarType) -> Option<u64> {
+    info(t).map(|(size, _)| size)
+}
+
+/// How NumPy should see the type, or `None` for an unknown type.
+pub fn numpy(t: ScalarType) -> Option<NumpyType> {
+    info(t).map(|(_, n)| n)
+}
+
+/// The schema's name (`FLOAT`), or the number for a type it does not name.
+pub fn name(t: ScalarType) -> String {
+    t.variant_name()
+        .map_or_else(|| t.0.to_string(), str::to_owned)
+}

@@ -1,0 +1,241 @@
+//! The directory tree a mount shows, built once from parsed files.
+//!
+//! A [`Tree`] holds every node with its exact size. A file's content is
+//! either bytes rendered at build time (JSON, text, `.npy` headers) or a
+//! span of a source file, which readers serve from that file's memory map.
+//! Lookups are binary searches in sorted child lists; reads are index
+//! arithmetic.
+
+mod build;
+pub mod names;
+mod render;
+
+pub use build::{Input, build};
+
+use crate::format::Span;
+
+/// An inode number. The root is 1; the rest follow in build order.
+pub type Ino = u64;
+
+/// The root directory's inode.
+pub const ROOT: Ino = 1;
+
+/// Which source file a span refers to (an index into the caller's list).
+pub type SourceId = usize;
+
+/// A node of the tree.
+#[derive(Debug)]
+pub struct Node {
+    /// The entry's name in its parent (empty for the root).
+    pub name: Box<str>,
+    /// The parent directory (the root is its own parent).
+    pub parent: Ino,
+    /// Directory or file.
+    pub kind: NodeKind,
+}
+
+/// What a node is.
+#[derive(Debug)]
+pub enum NodeKind {
+    /// A directory with its entries sorted by name.
+    Dir(Vec<(Box<str>, Ino)>),
+    /// A regular file.
+    File(File),
+}
+
+/// A regular file: its content and extended attributes.
+#[derive(Debug)]
+pub struct File {
+    /// The bytes.
+    pub content: Content,
+    /// `user.ptefs.*` attributes, sorted by name.
+    pub xattrs: Vec<(&'static str, Box<[u8]>)>,
+}
+
+/// Where a file's bytes come from.
+#[derive(Debug)]
+pub enum Content {
+    /// Rendered when the tree was built.
+    Generated(Box<[u8]>),
+    /// A span of a source file.
+    Source {
+        /// Which source.
+        source: SourceId,
+        /// The bytes.
+        span: Span,
+    },
+    /// Rendered bytes followed by a span of a source file (`.npy`).
+    Prefixed {
+        /// The rendered prefix.
+        prefix: Box<[u8]>,
+        /// Which source.
+        source: SourceId,
+        /// The bytes after the prefix.
+        span: Span,
+    },
+}
+
+impl Content {
+    /// The file's size.
+    pub fn len(&self) -> u64 {
+        match self {
+            Content::Generated(b) => b.len() as u64,
+            Content::Source { span, .. } => span.len,
+            Content::Prefixed { prefix, span, .. } => prefix.len() as u64 + span.len,
+        }
+    }
+
+    /// True for an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What `size` bytes at `offset` are made of: up to two pieces, rendered
+    /// bytes first and then a span of a source. Past the end gives nothing.
+    pub fn read(&self, offset: u64, size: u64) -> Piece<'_> {
+        let (prefix, source): (&[u8], Option<(SourceId, Span)>) = match self {
+            Content::Generated(b) => (b, None),
+            Content::Source { source, span } => (&[], Some((*source, *span))),
+            Content::Prefixed {
+                prefix,
+                source,
+                span,
+            } => (prefix, Some((*source, *span))),
+        };
+        let plen = prefix.len() as u64;
+        let end = offset.saturating_add(size).min(self.len());
+        let head = if offset < plen {
+            &prefix[offset as usize..end.min(plen) as usize]
+        } else {
+            &[]
+        };
+        let tail = source.and_then(|(id, span)| {
+            let from = offset.max(plen);
+            (end > from).then(|| {
+                (
+                    id,
+                    Span {
+                        offset: span.offset + (from - plen),
+                        len: end - from,
+                    },
+                )
+            })
+        });
+        Piece { head, tail }
+    }
+}
+
+/// A read, as rendered bytes followed by a span of a source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece<'a> {
+    /// Rendered bytes, possibly empty.
+    pub head: &'a [u8],
+    /// Source bytes after `head`.
+    pub tail: Option<(SourceId, Span)>,
+}
+
+impl Piece<'_> {
+    /// Total bytes.
+    pub fn len(&self) -> u64 {
+        self.head.len() as u64 + self.tail.map_or(0, |(_, s)| s.len)
+    }
+
+    /// True when nothing is to be read.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The whole tree.
+#[derive(Debug)]
+pub struct Tree {
+    nodes: Vec<Node>,
+    /// Non-fatal notes gathered while building (missing external tensors,
+    /// identifiers this reader does not know), one sentence each.
+    pub warnings: Vec<String>,
+}
+
+impl Tree {
+    /// The node with inode `ino`.
+    pub fn node(&self, ino: Ino) -> Option<&Node> {
+        usize::try_from(ino)
+            .ok()?
+            .checked_sub(1)
+            .and_then(|i| self.nodes.get(i))
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Always false: there is at least the root.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The entry `name` of directory `parent`.
+    pub fn lookup(&self, parent: Ino, name: &[u8]) -> Option<Ino> {
+        let NodeKind::Dir(entries) = &self.node(parent)?.kind else {
+            return None;
+        };
+        entries
+            .binary_search_by(|(n, _)| n.as_bytes().cmp(name))
+            .ok()
+            .map(|i| entries[i].1)
+    }
+
+    /// The node at `path` (`a/b/c`, relative to the root; empty is the root).
+    pub fn resolve(&self, path: &str) -> Option<Ino> {
+        path.split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .try_fold(ROOT, |ino, c| {
+                if c == ".." {
+                    self.node(ino).map(|n| n.parent)
+                } else {
+                    self.lookup(ino, c.as_bytes())
+                }
+            })
+    }
+
+    /// The path of `ino` relative to the root.
+    pub fn path(&self, ino: Ino) -> String {
+        let mut parts = Vec::new();
+        let mut cur = ino;
+        while cur != ROOT {
+            let Some(n) = self.node(cur) else { break };
+            parts.push(&*n.name);
+            cur = n.parent;
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
+    /// Every inode in depth-first order with entries sorted, root first.
+    pub fn walk(&self, from: Ino) -> Vec<Ino> {
+        let mut out = Vec::new();
+        let mut stack = vec![from];
+        while let Some(ino) = stack.pop() {
+            out.push(ino);
+            if let Some(Node {
+                kind: NodeKind::Dir(entries),
+                ..
+            }) = self.node(ino)
+            {
+                stack.extend(entries.iter().rev().map(|(_, i)| *i));
+            }
+        }
+        out
+    }
+
+    /// Total bytes of all files, as `du --apparent-size` would add them up.
+    pub fn total_bytes(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| match &n.kind {
+                NodeKind::File(f) => f.content.len(),
+                NodeKind::Dir(_) => 0,
+            })
+            .sum()
+    }
+}

@@ -1,0 +1,15 @@
+//! Generated file contents. Every JSON file goes through [`json`].
+
+pub mod code_txt;
+pub mod flatc_json;
+pub mod npy;
+pub mod readme;
+
+use serde_json::Value;
+
+/// Pretty-printed JSON with a final newline.
+pub fn json(v: &Value) -> Box<[u8]> {
+    let mut out = serde_json::to_vec_pretty(v).unwrap_or_default();
+    out.push(b'\n');
+    out.into_boxed_slice()
+}
