@@ -1,0 +1,115 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ptefs::tree::{Ino, NodeKind, ROOT};
+use ptefs::view::{Request, View};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// `tests/fixtures/<name>`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// Every model in `tests/fixtures`.
+pub fn models() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(fixture(""))
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().into_string().unwrap();
+            (n.ends_with(".pte") || n.ends_with(".ptd") || n.ends_with(".bpte")).then_some(n)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A view of `files` with `data` attached.
+pub fn view_of(files: &[PathBuf], data: &[PathBuf]) -> View {
+    View::open(&Request { inputs: files.to_vec(), data: data.to_vec(), recursive: false })
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A view of one fixture.
+pub fn view(name: &str) -> View {
+    view_of(&[fixture(name)], &[])
+}
+
+/// The bytes of the file at `path`.
+pub fn read(v: &View, path: &str) -> Vec<u8> {
+    let ino = v.tree.resolve(path).unwrap_or_else(|| panic!("no {path} in the tree"));
+    read_ino(v, ino)
+}
+
+/// The bytes of file `ino`.
+pub fn read_ino(v: &View, ino: Ino) -> Vec<u8> {
+    let len = v.content(ino).expect("a file").len();
+    let mut out = Vec::new();
+    v.write_range(ino, 0, len, &mut out).unwrap();
+    assert_eq!(out.len() as u64, len);
+    out
+}
+
+/// The JSON file at `path`.
+pub fn json(v: &View, path: &str) -> Value {
+    serde_json::from_slice(&read(v, path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every file of the tree: path → bytes.
+pub fn files(v: &View) -> BTreeMap<String, Vec<u8>> {
+    v.tree
+        .walk(ROOT)
+        .into_iter()
+        .filter(|&i| matches!(v.tree.node(i).unwrap().kind, NodeKind::File(_)))
+        .map(|i| (v.tree.path(i), read_ino(v, i)))
+        .collect()
+}
+
+/// Lower-case hex SHA-256.
+pub fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Removes every `ptefs_path` key, to compare with flatc's output.
+pub fn strip_ptefs_paths(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("ptefs_path");
+            m.values_mut().for_each(strip_ptefs_paths);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_ptefs_paths),
+        _ => {}
+    }
+}
+
+/// The path of the `ptefs` binary.
+pub fn ptefs_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ptefs")
+}
+
+/// Writes `bytes` as `dir/name` and returns the path.
+pub fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A view of `bytes` written to a temporary file named `name`.
+pub fn view_bytes(name: &str, bytes: &[u8]) -> (tempfile::TempDir, View) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(dir.path(), name, bytes);
+    let v = view_of(&[p], &[]);
+    (dir, v)
+}
+
+/// Every entry name of directory `path`.
+pub fn ls(v: &View, path: &str) -> Vec<String> {
+    let ino = v.tree.resolve(path).unwrap_or_else(|| panic!("no {path}"));
+    match &v.tree.node(ino).unwrap().kind {
+        NodeKind::Dir(e) => e.iter().map(|(n, _)| n.to_string()).collect(),
+        NodeKind::File(_) => panic!("{path} is a file"),
+    }
+}
