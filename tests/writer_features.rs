@@ -221,8 +221,8 @@ fn many_tensors_of_given_sizes() {
 fn external_tensors_resolve_from_attached_data() {
     let w = bytes(16, 1);
     let p = program(vec![
-        V::Tensor(Tensor::new(ScalarType::FLOAT, &[4], Data::External).named("w")),
-        V::Tensor(Tensor::new(ScalarType::FLOAT, &[2], Data::External).named("gone")),
+        V::Tensor(Tensor::new(ScalarType::FLOAT, &[4], Data::External(0)).named("w")),
+        V::Tensor(Tensor::new(ScalarType::FLOAT, &[2], Data::External(0)).named("gone")),
     ]);
     let d = DataFile {
         entries: vec![

@@ -67,7 +67,8 @@ impl<'a> BundledFile<'a> {
             flatbuffers::root_with_opts::<fb::BundledProgram>(&verify::options(bytes.len()), bytes)
                 .map_err(|e| {
                     Error::new(format!(
-                        "bundled program flatbuffer fails verification: {e}"
+                        "bundled program flatbuffer fails verification: {}",
+                        verify::one_line(&e)
                     ))
                 })?;
         let mut warnings = Vec::new();

@@ -64,8 +64,9 @@ impl<'a> DataFile<'a> {
         )
         .map_err(|e| {
             Error::new(format!(
-                "data flatbuffer (bytes 0..{}) fails verification: {e}",
-                fb_bytes.len()
+                "data flatbuffer (bytes 0..{}) fails verification: {}",
+                fb_bytes.len(),
+                verify::one_line(&e)
             ))
         })?;
         let mut warnings = Vec::new();

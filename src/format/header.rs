@@ -24,7 +24,7 @@ fn magic_at(bytes: &[u8], at: usize) -> [u8; 4] {
 
 /// Four magic bytes as text if printable, else as hex.
 pub(crate) fn show_magic(magic: &[u8]) -> String {
-    if magic.iter().all(|b| b.is_ascii_graphic()) {
+    if magic.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
         format!("\"{}\"", String::from_utf8_lossy(magic))
     } else {
         let hex: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();

@@ -193,8 +193,9 @@ impl<'a> ProgramFile<'a> {
             flatbuffers::root_with_opts::<fb::Program>(&verify::options(fb_bytes.len()), fb_bytes)
                 .map_err(|e| {
                     Error::new(format!(
-                        "program flatbuffer (bytes 0..{}) fails verification: {e}",
-                        fb_bytes.len()
+                        "program flatbuffer (bytes 0..{}) fails verification: {}",
+                        fb_bytes.len(),
+                        verify::one_line(&e)
                     ))
                 })?;
         let mut warnings = Vec::new();

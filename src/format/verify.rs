@@ -15,3 +15,11 @@ pub(super) fn options(len: usize) -> VerifierOptions {
         ignore_missing_null_terminator: false,
     }
 }
+
+/// The verifier's error on one line: it reports the failing range and then
+/// the path of fields that led there, one per line.
+pub(super) fn one_line(e: &flatbuffers::InvalidFlatbuffer) -> String {
+    let text = e.to_string();
+    let parts: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    parts.join(", ")
+}

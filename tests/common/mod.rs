@@ -113,3 +113,54 @@ pub fn ls(v: &View, path: &str) -> Vec<String> {
         NodeKind::File(_) => panic!("{path} is a file"),
     }
 }
+
+/// Writes every file of the tree under `dir`, as a mount would show it.
+pub fn extract(v: &View, dir: &Path) {
+    for (path, bytes) in files(v) {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+}
+
+/// Runs a Python script with `args`; panics with its output on failure.
+pub fn python(script: &str, args: &[&Path]) -> String {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python3 is needed for the NumPy tests");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "python failed:\n{text}");
+    text
+}
+
+/// Checks every tensor of every `tensors/index.json` under `root` with
+/// NumPy: the `.npy` loads (plainly and memory-mapped) to the `.bin`'s
+/// values with the dtype and shape index.json gives. Prints one line per
+/// tensor checked.
+pub const NUMPY_CHECK: &str = r#"
+import json, pathlib, sys
+import numpy as np
+root = pathlib.Path(sys.argv[1])
+n = 0
+for index in sorted(root.rglob("index.json")):
+    if index.parent.name != "tensors" and "testsets" not in index.parts:
+        continue
+    for e in json.loads(index.read_text()):
+        if not e.get("npy"):
+            continue
+        d = index.parent
+        want = np.frombuffer((d / e["name"]).read_bytes(), dtype=np.dtype(e["numpy_dtype"])).reshape(e["npy_shape"])
+        for mode in (None, "r"):
+            got = np.load(d / e["npy"], mmap_mode=mode)
+            assert got.dtype == np.dtype(e["numpy_dtype"]), (e, got.dtype)
+            assert list(got.shape) == e["npy_shape"], (e, got.shape)
+            assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), e
+            if mode == "r":
+                assert isinstance(got, np.memmap)
+        n += 1
+        print("ok", d / e["npy"], got.dtype, got.shape)
+print("checked", n)
+"#;

@@ -83,8 +83,9 @@ pub enum Data {
     Constant(Bytes),
     /// The initial state of a mutable tensor.
     Mutable(Bytes),
-    /// Stored in a .ptd under the fully qualified name.
-    External,
+    /// Stored in a .ptd under the fully qualified name; the buffer index
+    /// is ignored by readers but recorded (the exporter numbers them).
+    External(u32),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -207,6 +208,8 @@ pub struct Program {
     pub named: Vec<(String, Bytes)>,
     /// Segments no table refers to (zero-size ones share an offset).
     pub extra_segments: Vec<Bytes>,
+    /// Replaces `constant_segment.segment_index`, to make hostile files.
+    pub constant_segment_index: Option<u32>,
 }
 
 impl Default for Program {
@@ -218,6 +221,7 @@ impl Default for Program {
             legacy_inline_constants: false,
             named: Vec::new(),
             extra_segments: Vec::new(),
+            constant_segment_index: None,
         }
     }
 }
@@ -306,6 +310,7 @@ impl Program {
                         }
                     }
                     Value::Tensor(Tensor { data: Data::Mutable(b), .. }) => mutable.add(b),
+                    Value::Tensor(Tensor { data: Data::External(i), .. }) => *i,
                     _ => 0,
                 };
                 idx.push(i);
@@ -402,7 +407,10 @@ impl Program {
             let offsets = fbb.create_vector(&constants.offsets);
             fb::SubsegmentOffsets::create(
                 &mut fbb,
-                &fb::SubsegmentOffsetsArgs { segment_index: seg, offsets: Some(offsets) },
+                &fb::SubsegmentOffsetsArgs {
+                    segment_index: self.constant_segment_index.unwrap_or(seg),
+                    offsets: Some(offsets),
+                },
             )
         });
         let mutable_data_segments = mutable_segment.map(|seg| {
@@ -624,7 +632,7 @@ fn tensor<'a>(
     let sizes = ints(fbb, &t.sizes);
     let order: Vec<u8> = t.dim_order.clone().unwrap_or_else(|| (0..t.sizes.len() as u8).collect());
     let dim_order = fbb.create_vector(&order);
-    let external = t.data == Data::External;
+    let external = matches!(t.data, Data::External(_));
     let allocation = t.allocation.or((matches!(t.data, Data::Mutable(_)) && has_mutable).then_some((0, 0)));
     let allocation_info = allocation.map(|(memory_id, off)| {
         fb::AllocationDetails::create(
