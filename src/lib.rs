@@ -23,19 +23,19 @@ pub mod view;
 macro_rules! generated {
     ($name:ident, $path:literal) => {
         #[rustfmt::skip]
-                #[allow(
-                    clippy::all,
-                    clippy::pedantic,
-                    dead_code,
-                    deprecated,
-                    mismatched_lifetime_syntaxes,
-                    missing_docs,
-                    non_camel_case_types,
-                    non_snake_case,
-                    unused_imports,
-                    unsafe_op_in_unsafe_fn
-                )]
-                #[path = $path]
+                        #[allow(
+                            clippy::all,
+                            clippy::pedantic,
+                            dead_code,
+                            deprecated,
+                            mismatched_lifetime_syntaxes,
+                            missing_docs,
+                            non_camel_case_types,
+                            non_snake_case,
+                            unused_imports,
+                            unsafe_op_in_unsafe_fn
+                        )]
+                        #[path = $path]
         mod $name;
     };
 }

@@ -15,8 +15,13 @@ fn every_dtype_of_dtypes_pte_loads_in_numpy() {
     let dir = tempfile::tempdir().unwrap();
     extract(&view("dtypes.pte"), dir.path());
     let out = python(NUMPY_CHECK, &[dir.path()]);
-    for dtype in ["float16", "uint16", "float64", "int16", "int32", "int64", "int8", "uint8", "bool"] {
-        assert!(out.contains(&format!(" {dtype} ")), "{dtype} not checked:\n{out}");
+    for dtype in [
+        "float16", "uint16", "float64", "int16", "int32", "int64", "int8", "uint8", "bool",
+    ] {
+        assert!(
+            out.contains(&format!(" {dtype} ")),
+            "{dtype} not checked:\n{out}"
+        );
     }
     assert!(out.contains("checked 9"), "{out}");
 }
@@ -50,10 +55,26 @@ fn writer_types_and_dim_orders_load_in_numpy() {
         })
         .collect();
     let data: Vec<u8> = (0..2 * 3 * 4 * 5 * 4).map(|i| i as u8).collect();
-    values.push(V::Tensor(Tensor::new(ScalarType::FLOAT, &[2, 3, 4, 5], Data::Constant(data.into())).dim_order(&[0, 2, 3, 1])));
-    values.push(V::Tensor(Tensor::new(ScalarType::DOUBLE, &[], Data::Constant(2.5f64.to_le_bytes().to_vec().into()))));
+    values.push(V::Tensor(
+        Tensor::new(
+            ScalarType::FLOAT,
+            &[2, 3, 4, 5],
+            Data::Constant(data.into()),
+        )
+        .dim_order(&[0, 2, 3, 1]),
+    ));
+    values.push(V::Tensor(Tensor::new(
+        ScalarType::DOUBLE,
+        &[],
+        Data::Constant(2.5f64.to_le_bytes().to_vec().into()),
+    )));
     let p = Program {
-        methods: vec![Method { name: "forward".into(), values, chains: vec![Chain::default()], ..Method::default() }],
+        methods: vec![Method {
+            name: "forward".into(),
+            values,
+            chains: vec![Chain::default()],
+            ..Method::default()
+        }],
         ..Program::default()
     };
     let (_d, v) = view_bytes("t.pte", &p.to_bytes());

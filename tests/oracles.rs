@@ -12,7 +12,9 @@ use serde_json::Value;
 
 fn jsonl(name: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(fixture(&format!("expected/{name}.jsonl"))).unwrap();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -40,8 +42,14 @@ fn every_expected_hash_is_a_file_at_its_offset() {
                 continue;
             };
             assert!(by_hash.contains_key(hash), "{model}: no file holds {rec}");
-            let (off, n) = (rec["file_offset"].as_u64().unwrap(), rec["nbytes"].as_u64().unwrap());
-            assert!(at.contains(&(off, n)), "{model}: no raw file of {n} bytes at {off}: {rec}");
+            let (off, n) = (
+                rec["file_offset"].as_u64().unwrap(),
+                rec["nbytes"].as_u64().unwrap(),
+            );
+            assert!(
+                at.contains(&(off, n)),
+                "{model}: no raw file of {n} bytes at {off}: {rec}"
+            );
             checked += 1;
         }
     }
@@ -76,12 +84,24 @@ fn tensors_of(v: &ptefs::view::View) -> HashSet<(String, String, Vec<i64>)> {
         let dir = path.trim_end_matches("index.json");
         let index: Value = serde_json::from_slice(bytes).unwrap();
         for e in index.as_array().unwrap() {
-            let Some(name) = e["name"].as_str() else { continue };
-            let sizes = e["sizes"].as_array().map(|a| a.iter().map(|x| x.as_i64().unwrap()).collect());
+            let Some(name) = e["name"].as_str() else {
+                continue;
+            };
+            let sizes = e["sizes"]
+                .as_array()
+                .map(|a| a.iter().map(|x| x.as_i64().unwrap()).collect());
             let Some(sizes) = sizes else { continue };
             let bin = &all[&format!("{dir}{name}")];
-            assert_eq!(bin.len() as u64, e["nbytes"].as_u64().unwrap(), "{dir}{name}");
-            out.insert((sha256(bin), e["scalar_type"].as_str().unwrap().to_owned(), sizes));
+            assert_eq!(
+                bin.len() as u64,
+                e["nbytes"].as_u64().unwrap(),
+                "{dir}{name}"
+            );
+            out.insert((
+                sha256(bin),
+                e["scalar_type"].as_str().unwrap().to_owned(),
+                sizes,
+            ));
         }
     }
     out
@@ -89,7 +109,8 @@ fn tensors_of(v: &ptefs::view::View) -> HashSet<(String, String, Vec<i64>)> {
 
 #[test]
 fn state_dict_tensors_are_found_by_bytes_with_dtype_and_shape() {
-    let sd: Value = serde_json::from_slice(&std::fs::read(fixture("state_dicts.json")).unwrap()).unwrap();
+    let sd: Value =
+        serde_json::from_slice(&std::fs::read(fixture("state_dicts.json")).unwrap()).unwrap();
     let cases = [
         ("mlp", "mlp.pte"),
         ("mlp_stacktrace", "mlp_stacktrace.pte"),
@@ -106,9 +127,17 @@ fn state_dict_tensors_are_found_by_bytes_with_dtype_and_shape() {
             let want = (
                 t["sha256"].as_str().unwrap().to_owned(),
                 scalar_type_of(t["dtype"].as_str().unwrap()).to_owned(),
-                t["shape"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect::<Vec<_>>(),
+                t["shape"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_i64().unwrap())
+                    .collect::<Vec<_>>(),
             );
-            assert!(found.contains(&want), "{file}: {name} {want:?} not under tensors/");
+            assert!(
+                found.contains(&want),
+                "{file}: {name} {want:?} not under tensors/"
+            );
         }
     }
 }
@@ -157,7 +186,9 @@ fn ptefs_paths_name_files_holding_the_tensor() {
             let index = json(&v, &format!("methods/{m}/tensors/index.json"));
             let mut with_path = 0;
             for (i, value) in plan["values"].as_array().unwrap().iter().enumerate() {
-                let Some(path) = value["val"]["ptefs_path"].as_str() else { continue };
+                let Some(path) = value["val"]["ptefs_path"].as_str() else {
+                    continue;
+                };
                 with_path += 1;
                 let bytes = read(&v, path);
                 let entry = index
@@ -169,7 +200,12 @@ fn ptefs_paths_name_files_holding_the_tensor() {
                 assert_eq!(bytes.len() as u64, entry["nbytes"].as_u64().unwrap());
                 assert!(path.ends_with(entry["name"].as_str().unwrap()));
             }
-            let listed = index.as_array().unwrap().iter().filter(|e| e.get("missing").is_none()).count();
+            let listed = index
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e.get("missing").is_none())
+                .count();
             assert_eq!(with_path, listed, "{model} {m}");
         }
     }

@@ -37,9 +37,15 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                         let info = m.tensors.iter().find(|t| t.value_index == i);
                         let data = match info.map(|t| &t.data) {
                             None => Data::None,
-                            Some(TensorData::External { .. }) => Data::External(t.data_buffer_idx()),
-                            Some(TensorData::Constant { span, .. }) => Data::Constant(span.bytes(p.bytes).to_vec().into()),
-                            Some(TensorData::MutableInitialState { span, .. }) => Data::Mutable(span.bytes(p.bytes).to_vec().into()),
+                            Some(TensorData::External { .. }) => {
+                                Data::External(t.data_buffer_idx())
+                            }
+                            Some(TensorData::Constant { span, .. }) => {
+                                Data::Constant(span.bytes(p.bytes).to_vec().into())
+                            }
+                            Some(TensorData::MutableInitialState { span, .. }) => {
+                                Data::Mutable(span.bytes(p.bytes).to_vec().into())
+                            }
                         };
                         let eti = t.extra_tensor_info();
                         V::Tensor(Tensor {
@@ -53,7 +59,11 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                             layout: t.layout(),
                             shape_dynamism: t.shape_dynamism(),
                             allocation: t.allocation_info().map(|a| {
-                                (a.memory_id(), (u64::from(a.memory_offset_high()) << 32) | u64::from(a.memory_offset_low()))
+                                (
+                                    a.memory_id(),
+                                    (u64::from(a.memory_offset_high()) << 32)
+                                        | u64::from(a.memory_offset_low()),
+                                )
                             }),
                             extra_info: eti.is_some(),
                         })
@@ -108,9 +118,12 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                 .collect();
             Method {
                 name: m.name.into(),
-                container_meta: plan
-                    .container_meta_type()
-                    .map(|c| (opt_string(c.encoded_inp_str()), opt_string(c.encoded_out_str()))),
+                container_meta: plan.container_meta_type().map(|c| {
+                    (
+                        opt_string(c.encoded_inp_str()),
+                        opt_string(c.encoded_out_str()),
+                    )
+                }),
                 values,
                 inputs: ints(plan.inputs()),
                 outputs: ints(plan.outputs()),
@@ -119,7 +132,12 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                     .operators()
                     .iter()
                     .flatten()
-                    .map(|o| (o.name().unwrap_or("").into(), o.overload().unwrap_or("").into()))
+                    .map(|o| {
+                        (
+                            o.name().unwrap_or("").into(),
+                            o.overload().unwrap_or("").into(),
+                        )
+                    })
                     .collect(),
                 delegates: m
                     .delegates
@@ -127,9 +145,19 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                     .map(|d| Delegate {
                         id: d.id.into(),
                         blob: d.processed.bytes(p.bytes).to_vec().into(),
-                        inline: plan.delegates().unwrap().get(d.index).processed().unwrap().location()
+                        inline: plan
+                            .delegates()
+                            .unwrap()
+                            .get(d.index)
+                            .processed()
+                            .unwrap()
+                            .location()
                             == fb::DataLocation::INLINE,
-                        compile_specs: d.compile_specs.iter().map(|(k, v)| (k.to_string(), v.to_vec())).collect(),
+                        compile_specs: d
+                            .compile_specs
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), v.to_vec()))
+                            .collect(),
                     })
                     .collect(),
                 non_const_buffer_sizes: plan.non_const_buffer_sizes().iter().flatten().collect(),
@@ -141,7 +169,11 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
         identifier: p.header.magic,
         methods,
         legacy_inline_constants: false,
-        named: p.named.iter().map(|n| (n.key.into(), n.span.bytes(p.bytes).to_vec().into())).collect(),
+        named: p
+            .named
+            .iter()
+            .map(|n| (n.key.into(), n.span.bytes(p.bytes).to_vec().into()))
+            .collect(),
         extra_segments: Vec::<Bytes>::new(),
         constant_segment_index: None,
     }
@@ -149,15 +181,29 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
 
 fn instr(i: fb::Instruction<'_>) -> Instr {
     if let Some(k) = i.instr_args_as_kernel_call() {
-        Instr::Kernel { op: k.op_index(), args: ints(k.args()) }
+        Instr::Kernel {
+            op: k.op_index(),
+            args: ints(k.args()),
+        }
     } else if let Some(d) = i.instr_args_as_delegate_call() {
-        Instr::Delegate { index: d.delegate_index(), args: ints(d.args()) }
+        Instr::Delegate {
+            index: d.delegate_index(),
+            args: ints(d.args()),
+        }
     } else if let Some(m) = i.instr_args_as_move_call() {
-        Instr::Move { from: m.move_from(), to: m.move_to() }
+        Instr::Move {
+            from: m.move_from(),
+            to: m.move_to(),
+        }
     } else if let Some(j) = i.instr_args_as_jump_false_call() {
-        Instr::JumpFalse { cond: j.cond_value_index(), dest: j.destination_instruction() }
+        Instr::JumpFalse {
+            cond: j.cond_value_index(),
+            dest: j.destination_instruction(),
+        }
     } else {
-        Instr::Free { value: i.instr_args_as_free_call().unwrap().value_index() }
+        Instr::Free {
+            value: i.instr_args_as_free_call().unwrap().value_index(),
+        }
     }
 }
 
@@ -166,8 +212,15 @@ fn forget_offsets(v: &mut Value) {
     match v {
         Value::Object(m) => {
             for (k, x) in m.iter_mut() {
-                if matches!(k.as_str(), "file_offset" | "root_offset" | "program_size" | "segment_base_offset" | "flatbuffer_size" | "file_size")
-                    || (k == "offset" && x.is_u64())
+                if matches!(
+                    k.as_str(),
+                    "file_offset"
+                        | "root_offset"
+                        | "program_size"
+                        | "segment_base_offset"
+                        | "flatbuffer_size"
+                        | "file_size"
+                ) || (k == "offset" && x.is_u64())
                 {
                     *x = Value::from("*");
                 } else {
@@ -184,16 +237,27 @@ fn forget_offsets(v: &mut Value) {
 fn a_program_rewritten_from_a_fixture_opens_to_the_same_tree() {
     for model in models().iter().filter(|m| m.ends_with(".pte")) {
         let original = std::fs::read(fixture(model)).unwrap();
-        let Ok(Parsed::Program(p)) = format::parse(&original) else { panic!("{model}") };
+        let Ok(Parsed::Program(p)) = format::parse(&original) else {
+            panic!("{model}")
+        };
         let rewritten = from_parsed(&p).to_bytes();
         let (_d, v2) = view_bytes(model, &rewritten);
         let v1 = view(model);
         let (a, b) = (files(&v1), files(&v2));
-        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "{model}: paths");
+        assert_eq!(
+            a.keys().collect::<Vec<_>>(),
+            b.keys().collect::<Vec<_>>(),
+            "{model}: paths"
+        );
         for (path, x) in &a {
             let y = &b[path];
-            if path.ends_with(".json") && (path.ends_with("index.json") || path == "header.json" || path == "program.json") {
-                let (mut x, mut y): (Value, Value) = (serde_json::from_slice(x).unwrap(), serde_json::from_slice(y).unwrap());
+            if path.ends_with(".json")
+                && (path.ends_with("index.json") || path == "header.json" || path == "program.json")
+            {
+                let (mut x, mut y): (Value, Value) = (
+                    serde_json::from_slice(x).unwrap(),
+                    serde_json::from_slice(y).unwrap(),
+                );
                 forget_offsets(&mut x);
                 forget_offsets(&mut y);
                 assert_eq!(x, y, "{model}: {path}");

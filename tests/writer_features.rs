@@ -9,10 +9,14 @@ use common::*;
 use ptefs::schema::ScalarType;
 use ptefs::schema::program::TensorShapeDynamism;
 use serde_json::{Value, json};
-use writer::{Bytes, Chain, Data, DataFile, Delegate, Instr, Layout, Method, Program, Tensor, Value as V};
+use writer::{
+    Bytes, Chain, Data, DataFile, Delegate, Instr, Layout, Method, Program, Tensor, Value as V,
+};
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 fn method(name: &str, values: Vec<V>) -> Method {
@@ -25,18 +29,31 @@ fn method(name: &str, values: Vec<V>) -> Method {
 }
 
 fn program(values: Vec<V>) -> Program {
-    Program { methods: vec![method("forward", values)], ..Program::default() }
+    Program {
+        methods: vec![method("forward", values)],
+        ..Program::default()
+    }
 }
 
 fn index(v: &ptefs::view::View, dir: &str) -> Vec<Value> {
-    json(v, &format!("{dir}/index.json")).as_array().unwrap().clone()
+    json(v, &format!("{dir}/index.json"))
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 #[test]
 fn mutable_initial_state_comes_from_mutable_data_segments() {
     let state = bytes(24, 7);
     let p = program(vec![
-        V::Tensor(Tensor::new(ScalarType::FLOAT, &[2, 3], Data::Mutable(state.clone().into())).named("buf")),
+        V::Tensor(
+            Tensor::new(
+                ScalarType::FLOAT,
+                &[2, 3],
+                Data::Mutable(state.clone().into()),
+            )
+            .named("buf"),
+        ),
         V::Tensor(Tensor::new(ScalarType::FLOAT, &[2, 3], Data::None)),
     ]);
     let (_d, v) = view_bytes("m.pte", &p.to_bytes());
@@ -54,8 +71,16 @@ fn mutable_initial_state_comes_from_mutable_data_segments() {
 fn legacy_inline_constants_without_extended_header() {
     let (a, b) = (bytes(12, 1), bytes(8, 2));
     let mut p = program(vec![
-        V::Tensor(Tensor::new(ScalarType::INT, &[3], Data::Constant(a.clone().into()))),
-        V::Tensor(Tensor::new(ScalarType::SHORT, &[2, 2], Data::Constant(b.clone().into()))),
+        V::Tensor(Tensor::new(
+            ScalarType::INT,
+            &[3],
+            Data::Constant(a.clone().into()),
+        )),
+        V::Tensor(Tensor::new(
+            ScalarType::SHORT,
+            &[2, 2],
+            Data::Constant(b.clone().into()),
+        )),
     ]);
     p.legacy_inline_constants = true;
     let file = p.to_bytes();
@@ -71,37 +96,87 @@ fn legacy_inline_constants_without_extended_header() {
 
 #[test]
 fn delegate_blobs_inline_and_in_segments() {
-    let mut p = program(vec![V::Tensor(Tensor::new(ScalarType::FLOAT, &[1], Data::None))]);
+    let mut p = program(vec![V::Tensor(Tensor::new(
+        ScalarType::FLOAT,
+        &[1],
+        Data::None,
+    ))]);
     let m = &mut p.methods[0];
     m.delegates = vec![
         Delegate {
             id: "InlineBackend".into(),
             blob: bytes(100, 3).into(),
             inline: true,
-            compile_specs: vec![("level".into(), b"3".to_vec()), ("raw".into(), vec![0xff, 0])],
+            compile_specs: vec![
+                ("level".into(), b"3".to_vec()),
+                ("raw".into(), vec![0xff, 0]),
+            ],
         },
-        Delegate { id: "Seg/Backend".into(), blob: bytes(300, 4).into(), inline: false, compile_specs: vec![] },
+        Delegate {
+            id: "Seg/Backend".into(),
+            blob: bytes(300, 4).into(),
+            inline: false,
+            compile_specs: vec![],
+        },
     ];
     m.chains[0].instructions = vec![
-        Instr::Delegate { index: 0, args: vec![0] },
-        Instr::Delegate { index: 1, args: vec![0] },
+        Instr::Delegate {
+            index: 0,
+            args: vec![0],
+        },
+        Instr::Delegate {
+            index: 1,
+            args: vec![0],
+        },
     ];
     let (_d, v) = view_bytes("d.pte", &p.to_bytes());
-    assert_eq!(ls(&v, "methods/forward/delegates"), ["0-InlineBackend", "1-Seg%2FBackend"]);
-    assert_eq!(read(&v, "methods/forward/delegates/0-InlineBackend/processed.bin"), bytes(100, 3));
-    assert_eq!(read(&v, "methods/forward/delegates/1-Seg%2FBackend/processed.bin"), bytes(300, 4));
-    let specs = json(&v, "methods/forward/delegates/0-InlineBackend/compile_specs.json");
-    assert_eq!(specs[0], json!({"key": "level", "value": [51], "text": "3"}));
+    assert_eq!(
+        ls(&v, "methods/forward/delegates"),
+        ["0-InlineBackend", "1-Seg%2FBackend"]
+    );
+    assert_eq!(
+        read(
+            &v,
+            "methods/forward/delegates/0-InlineBackend/processed.bin"
+        ),
+        bytes(100, 3)
+    );
+    assert_eq!(
+        read(
+            &v,
+            "methods/forward/delegates/1-Seg%2FBackend/processed.bin"
+        ),
+        bytes(300, 4)
+    );
+    let specs = json(
+        &v,
+        "methods/forward/delegates/0-InlineBackend/compile_specs.json",
+    );
+    assert_eq!(
+        specs[0],
+        json!({"key": "level", "value": [51], "text": "3"})
+    );
     assert_eq!(specs[1]["text"], Value::Null);
     let code = String::from_utf8(read(&v, "methods/forward/code.txt")).unwrap();
-    assert!(code.contains("0: delegate 0 InlineBackend %0\n1: delegate 1 Seg/Backend %0\n"), "{code}");
-    assert_eq!(json(&v, "program.json")["backend_delegate_data"][0]["size"], 100);
+    assert!(
+        code.contains("0: delegate 0 InlineBackend %0\n1: delegate 1 Seg/Backend %0\n"),
+        "{code}"
+    );
+    assert_eq!(
+        json(&v, "program.json")["backend_delegate_data"][0]["size"],
+        100
+    );
 }
 
 #[test]
 fn non_identity_dim_order_is_shown_by_physical_shape() {
     let data = bytes(2 * 3 * 4 * 4, 5);
-    let t = Tensor::new(ScalarType::FLOAT, &[2, 3, 4], Data::Constant(data.clone().into())).dim_order(&[0, 2, 1]);
+    let t = Tensor::new(
+        ScalarType::FLOAT,
+        &[2, 3, 4],
+        Data::Constant(data.clone().into()),
+    )
+    .dim_order(&[0, 2, 1]);
     let (_d, v) = view_bytes("cl.pte", &program(vec![V::Tensor(t)]).to_bytes());
     let e = &index(&v, "methods/forward/tensors")[0];
     assert_eq!(e["sizes"], json!([2, 3, 4]));
@@ -130,7 +205,13 @@ fn types_numpy_lacks_are_raw_bits() {
     let values: Vec<V> = cases
         .iter()
         .enumerate()
-        .map(|(i, &(t, _, _, size))| V::Tensor(Tensor::new(t, &[5], Data::Constant(bytes(5 * size, i as u8).into()))))
+        .map(|(i, &(t, _, _, size))| {
+            V::Tensor(Tensor::new(
+                t,
+                &[5],
+                Data::Constant(bytes(5 * size, i as u8).into()),
+            ))
+        })
         .collect();
     let (_d, v) = view_bytes("types.pte", &program(values).to_bytes());
     let idx = index(&v, "methods/forward/tensors");
@@ -141,16 +222,30 @@ fn types_numpy_lacks_are_raw_bits() {
         assert_eq!(e["raw_bits"], *raw);
         assert_eq!(e["nbytes"], 5 * size);
         let name = e["name"].as_str().unwrap();
-        assert_eq!(read(&v, &format!("methods/forward/tensors/{name}")), bytes(5 * size, i as u8));
+        assert_eq!(
+            read(&v, &format!("methods/forward/tensors/{name}")),
+            bytes(5 * size, i as u8)
+        );
     }
 }
 
 #[test]
 fn zero_size_and_shared_segments() {
     let blob = bytes(64, 9);
-    let mut p = program(vec![V::Tensor(Tensor::new(ScalarType::BYTE, &[4], Data::Constant(bytes(4, 1).into())))]);
-    p.named = vec![("a".into(), blob.clone().into()), ("b".into(), blob.clone().into())];
-    p.extra_segments = vec![Bytes::Owned(vec![]), Bytes::Owned(vec![]), bytes(10, 2).into()];
+    let mut p = program(vec![V::Tensor(Tensor::new(
+        ScalarType::BYTE,
+        &[4],
+        Data::Constant(bytes(4, 1).into()),
+    ))]);
+    p.named = vec![
+        ("a".into(), blob.clone().into()),
+        ("b".into(), blob.clone().into()),
+    ];
+    p.extra_segments = vec![
+        Bytes::Owned(vec![]),
+        Bytes::Owned(vec![]),
+        bytes(10, 2).into(),
+    ];
     let (_d, v) = view_bytes("s.pte", &p.to_bytes());
     let prog = json(&v, "program.json");
     let segs = prog["segments"].as_array().unwrap();
@@ -171,24 +266,61 @@ fn zero_size_and_shared_segments() {
 #[test]
 fn names_that_need_encoding() {
     let long = "w".repeat(300);
-    let keys = ["a/b", "..", ".hidden", "%", "~x", "", "nul\0byte", "dup", "dup", long.as_str()];
+    let keys = [
+        "a/b",
+        "..",
+        ".hidden",
+        "%",
+        "~x",
+        "",
+        "nul\0byte",
+        "dup",
+        "dup",
+        long.as_str(),
+    ];
     let mut p = program(vec![
-        V::Tensor(Tensor::new(ScalarType::BYTE, &[1], Data::Constant(vec![1].into())).named("../../etc/passwd")),
+        V::Tensor(
+            Tensor::new(ScalarType::BYTE, &[1], Data::Constant(vec![1].into()))
+                .named("../../etc/passwd"),
+        ),
         V::Tensor(Tensor::new(ScalarType::BYTE, &[1], Data::Constant(vec![2].into())).named(&long)),
     ]);
     p.methods[0].name = "../up".into();
-    p.named = keys.iter().enumerate().map(|(i, k)| (k.to_string(), vec![i as u8].into())).collect();
+    p.named = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.to_string(), vec![i as u8].into()))
+        .collect();
     let (_d, v) = view_bytes("n.pte", &p.to_bytes());
     assert_eq!(ls(&v, "methods"), ["%2E.%2Fup"]);
     let t = ls(&v, "methods/%2E.%2Fup/tensors");
-    assert!(t.contains(&"0.%2E.%2F..%2Fetc%2Fpasswd.bin".to_owned()), "{t:?}");
+    assert!(
+        t.contains(&"0.%2E.%2F..%2Fetc%2Fpasswd.bin".to_owned()),
+        "{t:?}"
+    );
     for name in t.iter().chain(ls(&v, "named").iter()) {
-        assert!(name.len() <= 255 && !name.contains('/') && !name.contains('\0'), "{name:?}");
+        assert!(
+            name.len() <= 255 && !name.contains('/') && !name.contains('\0'),
+            "{name:?}"
+        );
         assert!(name != "." && name != ".." && !name.is_empty());
     }
     let named = index(&v, "named");
     let names: Vec<&str> = named.iter().map(|e| e["name"].as_str().unwrap()).collect();
-    assert_eq!(&names[..9], ["a%2Fb.bin", "%2E..bin", "%2Ehidden.bin", "%25.bin", "%7Ex.bin", "%.bin", "nul%00byte.bin", "dup.bin", "dup~2.bin"]);
+    assert_eq!(
+        &names[..9],
+        [
+            "a%2Fb.bin",
+            "%2E..bin",
+            "%2Ehidden.bin",
+            "%25.bin",
+            "%7Ex.bin",
+            "%.bin",
+            "nul%00byte.bin",
+            "dup.bin",
+            "dup~2.bin"
+        ]
+    );
     assert!(names[9].len() <= 255 && names[9].starts_with("www") && names[9].ends_with(".bin"));
     for (i, e) in named.iter().enumerate() {
         assert_eq!(e["key"], keys[i], "index.json keeps the original");
@@ -202,7 +334,14 @@ fn many_tensors_of_given_sizes() {
     let values: Vec<V> = (0..n)
         .map(|i| {
             let len = 4 * (1 + i % 7);
-            V::Tensor(Tensor::new(ScalarType::FLOAT, &[(len / 4) as i32], Data::Constant(Bytes::Pattern { len: len as u64, seed: i as u64 })))
+            V::Tensor(Tensor::new(
+                ScalarType::FLOAT,
+                &[(len / 4) as i32],
+                Data::Constant(Bytes::Pattern {
+                    len: len as u64,
+                    seed: i as u64,
+                }),
+            ))
         })
         .collect();
     let (_d, v) = view_bytes("big.pte", &program(values).to_bytes());
@@ -211,8 +350,18 @@ fn many_tensors_of_given_sizes() {
     assert_eq!(idx[17]["name"], "0017.bin");
     for (i, e) in idx.iter().enumerate().step_by(97) {
         let len = 4 * (1 + i % 7);
-        let want = Bytes::Pattern { len: len as u64, seed: i as u64 }.to_vec();
-        assert_eq!(read(&v, &format!("methods/forward/tensors/{}", e["name"].as_str().unwrap())), want);
+        let want = Bytes::Pattern {
+            len: len as u64,
+            seed: i as u64,
+        }
+        .to_vec();
+        assert_eq!(
+            read(
+                &v,
+                &format!("methods/forward/tensors/{}", e["name"].as_str().unwrap())
+            ),
+            want
+        );
     }
     assert_eq!(ls(&v, "constants").len(), n);
 }
@@ -226,7 +375,15 @@ fn external_tensors_resolve_from_attached_data() {
     ]);
     let d = DataFile {
         entries: vec![
-            ("w".into(), Some(Layout { scalar_type: ScalarType::FLOAT, sizes: vec![4], dim_order: vec![0] }), w.clone().into()),
+            (
+                "w".into(),
+                Some(Layout {
+                    scalar_type: ScalarType::FLOAT,
+                    sizes: vec![4],
+                    dim_order: vec![0],
+                }),
+                w.clone().into(),
+            ),
             ("blob".into(), None, bytes(5, 2).into()),
         ],
     };
@@ -240,10 +397,17 @@ fn external_tensors_resolve_from_attached_data() {
     assert_eq!(idx[0]["location"], "external");
     assert_eq!(idx[1]["missing"], true);
     assert!(idx[1].get("name").is_none());
-    assert_eq!(ls(&v, "methods/forward/tensors"), ["0.w.bin", "0.w.npy", "index.json"]);
+    assert_eq!(
+        ls(&v, "methods/forward/tensors"),
+        ["0.w.bin", "0.w.npy", "index.json"]
+    );
     assert_eq!(read(&v, "named/blob.bin"), bytes(5, 2));
     assert_eq!(index(&v, "named")[1]["source"]["file"], "d.ptd");
-    assert!(v.tree.warnings.iter().any(|w| w.contains("\"gone\"")), "{:?}", v.tree.warnings);
+    assert!(
+        v.tree.warnings.iter().any(|w| w.contains("\"gone\"")),
+        "{:?}",
+        v.tree.warnings
+    );
 }
 
 #[test]
@@ -252,9 +416,20 @@ fn writer_keeps_every_plan_field() {
     t.shape_dynamism = TensorShapeDynamism::DYNAMIC_BOUND;
     t.allocation = Some((1, (5u64 << 32) + 7));
     t.requires_grad = true;
-    let mut p = program(vec![V::Tensor(t), V::Str("s\"q".into()), V::DoubleList(vec![0.5, -1.0]), V::BoolList(vec![true]), V::Null, V::TensorList(vec![0]), V::Int(3)]);
+    let mut p = program(vec![
+        V::Tensor(t),
+        V::Str("s\"q".into()),
+        V::DoubleList(vec![0.5, -1.0]),
+        V::BoolList(vec![true]),
+        V::Null,
+        V::TensorList(vec![0]),
+        V::Int(3),
+    ]);
     p.methods[0].chains[0].instructions = vec![
-        Instr::Kernel { op: 0, args: vec![0, 1, 2, 3, 4, 5, 6] },
+        Instr::Kernel {
+            op: 0,
+            args: vec![0, 1, 2, 3, 4, 5, 6],
+        },
         Instr::Move { from: 0, to: 5 },
         Instr::JumpFalse { cond: 3, dest: 0 },
         Instr::Free { value: 0 },

@@ -178,6 +178,14 @@ fn cat(args: &CatArgs) -> Result<i32, i32> {
     Ok(status)
 }
 
+/// Writes `text` to stdout.
+fn print(text: &str) -> Result<(), i32> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(output_error)
+}
+
 /// The exit status for a failed write: a closed pipe (`ptefs cat ... |
 /// head`) ends output quietly; any other write error is trouble.
 fn output_error(e: io::Error) -> i32 {

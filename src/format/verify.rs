@@ -20,6 +20,10 @@ pub(super) fn options(len: usize) -> VerifierOptions {
 /// the path of fields that led there, one per line.
 pub(super) fn one_line(e: &flatbuffers::InvalidFlatbuffer) -> String {
     let text = e.to_string();
-    let parts: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     parts.join(", ")
 }

@@ -11,7 +11,9 @@ use sha2::{Digest, Sha256};
 
 /// `tests/fixtures/<name>`.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// Every model in `tests/fixtures`.
@@ -29,8 +31,12 @@ pub fn models() -> Vec<String> {
 
 /// A view of `files` with `data` attached.
 pub fn view_of(files: &[PathBuf], data: &[PathBuf]) -> View {
-    View::open(&Request { inputs: files.to_vec(), data: data.to_vec(), recursive: false })
-        .unwrap_or_else(|e| panic!("{e}"))
+    View::open(&Request {
+        inputs: files.to_vec(),
+        data: data.to_vec(),
+        recursive: false,
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A view of one fixture.
@@ -40,7 +46,10 @@ pub fn view(name: &str) -> View {
 
 /// The bytes of the file at `path`.
 pub fn read(v: &View, path: &str) -> Vec<u8> {
-    let ino = v.tree.resolve(path).unwrap_or_else(|| panic!("no {path} in the tree"));
+    let ino = v
+        .tree
+        .resolve(path)
+        .unwrap_or_else(|| panic!("no {path} in the tree"));
     read_ino(v, ino)
 }
 
@@ -70,7 +79,10 @@ pub fn files(v: &View) -> BTreeMap<String, Vec<u8>> {
 
 /// Lower-case hex SHA-256.
 pub fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Removes every `ptefs_path` key, to compare with flatc's output.
@@ -131,7 +143,11 @@ pub fn python(script: &str, args: &[&Path]) -> String {
         .args(args)
         .output()
         .expect("python3 is needed for the NumPy tests");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "python failed:\n{text}");
     text
 }

@@ -44,7 +44,9 @@ impl Bytes {
     pub fn to_vec(&self) -> Vec<u8> {
         match self {
             Bytes::Owned(v) => v.clone(),
-            Bytes::Pattern { len, seed } => (0..*len).map(|i| Self::pattern_byte(*seed, i)).collect(),
+            Bytes::Pattern { len, seed } => {
+                (0..*len).map(|i| Self::pattern_byte(*seed, i)).collect()
+            }
         }
     }
 
@@ -257,7 +259,12 @@ struct Packed {
 
 impl Packed {
     fn new() -> Packed {
-        Packed { parts: Vec::new(), offsets: vec![0], size: 0, dedupe: HashMap::new() }
+        Packed {
+            parts: Vec::new(),
+            offsets: vec![0],
+            size: 0,
+            dedupe: HashMap::new(),
+        }
     }
     fn add(&mut self, b: &Bytes) -> u32 {
         if let Bytes::Owned(v) = b
@@ -267,7 +274,8 @@ impl Packed {
         }
         let start = align(self.size, CONSTANT_ALIGN);
         if start > self.size {
-            self.parts.push(Bytes::Owned(vec![0; (start - self.size) as usize]));
+            self.parts
+                .push(Bytes::Owned(vec![0; (start - self.size) as usize]));
         }
         self.parts.push(b.clone());
         self.size = start + b.len();
@@ -301,7 +309,10 @@ impl Program {
             let mut idx = Vec::new();
             for v in &m.values {
                 let i = match v {
-                    Value::Tensor(Tensor { data: Data::Constant(b), .. }) => {
+                    Value::Tensor(Tensor {
+                        data: Data::Constant(b),
+                        ..
+                    }) => {
                         if self.legacy_inline_constants {
                             inline_constants.push(b.to_vec());
                             (inline_constants.len() - 1) as u32
@@ -309,8 +320,14 @@ impl Program {
                             constants.add(b)
                         }
                     }
-                    Value::Tensor(Tensor { data: Data::Mutable(b), .. }) => mutable.add(b),
-                    Value::Tensor(Tensor { data: Data::External(i), .. }) => *i,
+                    Value::Tensor(Tensor {
+                        data: Data::Mutable(b),
+                        ..
+                    }) => mutable.add(b),
+                    Value::Tensor(Tensor {
+                        data: Data::External(i),
+                        ..
+                    }) => *i,
                     _ => 0,
                 };
                 idx.push(i);
@@ -331,9 +348,15 @@ impl Program {
             for d in &m.delegates {
                 if d.inline {
                     inline_delegates.push(d.blob.to_vec());
-                    refs.push((fb::DataLocation::INLINE, (inline_delegates.len() - 1) as u32));
+                    refs.push((
+                        fb::DataLocation::INLINE,
+                        (inline_delegates.len() - 1) as u32,
+                    ));
                 } else {
-                    refs.push((fb::DataLocation::SEGMENT, segments.add(vec![d.blob.clone()])));
+                    refs.push((
+                        fb::DataLocation::SEGMENT,
+                        segments.add(vec![d.blob.clone()]),
+                    ));
                 }
             }
             delegate_refs.push(refs);
@@ -344,7 +367,9 @@ impl Program {
             .iter()
             .map(|(k, b)| {
                 let v = b.to_vec();
-                let seg = *named_segments.entry(v).or_insert_with(|| segments.add(vec![b.clone()]));
+                let seg = *named_segments
+                    .entry(v)
+                    .or_insert_with(|| segments.add(vec![b.clone()]));
                 (k.clone(), seg)
             })
             .collect();
@@ -366,7 +391,12 @@ impl Program {
                 .iter()
                 .map(|c| {
                     let storage = fbb.create_vector(c);
-                    fb::Buffer::create(&mut fbb, &fb::BufferArgs { storage: Some(storage) })
+                    fb::Buffer::create(
+                        &mut fbb,
+                        &fb::BufferArgs {
+                            storage: Some(storage),
+                        },
+                    )
                 })
                 .collect();
             fbb.create_vector(&bufs)
@@ -398,7 +428,10 @@ impl Program {
             .map(|(parts, &offset)| {
                 fb::DataSegment::create(
                     &mut fbb,
-                    &fb::DataSegmentArgs { offset, size: Segments::size(parts) },
+                    &fb::DataSegmentArgs {
+                        offset,
+                        size: Segments::size(parts),
+                    },
                 )
             })
             .collect();
@@ -417,7 +450,10 @@ impl Program {
             let offsets = fbb.create_vector(&mutable.offsets);
             let one = fb::SubsegmentOffsets::create(
                 &mut fbb,
-                &fb::SubsegmentOffsetsArgs { segment_index: seg, offsets: Some(offsets) },
+                &fb::SubsegmentOffsetsArgs {
+                    segment_index: seg,
+                    offsets: Some(offsets),
+                },
             );
             fbb.create_vector(&[one])
         });
@@ -428,7 +464,10 @@ impl Program {
                     let key = fbb.create_string(k);
                     fb::NamedData::create(
                         &mut fbb,
-                        &fb::NamedDataArgs { key: Some(key), segment_index: *seg },
+                        &fb::NamedDataArgs {
+                            key: Some(key),
+                            segment_index: *seg,
+                        },
                     )
                 })
                 .collect();
@@ -512,7 +551,13 @@ fn method<'a>(
         .map(|(n, o)| {
             let name = fbb.create_string(n);
             let overload = fbb.create_string(o);
-            fb::Operator::create(fbb, &fb::OperatorArgs { name: Some(name), overload: Some(overload) })
+            fb::Operator::create(
+                fbb,
+                &fb::OperatorArgs {
+                    name: Some(name),
+                    overload: Some(overload),
+                },
+            )
         })
         .collect();
     let operators = fbb.create_vector(&operators);
@@ -532,7 +577,13 @@ fn method<'a>(
                 .map(|(k, v)| {
                     let key = fbb.create_string(k);
                     let value = fbb.create_vector(v);
-                    fb::CompileSpec::create(fbb, &fb::CompileSpecArgs { key: Some(key), value: Some(value) })
+                    fb::CompileSpec::create(
+                        fbb,
+                        &fb::CompileSpecArgs {
+                            key: Some(key),
+                            value: Some(value),
+                        },
+                    )
                 })
                 .collect();
             let compile_specs = fbb.create_vector(&specs);
@@ -553,7 +604,10 @@ fn method<'a>(
         let encoded_out_str = o.as_ref().map(|s| fbb.create_string(s));
         fb::ContainerMetadata::create(
             fbb,
-            &fb::ContainerMetadataArgs { encoded_inp_str, encoded_out_str },
+            &fb::ContainerMetadataArgs {
+                encoded_inp_str,
+                encoded_out_str,
+            },
         )
     });
     let inputs = ints(fbb, &m.inputs);
@@ -584,19 +638,41 @@ fn evalue<'a>(
 ) -> WIPOffset<fb::EValue<'a>> {
     use fb::KernelTypes as K;
     let (t, val) = match v {
-        Value::Null => (K::Null, fb::Null::create(fbb, &fb::NullArgs {}).as_union_value()),
-        Value::Int(x) => (K::Int, fb::Int::create(fbb, &fb::IntArgs { int_val: *x }).as_union_value()),
-        Value::Bool(x) => (K::Bool, fb::Bool::create(fbb, &fb::BoolArgs { bool_val: *x }).as_union_value()),
-        Value::Double(x) => {
-            (K::Double, fb::Double::create(fbb, &fb::DoubleArgs { double_val: *x }).as_union_value())
-        }
+        Value::Null => (
+            K::Null,
+            fb::Null::create(fbb, &fb::NullArgs {}).as_union_value(),
+        ),
+        Value::Int(x) => (
+            K::Int,
+            fb::Int::create(fbb, &fb::IntArgs { int_val: *x }).as_union_value(),
+        ),
+        Value::Bool(x) => (
+            K::Bool,
+            fb::Bool::create(fbb, &fb::BoolArgs { bool_val: *x }).as_union_value(),
+        ),
+        Value::Double(x) => (
+            K::Double,
+            fb::Double::create(fbb, &fb::DoubleArgs { double_val: *x }).as_union_value(),
+        ),
         Value::Str(s) => {
             let s = fbb.create_string(s);
-            (K::String, fb::String::create(fbb, &fb::StringArgs { string_val: Some(s) }).as_union_value())
+            (
+                K::String,
+                fb::String::create(
+                    fbb,
+                    &fb::StringArgs {
+                        string_val: Some(s),
+                    },
+                )
+                .as_union_value(),
+            )
         }
         Value::IntList(items) => {
             let items = fbb.create_vector(items);
-            (K::IntList, fb::IntList::create(fbb, &fb::IntListArgs { items: Some(items) }).as_union_value())
+            (
+                K::IntList,
+                fb::IntList::create(fbb, &fb::IntListArgs { items: Some(items) }).as_union_value(),
+            )
         }
         Value::DoubleList(items) => {
             let items = fbb.create_vector(items);
@@ -615,12 +691,24 @@ fn evalue<'a>(
         }
         Value::OptionalTensorList(items) => {
             let items = fbb.create_vector(items);
-            let l = fb::OptionalTensorList::create(fbb, &fb::OptionalTensorListArgs { items: Some(items) });
+            let l = fb::OptionalTensorList::create(
+                fbb,
+                &fb::OptionalTensorListArgs { items: Some(items) },
+            );
             (K::OptionalTensorList, l.as_union_value())
         }
-        Value::Tensor(t) => (K::Tensor, tensor(fbb, t, buffer, has_mutable).as_union_value()),
+        Value::Tensor(t) => (
+            K::Tensor,
+            tensor(fbb, t, buffer, has_mutable).as_union_value(),
+        ),
     };
-    fb::EValue::create(fbb, &fb::EValueArgs { val_type: t, val: Some(val) })
+    fb::EValue::create(
+        fbb,
+        &fb::EValueArgs {
+            val_type: t,
+            val: Some(val),
+        },
+    )
 }
 
 fn tensor<'a>(
@@ -630,10 +718,15 @@ fn tensor<'a>(
     has_mutable: bool,
 ) -> WIPOffset<fb::Tensor<'a>> {
     let sizes = ints(fbb, &t.sizes);
-    let order: Vec<u8> = t.dim_order.clone().unwrap_or_else(|| (0..t.sizes.len() as u8).collect());
+    let order: Vec<u8> = t
+        .dim_order
+        .clone()
+        .unwrap_or_else(|| (0..t.sizes.len() as u8).collect());
     let dim_order = fbb.create_vector(&order);
     let external = matches!(t.data, Data::External(_));
-    let allocation = t.allocation.or((matches!(t.data, Data::Mutable(_)) && has_mutable).then_some((0, 0)));
+    let allocation = t
+        .allocation
+        .or((matches!(t.data, Data::Mutable(_)) && has_mutable).then_some((0, 0)));
     let allocation_info = allocation.map(|(memory_id, off)| {
         fb::AllocationDetails::create(
             fbb,
@@ -687,34 +780,63 @@ fn chain<'a>(fbb: &mut FlatBufferBuilder<'a>, c: &Chain) -> WIPOffset<fb::Chain<
             let (t, args) = match i {
                 Instr::Kernel { op, args } => {
                     let args = ints(fbb, args);
-                    let k = fb::KernelCall::create(fbb, &fb::KernelCallArgs { op_index: *op, args: Some(args) });
+                    let k = fb::KernelCall::create(
+                        fbb,
+                        &fb::KernelCallArgs {
+                            op_index: *op,
+                            args: Some(args),
+                        },
+                    );
                     (A::KernelCall, k.as_union_value())
                 }
                 Instr::Delegate { index, args } => {
                     let args = ints(fbb, args);
                     let d = fb::DelegateCall::create(
                         fbb,
-                        &fb::DelegateCallArgs { delegate_index: *index, args: Some(args) },
+                        &fb::DelegateCallArgs {
+                            delegate_index: *index,
+                            args: Some(args),
+                        },
                     );
                     (A::DelegateCall, d.as_union_value())
                 }
                 Instr::Move { from, to } => {
-                    let m = fb::MoveCall::create(fbb, &fb::MoveCallArgs { move_from: *from, move_to: *to });
+                    let m = fb::MoveCall::create(
+                        fbb,
+                        &fb::MoveCallArgs {
+                            move_from: *from,
+                            move_to: *to,
+                        },
+                    );
                     (A::MoveCall, m.as_union_value())
                 }
                 Instr::JumpFalse { cond, dest } => {
                     let j = fb::JumpFalseCall::create(
                         fbb,
-                        &fb::JumpFalseCallArgs { cond_value_index: *cond, destination_instruction: *dest },
+                        &fb::JumpFalseCallArgs {
+                            cond_value_index: *cond,
+                            destination_instruction: *dest,
+                        },
                     );
                     (A::JumpFalseCall, j.as_union_value())
                 }
                 Instr::Free { value } => {
-                    let f = fb::FreeCall::create(fbb, &fb::FreeCallArgs { value_index: *value });
+                    let f = fb::FreeCall::create(
+                        fbb,
+                        &fb::FreeCallArgs {
+                            value_index: *value,
+                        },
+                    );
                     (A::FreeCall, f.as_union_value())
                 }
             };
-            fb::Instruction::create(fbb, &fb::InstructionArgs { instr_args_type: t, instr_args: Some(args) })
+            fb::Instruction::create(
+                fbb,
+                &fb::InstructionArgs {
+                    instr_args_type: t,
+                    instr_args: Some(args),
+                },
+            )
         })
         .collect();
     let instructions = fbb.create_vector(&instructions);
@@ -730,7 +852,12 @@ fn chain<'a>(fbb: &mut FlatBufferBuilder<'a>, c: &Chain) -> WIPOffset<fb::Chain<
                         let context = f.context.as_ref().map(|s| fbb.create_string(s));
                         fb::Frame::create(
                             fbb,
-                            &fb::FrameArgs { filename, lineno: f.lineno, name, context },
+                            &fb::FrameArgs {
+                                filename,
+                                lineno: f.lineno,
+                                name,
+                                context,
+                            },
                         )
                     })
                     .collect();
@@ -781,7 +908,13 @@ impl DataFile {
             .iter()
             .zip(&offsets)
             .map(|((_, _, b), &offset)| {
-                ft::DataSegment::create(&mut fbb, &ft::DataSegmentArgs { offset, size: b.len() })
+                ft::DataSegment::create(
+                    &mut fbb,
+                    &ft::DataSegmentArgs {
+                        offset,
+                        size: b.len(),
+                    },
+                )
             })
             .collect();
         let segs = fbb.create_vector(&segs);
@@ -805,21 +938,32 @@ impl DataFile {
                 });
                 ft::NamedData::create(
                     &mut fbb,
-                    &ft::NamedDataArgs { key: Some(key), segment_index: i as u32, tensor_layout },
+                    &ft::NamedDataArgs {
+                        key: Some(key),
+                        segment_index: i as u32,
+                        tensor_layout,
+                    },
                 )
             })
             .collect();
         let named = fbb.create_vector(&named);
         let root = ft::FlatTensor::create(
             &mut fbb,
-            &ft::FlatTensorArgs { version: 0, segments: Some(segs), named_data: Some(named) },
+            &ft::FlatTensorArgs {
+                version: 0,
+                segments: Some(segs),
+                named_data: Some(named),
+            },
         );
         fbb.finish(root, Some("FT01"));
         let body = fbb.finished_data();
         let header_len = 40u64;
         let fb_size = body.len() as u64 - 8;
         let base = align(8 + header_len + fb_size, SEGMENT_ALIGN);
-        let data_size = self.entries.last().map_or(0, |(_, _, b)| offsets[offsets.len() - 1] + b.len());
+        let data_size = self
+            .entries
+            .last()
+            .map_or(0, |(_, _, b)| offsets[offsets.len() - 1] + b.len());
         let root_offset = u32::from_le_bytes(body[0..4].try_into().unwrap()) + header_len as u32;
         let mut out = Vec::new();
         out.extend_from_slice(&root_offset.to_le_bytes());
@@ -842,7 +986,11 @@ impl DataFile {
 /// A value in a bundled test case.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TestValue {
-    Tensor { scalar_type: ScalarType, sizes: Vec<i32>, data: Vec<u8> },
+    Tensor {
+        scalar_type: ScalarType,
+        sizes: Vec<i32>,
+        data: Vec<u8>,
+    },
     Int(i64),
     Bool(bool),
     Double(f64),
@@ -910,7 +1058,11 @@ fn test_values<'a>(
         .iter()
         .map(|v| {
             let (t, val) = match v {
-                TestValue::Tensor { scalar_type, sizes, data } => {
+                TestValue::Tensor {
+                    scalar_type,
+                    sizes,
+                    data,
+                } => {
                     let order: Vec<u8> = (0..sizes.len() as u8).collect();
                     let sizes = fbb.create_vector(sizes);
                     let data = fbb.create_vector(data);
@@ -926,18 +1078,26 @@ fn test_values<'a>(
                     );
                     (bp::ValueUnion::Tensor, t.as_union_value())
                 }
-                TestValue::Int(x) => {
-                    (bp::ValueUnion::Int, bp::Int::create(fbb, &bp::IntArgs { int_val: *x }).as_union_value())
-                }
-                TestValue::Bool(x) => {
-                    (bp::ValueUnion::Bool, bp::Bool::create(fbb, &bp::BoolArgs { bool_val: *x }).as_union_value())
-                }
+                TestValue::Int(x) => (
+                    bp::ValueUnion::Int,
+                    bp::Int::create(fbb, &bp::IntArgs { int_val: *x }).as_union_value(),
+                ),
+                TestValue::Bool(x) => (
+                    bp::ValueUnion::Bool,
+                    bp::Bool::create(fbb, &bp::BoolArgs { bool_val: *x }).as_union_value(),
+                ),
                 TestValue::Double(x) => (
                     bp::ValueUnion::Double,
                     bp::Double::create(fbb, &bp::DoubleArgs { double_val: *x }).as_union_value(),
                 ),
             };
-            bp::Value::create(fbb, &bp::ValueArgs { val_type: t, val: Some(val) })
+            bp::Value::create(
+                fbb,
+                &bp::ValueArgs {
+                    val_type: t,
+                    val: Some(val),
+                },
+            )
         })
         .collect();
     fbb.create_vector(&v)
