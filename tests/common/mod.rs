@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod mounted;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
