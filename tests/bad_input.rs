@@ -2,7 +2,6 @@
 //! the file and what is wrong, never a panic or a hang.
 
 mod common;
-#[allow(dead_code)]
 mod writer;
 
 use std::path::Path;

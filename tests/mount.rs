@@ -60,7 +60,11 @@ fn every_fixture_mounts_to_its_offline_tree() {
         let m = Mounted::new(&[fixture(&model).as_os_str()]);
         let got = walk(&m.dir);
         let want = offline(&view(&model));
-        assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{model}: names");
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            want.keys().collect::<Vec<_>>(),
+            "{model}: names"
+        );
         for (k, v) in &want {
             assert!(got[k] == *v, "{model}: {k} differs");
         }
@@ -83,7 +87,11 @@ fn attributes_tell_the_truth() {
         assert_eq!(meta.mtime(), src_meta.mtime(), "{rel}");
         assert_eq!(meta.uid(), unsafe { libc::getuid() });
         assert_eq!(meta.gid(), unsafe { libc::getgid() });
-        assert_eq!(meta.ino(), std::fs::metadata(m2.path(&rel)).unwrap().ino(), "{rel}: inode stable");
+        assert_eq!(
+            meta.ino(),
+            std::fs::metadata(m2.path(&rel)).unwrap().ino(),
+            "{rel}: inode stable"
+        );
         match bytes {
             Some(b) => {
                 assert_eq!(meta.permissions().mode() & 0o777, 0o444, "{rel}");
@@ -94,21 +102,49 @@ fn attributes_tell_the_truth() {
             None => assert_eq!(meta.permissions().mode() & 0o777, 0o555, "{rel}"),
         }
     }
-    let du = Command::new("du").args(["-s", "-B512"]).arg(&m.dir).output().unwrap();
-    let du: u64 = String::from_utf8_lossy(&du.stdout).split_whitespace().next().unwrap().parse().unwrap();
+    let du = Command::new("du")
+        .args(["-s", "-B512"])
+        .arg(&m.dir)
+        .output()
+        .unwrap();
+    let du: u64 = String::from_utf8_lossy(&du.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(du, blocks, "du adds up the blocks");
-    let apparent = Command::new("du").args(["-s", "-b"]).arg(&m.dir).output().unwrap();
-    let apparent: u64 = String::from_utf8_lossy(&apparent.stdout).split_whitespace().next().unwrap().parse().unwrap();
+    let apparent = Command::new("du")
+        .args(["-s", "-b"])
+        .arg(&m.dir)
+        .output()
+        .unwrap();
+    let apparent: u64 = String::from_utf8_lossy(&apparent.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(apparent >= total, "du -b {apparent} < {total}");
     // statfs
-    let out = Command::new("stat").args(["-f", "-c", "%b %S %c %l"]).arg(&m.dir).output().unwrap();
-    let f: Vec<u64> = String::from_utf8_lossy(&out.stdout).split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let out = Command::new("stat")
+        .args(["-f", "-c", "%b %S %c %l"])
+        .arg(&m.dir)
+        .output()
+        .unwrap();
+    let f: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
     assert_eq!(f[0] * f[1], total.div_ceil(4096) * 4096);
     assert_eq!(f[3], 255);
     // Writes fail with EROFS.
     let e = std::fs::write(m.path("x"), b"x").unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
-    let e = std::fs::OpenOptions::new().write(true).open(m.path("header.json")).unwrap_err();
+    let e = std::fs::OpenOptions::new()
+        .write(true)
+        .open(m.path("header.json"))
+        .unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
     let e = std::fs::remove_file(m.path("header.json")).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
@@ -184,7 +220,10 @@ fn sixteen_threads_read_random_ranges() {
                     let n = (next() % (1 << 20)).min(len - off) as usize;
                     let mut buf = vec![0; n];
                     f.read_exact_at(&mut buf, off).unwrap();
-                    assert!(buf == bytes[off as usize..off as usize + n], "{path} @{off}+{n}");
+                    assert!(
+                        buf == bytes[off as usize..off as usize + n],
+                        "{path} @{off}+{n}"
+                    );
                 }
             });
         }
@@ -198,15 +237,30 @@ fn umount_and_sigterm_leave_nothing_behind() {
     }
     let m = Mounted::new(&[fixture("add.pte").as_os_str()]);
     let pid = daemon_pid(&m.dir).expect("daemon pid");
-    let out = Command::new(ptefs_bin()).arg("umount").arg(&m.dir).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(ptefs_bin())
+        .arg("umount")
+        .arg(&m.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!is_mounted(&m.dir));
-    wait_for("the daemon to exit", || !Path::new(&format!("/proc/{pid}")).exists() || zombie(pid));
+    wait_for("the daemon to exit", || {
+        !Path::new(&format!("/proc/{pid}")).exists() || zombie(pid)
+    });
 
     // Foreground daemon, SIGTERM: clean exit, nothing mounted.
     let tmp = tempfile::tempdir().unwrap();
     let mut child = Command::new(ptefs_bin())
-        .args([OsStr::new("mount"), OsStr::new("-f"), fixture("add.pte").as_os_str(), tmp.path().as_os_str()])
+        .args([
+            OsStr::new("mount"),
+            OsStr::new("-f"),
+            fixture("add.pte").as_os_str(),
+            tmp.path().as_os_str(),
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -251,16 +305,56 @@ fn mount_errors_are_clear() {
     let file = tmp.path().join("file");
     std::fs::write(&file, b"").unwrap();
     let mount = OsStr::new("mount");
-    ptefs_fails(&[mount, pte.as_os_str(), tmp.path().join("nope").as_os_str()], "mount point does not exist");
-    ptefs_fails(&[mount, pte.as_os_str(), file.as_os_str()], "mount point is not a directory");
-    ptefs_fails(&[mount, pte.as_os_str(), full.as_os_str()], "mount point is not empty");
-    ptefs_fails(&[mount, OsStr::new("-o"), OsStr::new("ro,rw"), pte.as_os_str(), empty.as_os_str()], "\"rw\" is not supported");
-    ptefs_fails(&[mount, OsStr::new("-o"), OsStr::new("nosuid,frobnicate"), pte.as_os_str(), empty.as_os_str()], "unknown mount option \"frobnicate\"");
-    ptefs_fails(&[mount, fixture("../bad_input.rs").as_os_str(), empty.as_os_str()], "not an ExecuTorch file");
+    ptefs_fails(
+        &[mount, pte.as_os_str(), tmp.path().join("nope").as_os_str()],
+        "mount point does not exist",
+    );
+    ptefs_fails(
+        &[mount, pte.as_os_str(), file.as_os_str()],
+        "mount point is not a directory",
+    );
+    ptefs_fails(
+        &[mount, pte.as_os_str(), full.as_os_str()],
+        "mount point is not empty",
+    );
+    ptefs_fails(
+        &[
+            mount,
+            OsStr::new("-o"),
+            OsStr::new("ro,rw"),
+            pte.as_os_str(),
+            empty.as_os_str(),
+        ],
+        "\"rw\" is not supported",
+    );
+    ptefs_fails(
+        &[
+            mount,
+            OsStr::new("-o"),
+            OsStr::new("nosuid,frobnicate"),
+            pte.as_os_str(),
+            empty.as_os_str(),
+        ],
+        "unknown mount option \"frobnicate\"",
+    );
+    ptefs_fails(
+        &[
+            mount,
+            fixture("../bad_input.rs").as_os_str(),
+            empty.as_os_str(),
+        ],
+        "not an ExecuTorch file",
+    );
     assert!(!is_mounted(&empty), "nothing is mounted for a bad file");
     let m = Mounted::new(&[pte.as_os_str()]);
-    ptefs_fails(&[mount, pte.as_os_str(), m.dir.as_os_str()], "is already a ptefs mount");
-    ptefs_fails(&[OsStr::new("umount"), empty.as_os_str()], "is not a mount point");
+    ptefs_fails(
+        &[mount, pte.as_os_str(), m.dir.as_os_str()],
+        "is already a ptefs mount",
+    );
+    ptefs_fails(
+        &[OsStr::new("umount"), empty.as_os_str()],
+        "is not a mount point",
+    );
 }
 
 #[test]
@@ -276,10 +370,16 @@ fn without_dev_fuse_the_error_suggests_ls_and_cat() {
         fixture("mlp.pte").display(),
         tmp.path().display()
     );
-    let out = Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("/dev/fuse does not exist") && err.contains("`ptefs ls`"), "{err}");
+    assert!(
+        err.contains("/dev/fuse does not exist") && err.contains("`ptefs ls`"),
+        "{err}"
+    );
 }
 
 /// A user for the tests that need one that is not root, created once.
@@ -294,15 +394,25 @@ fn create_test_user() -> Option<(String, u32)> {
     }
     let name = "ptefs-test";
     if Command::new("id").arg(name).output().ok()?.status.code() != Some(0) {
-        let ok = Command::new("useradd").args(["-M", "-s", "/bin/sh", name]).status().ok()?.success();
+        let ok = Command::new("useradd")
+            .args(["-M", "-s", "/bin/sh", name])
+            .status()
+            .ok()?
+            .success();
         assert!(ok, "useradd failed");
     }
     let out = Command::new("id").args(["-u", name]).output().ok()?;
-    Some((name.to_owned(), String::from_utf8_lossy(&out.stdout).trim().parse().ok()?))
+    Some((
+        name.to_owned(),
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()?,
+    ))
 }
 
 fn as_user(user: &str, cmd: &str) -> std::process::Output {
-    Command::new("runuser").args(["-u", user, "--", "sh", "-c", cmd]).output().unwrap()
+    Command::new("runuser")
+        .args(["-u", user, "--", "sh", "-c", cmd])
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -311,10 +421,15 @@ fn an_unprivileged_user_mounts_and_unmounts() {
         return;
     }
     let Some((user, uid)) = test_user() else {
-        eprintln!("!!!!!!!! SKIPPED an_unprivileged_user_mounts_and_unmounts: not root, cannot create a user !!!!!!!!");
+        eprintln!(
+            "!!!!!!!! SKIPPED an_unprivileged_user_mounts_and_unmounts: not root, cannot create a user !!!!!!!!"
+        );
         return;
     };
-    assert!(which("fusermount3").is_some(), "fusermount3 is needed (apt-get install fuse3)");
+    assert!(
+        which("fusermount3").is_some(),
+        "fusermount3 is needed (apt-get install fuse3)"
+    );
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let pte = tmp.path().join("mlp.pte");
@@ -328,18 +443,42 @@ fn an_unprivileged_user_mounts_and_unmounts() {
         std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666)).unwrap();
     }
     let bin = ptefs_bin();
-    let out = as_user(&user, &format!("{bin} mount {} {}", pte.display(), mnt.display()));
-    assert!(out.status.success(), "mount as {user}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = as_user(
+        &user,
+        &format!("{bin} mount {} {}", pte.display(), mnt.display()),
+    );
+    assert!(
+        out.status.success(),
+        "mount as {user}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(is_mounted(&mnt));
-    let out = as_user(&user, &format!("sha256sum {}/segments/0.bin && stat -c %u {}/header.json", mnt.display(), mnt.display()));
+    let out = as_user(
+        &user,
+        &format!(
+            "sha256sum {}/segments/0.bin && stat -c %u {}/header.json",
+            mnt.display(),
+            mnt.display()
+        ),
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("123e96c44be97de09bbf094da890b28c84f22ffa7f1227f1aa67c9d7ada954cb"), "{text}");
-    assert!(text.trim_end().ends_with(&uid.to_string()), "owned by the mounting user: {text}");
+    assert!(
+        text.contains("123e96c44be97de09bbf094da890b28c84f22ffa7f1227f1aa67c9d7ada954cb"),
+        "{text}"
+    );
+    assert!(
+        text.trim_end().ends_with(&uid.to_string()),
+        "owned by the mounting user: {text}"
+    );
     // Without allow_other, nobody else may enter, root included.
     let e = std::fs::read_dir(&mnt).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
     let out = as_user(&user, &format!("{bin} umount {}", mnt.display()));
-    assert!(out.status.success(), "umount as {user}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "umount as {user}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!is_mounted(&mnt));
 }
 
@@ -351,16 +490,34 @@ fn allow_other_lets_others_read() {
     let Some((user, _)) = test_user() else { return };
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let m = Mounted::new(&[OsStr::new("-o"), OsStr::new("allow_other"), fixture("mlp.pte").as_os_str()]);
+    let m = Mounted::new(&[
+        OsStr::new("-o"),
+        OsStr::new("allow_other"),
+        fixture("mlp.pte").as_os_str(),
+    ]);
     let parent = m.dir.parent().unwrap();
     std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = as_user(&user, &format!("cat {}/methods/forward/code.txt", m.dir.display()));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = as_user(
+        &user,
+        &format!("cat {}/methods/forward/code.txt", m.dir.display()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("aten::addmm.out"));
     let out = as_user(&user, &format!("touch {}/x", m.dir.display()));
     assert!(!out.status.success());
     let m2 = Mounted::new(&[fixture("mlp.pte").as_os_str()]);
-    std::fs::set_permissions(m2.dir.parent().unwrap(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        m2.dir.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     let out = as_user(&user, &format!("ls {}", m2.dir.display()));
-    assert!(!out.status.success(), "without allow_other another user is refused");
+    assert!(
+        !out.status.success(),
+        "without allow_other another user is refused"
+    );
 }

@@ -3,7 +3,6 @@
 //! writer adds.
 
 mod common;
-#[allow(dead_code)]
 mod writer;
 
 use common::*;

@@ -4,7 +4,6 @@
 //! and only in those offsets.
 
 mod common;
-#[allow(dead_code)]
 mod writer;
 
 use common::*;

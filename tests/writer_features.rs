@@ -2,7 +2,6 @@
 //! the tree: bytes, names and `index.json`.
 
 mod common;
-#[allow(dead_code)]
 mod writer;
 
 use common::*;

@@ -9,7 +9,12 @@ use super::ptefs_bin;
 /// Whether this machine can mount. Prints a loud notice and returns false
 /// when it cannot; panics instead when `PTEFS_REQUIRE_FUSE=1`.
 pub fn fuse_or_skip(test: &str) -> bool {
-    let why = if std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse").is_err() {
+    let why = if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .is_err()
+    {
         Some("/dev/fuse cannot be opened")
     } else if !is_root() && which("fusermount3").is_none() {
         Some("fusermount3 is missing")
@@ -22,7 +27,9 @@ pub fn fuse_or_skip(test: &str) -> bool {
             panic!("{test}: PTEFS_REQUIRE_FUSE=1 but {why}")
         }
         Some(why) => {
-            eprintln!("\n!!!!!!!! SKIPPED {test}: {why}; set PTEFS_REQUIRE_FUSE=1 to make this fail !!!!!!!!\n");
+            eprintln!(
+                "\n!!!!!!!! SKIPPED {test}: {why}; set PTEFS_REQUIRE_FUSE=1 to make this fail !!!!!!!!\n"
+            );
             false
         }
     }
@@ -54,7 +61,10 @@ pub fn is_mounted(dir: &Path) -> bool {
 pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(10), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -71,9 +81,21 @@ impl Mounted {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("mnt");
         std::fs::create_dir(&dir).unwrap();
-        let out = Command::new(ptefs_bin()).arg("mount").args(args).arg(&dir).output().unwrap();
-        assert!(out.status.success(), "mount failed: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(is_mounted(&dir), "ptefs mount returned before the mount was live");
+        let out = Command::new(ptefs_bin())
+            .arg("mount")
+            .args(args)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mount failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            is_mounted(&dir),
+            "ptefs mount returned before the mount was live"
+        );
         Mounted { dir, _tmp: tmp }
     }
 
@@ -85,7 +107,11 @@ impl Mounted {
 impl Drop for Mounted {
     fn drop(&mut self) {
         if is_mounted(&self.dir) {
-            let out = Command::new(ptefs_bin()).arg("umount").arg(&self.dir).output().unwrap();
+            let out = Command::new(ptefs_bin())
+                .arg("umount")
+                .arg(&self.dir)
+                .output()
+                .unwrap();
             if !out.status.success() {
                 let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
             }
@@ -99,7 +125,10 @@ pub fn daemon_pid(dir: &Path) -> Option<i32> {
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
         let pid: i32 = e.file_name().to_str()?.parse().ok()?;
         let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-        let args: Vec<String> = cmd.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        (args.iter().any(|a| a.ends_with("ptefs")) && args.iter().any(|a| *a == want)).then_some(pid)
+        let args: Vec<String> = cmd
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        (args.iter().any(|a| a.ends_with("ptefs")) && args.contains(&want)).then_some(pid)
     })
 }

@@ -996,11 +996,14 @@ pub enum TestValue {
     Double(f64),
 }
 
-/// A `.bpte`: a program and, per method, test cases of inputs and outputs.
+/// Inputs and expected outputs of one test case.
+pub type TestCase = (Vec<TestValue>, Vec<TestValue>);
+
+/// A `.bpte`: a program and, per method, test cases.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bundled {
     pub program: Vec<u8>,
-    pub suites: Vec<(String, Vec<(Vec<TestValue>, Vec<TestValue>)>)>,
+    pub suites: Vec<(String, Vec<TestCase>)>,
 }
 
 impl Bundled {

@@ -38,6 +38,6 @@ mod tests {
         }
         let text = String::from_utf8(header("|b1", &[7]).unwrap()[10..].to_vec()).unwrap();
         assert!(text.starts_with("{'descr': '|b1', 'fortran_order': False, 'shape': (7,), }"));
-        assert!(header("<f4", &vec![1; 20000]).is_none());
+        assert!(header("<f4", &vec![1; 30000]).is_none());
     }
 }

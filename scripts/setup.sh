@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what ptefs's tests and demo need beyond the Rust toolchain:
+# fuse3 (fusermount3), attr (getfattr), jq, and NumPy. Idempotent.
+set -euo pipefail
+need=()
+command -v fusermount3 >/dev/null || need+=(fuse3)
+command -v getfattr >/dev/null || need+=(attr)
+command -v jq >/dev/null || need+=(jq)
+if ((${#need[@]})); then
+  if [[ $(id -u) == 0 ]]; then
+    echo "setup: apt-get install ${need[*]}" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "setup: please install ${need[*]} (e.g. sudo apt-get install ${need[*]})" >&2
+  fi
+fi
+if ! python3 -c "import numpy" 2>/dev/null; then
+  echo "setup: pip install numpy" >&2
+  python3 -m pip install --quiet numpy
+fi
