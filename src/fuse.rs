@@ -57,16 +57,17 @@ impl PtefsFs {
             .max()
             .unwrap_or(SystemTime::UNIX_EPOCH);
         let subdirs = (1..=view.tree.len() as Ino)
-            .map(|ino| match view.tree.node(ino).map(|n| &n.kind) {
-                Some(NodeKind::Dir(entries)) => entries
+            .map(|ino| {
+                let entries = view.tree.entries(ino).unwrap_or_default();
+                entries
                     .iter()
-                    .filter(|(_, c)| {
-                        matches!(view.tree.node(*c).map(|n| &n.kind), Some(NodeKind::Dir(_)))
-                    })
-                    .count() as u32,
-                _ => 0,
+                    .filter(|&&c| view.tree.entries(c).is_some())
+                    .count() as u32
             })
             .collect();
+        // Building the tree freed more than it kept; hand that back.
+        // SAFETY: malloc_trim only releases free heap memory.
+        unsafe { libc::malloc_trim(0) };
         let change_logged = view
             .sources
             .iter()
@@ -123,7 +124,7 @@ impl PtefsFs {
         let mut out = Vec::with_capacity(children.len() + 2);
         out.push((ino, "."));
         out.push((node.parent, ".."));
-        out.extend(children.iter().map(|(n, i)| (*i, &**n)));
+        out.extend(children.iter().map(|&i| (i, self.view.tree.name(i))));
         Ok(out)
     }
 
@@ -304,28 +305,29 @@ impl Filesystem for PtefsFs {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        let xattrs = match self.node(ino).map(|n| &n.kind) {
-            Ok(NodeKind::File(f)) => &f.xattrs,
-            Ok(NodeKind::Dir(_)) => return reply.error(Errno::NO_XATTR),
-            Err(e) => return reply.error(e),
-        };
-        match xattrs.iter().find(|(k, _)| OsStr::new(k) == name) {
+        if let Err(e) = self.node(ino) {
+            return reply.error(e);
+        }
+        match self
+            .view
+            .tree
+            .xattrs(ino.0)
+            .iter()
+            .find(|(k, _)| OsStr::new(k) == name)
+        {
             Some((_, v)) => xattr_reply(v, size, reply),
             None => reply.error(Errno::NO_XATTR),
         }
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if let Err(e) = self.node(ino) {
+            return reply.error(e);
+        }
         let mut names = Vec::new();
-        match self.node(ino).map(|n| &n.kind) {
-            Ok(NodeKind::File(f)) => {
-                for (k, _) in &f.xattrs {
-                    names.extend_from_slice(k.as_bytes());
-                    names.push(0);
-                }
-            }
-            Ok(NodeKind::Dir(_)) => {}
-            Err(e) => return reply.error(e),
+        for (k, _) in self.view.tree.xattrs(ino.0) {
+            names.extend_from_slice(k.as_bytes());
+            names.push(0);
         }
         xattr_reply(&names, size, reply);
     }

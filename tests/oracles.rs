@@ -30,9 +30,13 @@ fn every_expected_hash_is_a_file_at_its_offset() {
         let mut at: HashSet<(u64, u64)> = HashSet::new();
         for ino in v.tree.walk(ROOT) {
             if let NodeKind::File(f) = &v.tree.node(ino).unwrap().kind
-                && let Some((_, off)) = f.xattrs.iter().find(|(k, _)| *k == "user.ptefs.offset")
+                && let Some((_, off)) = v
+                    .tree
+                    .xattrs(ino)
+                    .into_iter()
+                    .find(|(k, _)| *k == "user.ptefs.offset")
             {
-                let off: u64 = std::str::from_utf8(off).unwrap().parse().unwrap();
+                let off: u64 = std::str::from_utf8(&off).unwrap().parse().unwrap();
                 at.insert((off, f.content.len()));
             }
         }

@@ -35,13 +35,16 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let lines: Vec<(Ino, String)> = match &tree.node(ino).map(|n| &n.kind) {
-        Some(NodeKind::Dir(entries)) if args.recursive => tree
+        Some(NodeKind::Dir(_)) if args.recursive => tree
             .walk(ino)
             .into_iter()
             .skip(1)
             .map(|i| (i, tree.path(i)))
             .collect(),
-        Some(NodeKind::Dir(entries)) => entries.iter().map(|(n, i)| (*i, n.to_string())).collect(),
+        Some(NodeKind::Dir(entries)) => entries
+            .iter()
+            .map(|&i| (i, tree.name(i).to_owned()))
+            .collect(),
         _ => vec![(ino, path.trim_end_matches('/').to_owned())],
     };
     let width = lines

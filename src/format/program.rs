@@ -305,7 +305,7 @@ impl<'a> ProgramFile<'a> {
                 if i == 0 {
                     return Ok(None);
                 }
-                let next = sorted.iter().find(|&&o| o > off).copied();
+                let next = sorted.get(sorted.partition_point(|&o| o <= off)).copied();
                 let end = next.unwrap_or(seg.len).min(seg.len);
                 let len = end.saturating_sub(off);
                 seg.sub(off, len, || {

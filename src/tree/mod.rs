@@ -38,18 +38,27 @@ pub struct Node {
 #[derive(Debug)]
 pub enum NodeKind {
     /// A directory with its entries sorted by name.
-    Dir(Vec<(Box<str>, Ino)>),
+    Dir(Vec<Ino>),
     /// A regular file.
     File(File),
 }
 
-/// A regular file: its content and extended attributes.
+/// A regular file.
 #[derive(Debug)]
 pub struct File {
     /// The bytes.
     pub content: Content,
-    /// `user.ptefs.*` attributes, sorted by name.
-    pub xattrs: Vec<(&'static str, Box<[u8]>)>,
+    /// For a tensor's files, its entry in [`Tree::tensors`].
+    pub tensor: Option<u32>,
+}
+
+/// Type and shape of a tensor, shared by its `.bin` and `.npy`.
+#[derive(Debug)]
+pub struct TensorMeta {
+    /// Element type.
+    pub scalar_type: crate::schema::ScalarType,
+    /// Logical sizes.
+    pub sizes: Box<[i64]>,
 }
 
 /// Where a file's bytes come from.
@@ -150,6 +159,10 @@ impl Piece<'_> {
 #[derive(Debug)]
 pub struct Tree {
     nodes: Vec<Node>,
+    /// Tensor types and shapes, for extended attributes.
+    tensors: Vec<TensorMeta>,
+    /// Source base names by [`SourceId`].
+    source_names: Vec<String>,
     /// Non-fatal notes gathered while building (missing external tensors,
     /// identifiers this reader does not know), one sentence each.
     pub warnings: Vec<String>,
@@ -174,15 +187,61 @@ impl Tree {
         self.nodes.is_empty()
     }
 
+    /// The entries of directory `ino`, sorted by name; `None` for a file.
+    pub fn entries(&self, ino: Ino) -> Option<&[Ino]> {
+        match &self.node(ino)?.kind {
+            NodeKind::Dir(entries) => Some(entries),
+            NodeKind::File(_) => None,
+        }
+    }
+
+    /// The name of `ino` in its directory.
+    pub fn name(&self, ino: Ino) -> &str {
+        self.node(ino).map_or("", |n| &n.name)
+    }
+
     /// The entry `name` of directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Option<Ino> {
-        let NodeKind::Dir(entries) = &self.node(parent)?.kind else {
-            return None;
-        };
+        let entries = self.entries(parent)?;
         entries
-            .binary_search_by(|(n, _)| n.as_bytes().cmp(name))
+            .binary_search_by(|&i| self.name(i).as_bytes().cmp(name))
             .ok()
-            .map(|i| entries[i].1)
+            .map(|i| entries[i])
+    }
+
+    /// The `user.ptefs.*` extended attributes of file `ino`, sorted by
+    /// name: where its bytes come from and, for tensors, type and shape.
+    pub fn xattrs(&self, ino: Ino) -> Vec<(&'static str, Vec<u8>)> {
+        let Some(Node {
+            kind: NodeKind::File(f),
+            ..
+        }) = self.node(ino)
+        else {
+            return Vec::new();
+        };
+        let (source, span) = match &f.content {
+            Content::Generated(_) => return Vec::new(),
+            Content::Source { source, span } | Content::Prefixed { source, span, .. } => {
+                (*source, span)
+            }
+        };
+        let mut x = Vec::with_capacity(4);
+        if let Some(t) = f.tensor.and_then(|t| self.tensors.get(t as usize)) {
+            x.push((
+                "user.ptefs.dtype",
+                crate::format::scalar::name(t.scalar_type).into_bytes(),
+            ));
+            let dims: Vec<String> = t.sizes.iter().map(i64::to_string).collect();
+            x.push((
+                "user.ptefs.shape",
+                format!("[{}]", dims.join(", ")).into_bytes(),
+            ));
+        }
+        x.push(("user.ptefs.offset", span.offset.to_string().into_bytes()));
+        let name = self.source_names.get(source).map_or("", String::as_str);
+        x.push(("user.ptefs.source", name.as_bytes().to_vec()));
+        x.sort_by_key(|(k, _)| *k);
+        x
     }
 
     /// The node at `path` (`a/b/c`, relative to the root; empty is the root).
@@ -217,12 +276,8 @@ impl Tree {
         let mut stack = vec![from];
         while let Some(ino) = stack.pop() {
             out.push(ino);
-            if let Some(Node {
-                kind: NodeKind::Dir(entries),
-                ..
-            }) = self.node(ino)
-            {
-                stack.extend(entries.iter().rev().map(|(_, i)| *i));
+            if let Some(entries) = self.entries(ino) {
+                stack.extend(entries.iter().rev());
             }
         }
         out

@@ -122,10 +122,11 @@ pub fn view_bytes(name: &str, bytes: &[u8]) -> (tempfile::TempDir, View) {
 /// Every entry name of directory `path`.
 pub fn ls(v: &View, path: &str) -> Vec<String> {
     let ino = v.tree.resolve(path).unwrap_or_else(|| panic!("no {path}"));
-    match &v.tree.node(ino).unwrap().kind {
-        NodeKind::Dir(e) => e.iter().map(|(n, _)| n.to_string()).collect(),
-        NodeKind::File(_) => panic!("{path} is a file"),
-    }
+    let entries = v
+        .tree
+        .entries(ino)
+        .unwrap_or_else(|| panic!("{path} is a file"));
+    entries.iter().map(|&i| v.tree.name(i).to_owned()).collect()
 }
 
 /// Writes every file of the tree under `dir`, as a mount would show it.

@@ -3,324 +3,397 @@
 //! order, scalars always present, absent tables, strings and vectors left
 //! out, enums by name (by number when the schema has no name), unions as
 //! `<field>_type` plus `<field>`.
+//!
+//! Each wrapper serializes straight from the verified flatbuffer, so a
+//! plan of 100,000 values renders without building a JSON tree first.
 
 use flatbuffers::{Follow, ForwardsUOffset, Vector};
-use serde_json::{Map, Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::schema::flat_tensor as ft;
 use crate::schema::program as fb;
 
-/// A JSON object under construction, in field order.
-struct Obj(Map<String, Value>);
+/// An object being written: fields in the order they are put.
+struct Fields<M>(M);
 
-impl Obj {
-    fn new() -> Self {
-        Obj(Map::new())
-    }
-    fn put(mut self, key: &str, v: impl Into<Value>) -> Self {
-        self.0.insert(key.to_owned(), v.into());
-        self
+impl<M: SerializeMap> Fields<M> {
+    fn put<V: Serialize + ?Sized>(&mut self, key: &str, v: &V) -> Result<(), M::Error> {
+        self.0.serialize_entry(key, v)
     }
     /// Adds the field only when present, as flatc does for non-scalars.
-    fn opt(mut self, key: &str, v: Option<Value>) -> Self {
-        if let Some(v) = v {
-            self.0.insert(key.to_owned(), v);
+    fn opt<V: Serialize>(&mut self, key: &str, v: Option<V>) -> Result<(), M::Error> {
+        match v {
+            Some(v) => self.0.serialize_entry(key, &v),
+            None => Ok(()),
         }
-        self
-    }
-    fn done(self) -> Value {
-        Value::Object(self.0)
     }
 }
 
 /// An enum value by name, or by number when the schema does not name it.
-fn enum_value(name: Option<&str>, number: i64) -> Value {
-    name.map_or_else(|| json!(number), |n| json!(n))
+struct Enum(Option<&'static str>, i64);
+
+impl Serialize for Enum {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Some(name) => s.serialize_str(name),
+            None => s.serialize_i64(self.1),
+        }
+    }
 }
 
-fn scalars<'a, T>(v: Option<Vector<'a, T>>) -> Option<Value>
+macro_rules! enum_of {
+    ($v:expr) => {{
+        let v = $v;
+        Enum(v.variant_name(), i64::from(v.0))
+    }};
+}
+
+/// A vector of scalars.
+struct Scalars<'a, T: Follow<'a> + 'a>(Vector<'a, T>);
+
+impl<'a, T> Serialize for Scalars<'a, T>
 where
     T: Follow<'a> + 'a,
-    T::Inner: Into<Value>,
+    T::Inner: Serialize,
 {
-    v.map(|v| Value::Array(v.iter().map(Into::into).collect()))
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
 }
 
-fn tables<'a, T: 'a>(
-    v: Option<Vector<'a, ForwardsUOffset<T>>>,
-    f: impl Fn(T) -> Value,
-) -> Option<Value>
+/// A vector of tables, each shown through `W`.
+struct Tables<'a, T: 'a, W>(Vector<'a, ForwardsUOffset<T>>, fn(T) -> W);
+
+impl<'a, T: 'a, W: Serialize> Serialize for Tables<'a, T, W>
 where
     ForwardsUOffset<T>: Follow<'a, Inner = T>,
 {
-    v.map(|v| Value::Array(v.iter().map(f).collect()))
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(self.1))
+    }
 }
 
-fn string(s: Option<&str>) -> Option<Value> {
-    s.map(|s| json!(s))
+/// Declares a wrapper that shows table `fb::$table` as a JSON object.
+macro_rules! table {
+    ($name:ident, $module:ident :: $table:ident, |$t:ident, $o:ident| $body:block) => {
+        struct $name<'a>($module::$table<'a>);
+
+        impl Serialize for $name<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let $t = self.0;
+                let mut $o = Fields(s.serialize_map(None)?);
+                $body
+                $o.0.end()
+            }
+        }
+    };
 }
 
-/// `ExecutionPlan`.
-pub fn plan(p: fb::ExecutionPlan<'_>) -> Value {
-    Obj::new()
-        .opt("name", string(p.name()))
-        .opt(
+/// `ExecutionPlan`, with `ptefs_path` added to the tensor values that have
+/// a file (`paths[value index]`).
+pub struct Plan<'a> {
+    /// The plan.
+    pub plan: fb::ExecutionPlan<'a>,
+    /// Path of each value's file, by value index.
+    pub paths: &'a [Option<String>],
+}
+
+impl Serialize for Plan<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.plan;
+        let mut o = Fields(s.serialize_map(None)?);
+        o.opt("name", p.name())?;
+        o.opt(
             "container_meta_type",
-            p.container_meta_type().map(|c| {
-                Obj::new()
-                    .opt("encoded_inp_str", string(c.encoded_inp_str()))
-                    .opt("encoded_out_str", string(c.encoded_out_str()))
-                    .done()
-            }),
-        )
-        .opt("values", tables(p.values(), evalue))
-        .opt("inputs", scalars(p.inputs()))
-        .opt("outputs", scalars(p.outputs()))
-        .opt("chains", tables(p.chains(), chain))
-        .opt(
-            "operators",
-            tables(p.operators(), |o| {
-                Obj::new()
-                    .opt("name", string(o.name()))
-                    .opt("overload", string(o.overload()))
-                    .done()
-            }),
-        )
-        .opt("delegates", tables(p.delegates(), delegate))
-        .opt(
+            p.container_meta_type().map(ContainerMetadata),
+        )?;
+        o.opt("values", p.values().map(|v| Values(v, self.paths)))?;
+        o.opt("inputs", p.inputs().map(Scalars))?;
+        o.opt("outputs", p.outputs().map(Scalars))?;
+        o.opt("chains", p.chains().map(|v| Tables(v, Chain)))?;
+        o.opt("operators", p.operators().map(|v| Tables(v, Operator)))?;
+        o.opt("delegates", p.delegates().map(|v| Tables(v, Delegate)))?;
+        o.opt(
             "non_const_buffer_sizes",
-            scalars(p.non_const_buffer_sizes()),
-        )
-        .opt(
+            p.non_const_buffer_sizes().map(Scalars),
+        )?;
+        o.opt(
             "non_const_buffer_device",
-            tables(p.non_const_buffer_device(), |d| {
-                Obj::new()
-                    .put("buffer_idx", d.buffer_idx())
-                    .put("device_type", device_type(d.device_type()))
-                    .put("device_index", d.device_index())
-                    .done()
-            }),
-        )
-        .done()
+            p.non_const_buffer_device().map(|v| Tables(v, BufferDevice)),
+        )?;
+        o.0.end()
+    }
 }
 
-fn device_type(d: fb::DeviceType) -> Value {
-    enum_value(d.variant_name(), d.0.into())
+table!(ContainerMetadata, fb::ContainerMetadata, |c, o| {
+    o.opt("encoded_inp_str", c.encoded_inp_str())?;
+    o.opt("encoded_out_str", c.encoded_out_str())?;
+});
+
+table!(Operator, fb::Operator, |op, o| {
+    o.opt("name", op.name())?;
+    o.opt("overload", op.overload())?;
+});
+
+table!(BufferDevice, fb::NonConstBufferDevice, |d, o| {
+    o.put("buffer_idx", &d.buffer_idx())?;
+    o.put("device_type", &enum_of!(d.device_type()))?;
+    o.put("device_index", &d.device_index())?;
+});
+
+struct Values<'a>(
+    Vector<'a, ForwardsUOffset<fb::EValue<'a>>>,
+    &'a [Option<String>],
+);
+
+impl Serialize for Values<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let paths = self.1;
+        s.collect_seq(
+            self.0
+                .iter()
+                .enumerate()
+                .map(|(i, v)| EValue(v, paths.get(i).and_then(Option::as_deref))),
+        )
+    }
 }
 
-fn items<'a, T>(v: Option<Vector<'a, T>>) -> Value
-where
-    T: Follow<'a> + 'a,
-    T::Inner: Into<Value>,
-{
-    Obj::new().opt("items", scalars(v)).done()
+struct EValue<'a>(fb::EValue<'a>, Option<&'a str>);
+
+impl Serialize for EValue<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.0;
+        let mut o = Fields(s.serialize_map(None)?);
+        o.put("val_type", &enum_of!(e.val_type()))?;
+        if let Some(t) = e.val_as_tensor() {
+            o.put("val", &Tensor(t, self.1))?;
+        } else if let Some(x) = e.val_as_int() {
+            o.put("val", &Int(x))?;
+        } else if let Some(x) = e.val_as_bool() {
+            o.put("val", &Bool(x))?;
+        } else if let Some(x) = e.val_as_double() {
+            o.put("val", &Double(x))?;
+        } else if let Some(x) = e.val_as_string() {
+            o.put("val", &Str(x))?;
+        } else if let Some(x) = e.val_as_int_list() {
+            o.put("val", &Items(x.items().map(Scalars)))?;
+        } else if let Some(x) = e.val_as_double_list() {
+            o.put("val", &Items(x.items().map(Scalars)))?;
+        } else if let Some(x) = e.val_as_bool_list() {
+            o.put("val", &Items(x.items().map(Scalars)))?;
+        } else if let Some(x) = e.val_as_tensor_list() {
+            o.put("val", &Items(x.items().map(Scalars)))?;
+        } else if let Some(x) = e.val_as_optional_tensor_list() {
+            o.put("val", &Items(x.items().map(Scalars)))?;
+        } else if e.val_as_null().is_some() {
+            o.put("val", &Items::<()>(None))?;
+        }
+        o.0.end()
+    }
 }
 
-fn evalue(e: fb::EValue<'_>) -> Value {
-    let t = e.val_type();
-    let val = if let Some(x) = e.val_as_tensor() {
-        Some(tensor(x))
-    } else if let Some(x) = e.val_as_int() {
-        Some(Obj::new().put("int_val", x.int_val()).done())
-    } else if let Some(x) = e.val_as_bool() {
-        Some(Obj::new().put("bool_val", x.bool_val()).done())
-    } else if let Some(x) = e.val_as_double() {
-        Some(Obj::new().put("double_val", x.double_val()).done())
-    } else if let Some(x) = e.val_as_string() {
-        Some(Obj::new().opt("string_val", string(x.string_val())).done())
-    } else if let Some(x) = e.val_as_int_list() {
-        Some(items(x.items()))
-    } else if let Some(x) = e.val_as_double_list() {
-        Some(items(x.items()))
-    } else if let Some(x) = e.val_as_bool_list() {
-        Some(items(x.items()))
-    } else if let Some(x) = e.val_as_tensor_list() {
-        Some(items(x.items()))
-    } else if let Some(x) = e.val_as_optional_tensor_list() {
-        Some(items(x.items()))
-    } else if e.val_as_null().is_some() {
-        Some(json!({}))
-    } else {
-        None
-    };
-    Obj::new()
-        .put("val_type", enum_value(t.variant_name(), t.0.into()))
-        .opt("val", val)
-        .done()
+/// `{"items": [...]}`, or `{}` when absent.
+struct Items<T>(Option<T>);
+
+impl<T: Serialize> Serialize for Items<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        if let Some(items) = &self.0 {
+            m.serialize_entry("items", items)?;
+        }
+        m.end()
+    }
 }
 
-fn tensor(t: fb::Tensor<'_>) -> Value {
-    Obj::new()
-        .put(
-            "scalar_type",
-            enum_value(t.scalar_type().variant_name(), t.scalar_type().0.into()),
-        )
-        .put("storage_offset", t.storage_offset())
-        .opt("sizes", scalars(t.sizes()))
-        .opt("dim_order", scalars(t.dim_order()))
-        .put("requires_grad", t.requires_grad())
-        .put("data_buffer_idx", t.data_buffer_idx())
-        .opt(
-            "allocation_info",
-            t.allocation_info().map(|a| {
-                Obj::new()
-                    .put("memory_id", a.memory_id())
-                    .put("memory_offset_low", a.memory_offset_low())
-                    .put("memory_offset_high", a.memory_offset_high())
-                    .done()
-            }),
-        )
-        .put("layout", t.layout())
-        .put(
-            "shape_dynamism",
-            enum_value(
-                t.shape_dynamism().variant_name(),
-                t.shape_dynamism().0.into(),
-            ),
-        )
-        .opt(
+table!(Int, fb::Int, |x, o| {
+    o.put("int_val", &x.int_val())?;
+});
+
+table!(Bool, fb::Bool, |x, o| {
+    o.put("bool_val", &x.bool_val())?;
+});
+
+table!(Double, fb::Double, |x, o| {
+    o.put("double_val", &x.double_val())?;
+});
+
+table!(Str, fb::String, |x, o| {
+    o.opt("string_val", x.string_val())?;
+});
+
+struct Tensor<'a>(fb::Tensor<'a>, Option<&'a str>);
+
+impl Serialize for Tensor<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        let mut o = Fields(s.serialize_map(None)?);
+        o.put("scalar_type", &enum_of!(t.scalar_type()))?;
+        o.put("storage_offset", &t.storage_offset())?;
+        o.opt("sizes", t.sizes().map(Scalars))?;
+        o.opt("dim_order", t.dim_order().map(Scalars))?;
+        o.put("requires_grad", &t.requires_grad())?;
+        o.put("data_buffer_idx", &t.data_buffer_idx())?;
+        o.opt("allocation_info", t.allocation_info().map(Allocation))?;
+        o.put("layout", &t.layout())?;
+        o.put("shape_dynamism", &enum_of!(t.shape_dynamism()))?;
+        o.opt(
             "extra_tensor_info",
-            t.extra_tensor_info().map(|e| {
-                Obj::new()
-                    .put("mutable_data_segments_idx", e.mutable_data_segments_idx())
-                    .opt("fully_qualified_name", string(e.fully_qualified_name()))
-                    .put(
-                        "location",
-                        enum_value(e.location().variant_name(), e.location().0.into()),
-                    )
-                    .put("device_type", device_type(e.device_type()))
-                    .put("device_index", e.device_index())
-                    .done()
-            }),
-        )
-        .done()
+            t.extra_tensor_info().map(ExtraTensorInfo),
+        )?;
+        o.opt("ptefs_path", self.1)?;
+        o.0.end()
+    }
 }
 
-fn chain(c: fb::Chain<'_>) -> Value {
-    Obj::new()
-        .opt("inputs", scalars(c.inputs()))
-        .opt("outputs", scalars(c.outputs()))
-        .opt("instructions", tables(c.instructions(), instruction))
-        .opt(
-            "stacktrace",
-            tables(c.stacktrace(), |fl| {
-                Obj::new()
-                    .opt(
-                        "items",
-                        tables(fl.items(), |f| {
-                            Obj::new()
-                                .opt("filename", string(f.filename()))
-                                .put("lineno", f.lineno())
-                                .opt("name", string(f.name()))
-                                .opt("context", string(f.context()))
-                                .done()
-                        }),
-                    )
-                    .done()
-            }),
-        )
-        .done()
-}
+table!(Allocation, fb::AllocationDetails, |a, o| {
+    o.put("memory_id", &a.memory_id())?;
+    o.put("memory_offset_low", &a.memory_offset_low())?;
+    o.put("memory_offset_high", &a.memory_offset_high())?;
+});
 
-fn instruction(i: fb::Instruction<'_>) -> Value {
-    let t = i.instr_args_type();
-    let args = if let Some(k) = i.instr_args_as_kernel_call() {
-        Some(
-            Obj::new()
-                .put("op_index", k.op_index())
-                .opt("args", scalars(k.args()))
-                .done(),
-        )
+table!(ExtraTensorInfo, fb::ExtraTensorInfo, |e, o| {
+    o.put("mutable_data_segments_idx", &e.mutable_data_segments_idx())?;
+    o.opt("fully_qualified_name", e.fully_qualified_name())?;
+    o.put("location", &enum_of!(e.location()))?;
+    o.put("device_type", &enum_of!(e.device_type()))?;
+    o.put("device_index", &e.device_index())?;
+});
+
+table!(Chain, fb::Chain, |c, o| {
+    o.opt("inputs", c.inputs().map(Scalars))?;
+    o.opt("outputs", c.outputs().map(Scalars))?;
+    o.opt(
+        "instructions",
+        c.instructions().map(|v| Tables(v, Instruction)),
+    )?;
+    o.opt("stacktrace", c.stacktrace().map(|v| Tables(v, FrameList)))?;
+});
+
+table!(FrameList, fb::FrameList, |l, o| {
+    o.opt("items", l.items().map(|v| Tables(v, Frame)))?;
+});
+
+table!(Frame, fb::Frame, |f, o| {
+    o.opt("filename", f.filename())?;
+    o.put("lineno", &f.lineno())?;
+    o.opt("name", f.name())?;
+    o.opt("context", f.context())?;
+});
+
+table!(Instruction, fb::Instruction, |i, o| {
+    o.put("instr_args_type", &enum_of!(i.instr_args_type()))?;
+    if let Some(k) = i.instr_args_as_kernel_call() {
+        o.put("instr_args", &KernelCall(k))?;
     } else if let Some(d) = i.instr_args_as_delegate_call() {
-        Some(
-            Obj::new()
-                .put("delegate_index", d.delegate_index())
-                .opt("args", scalars(d.args()))
-                .done(),
-        )
+        o.put("instr_args", &DelegateCall(d))?;
     } else if let Some(m) = i.instr_args_as_move_call() {
-        Some(
-            Obj::new()
-                .put("move_from", m.move_from())
-                .put("move_to", m.move_to())
-                .done(),
-        )
+        o.put("instr_args", &MoveCall(m))?;
     } else if let Some(j) = i.instr_args_as_jump_false_call() {
-        Some(
-            Obj::new()
-                .put("cond_value_index", j.cond_value_index())
-                .put("destination_instruction", j.destination_instruction())
-                .done(),
-        )
-    } else {
-        i.instr_args_as_free_call()
-            .map(|f| Obj::new().put("value_index", f.value_index()).done())
-    };
-    Obj::new()
-        .put("instr_args_type", enum_value(t.variant_name(), t.0.into()))
-        .opt("instr_args", args)
-        .done()
+        o.put("instr_args", &JumpFalseCall(j))?;
+    } else if let Some(f) = i.instr_args_as_free_call() {
+        o.put("instr_args", &FreeCall(f))?;
+    }
+});
+
+table!(KernelCall, fb::KernelCall, |k, o| {
+    o.put("op_index", &k.op_index())?;
+    o.opt("args", k.args().map(Scalars))?;
+});
+
+table!(DelegateCall, fb::DelegateCall, |d, o| {
+    o.put("delegate_index", &d.delegate_index())?;
+    o.opt("args", d.args().map(Scalars))?;
+});
+
+table!(MoveCall, fb::MoveCall, |m, o| {
+    o.put("move_from", &m.move_from())?;
+    o.put("move_to", &m.move_to())?;
+});
+
+table!(JumpFalseCall, fb::JumpFalseCall, |j, o| {
+    o.put("cond_value_index", &j.cond_value_index())?;
+    o.put("destination_instruction", &j.destination_instruction())?;
+});
+
+table!(FreeCall, fb::FreeCall, |f, o| {
+    o.put("value_index", &f.value_index())?;
+});
+
+table!(Delegate, fb::BackendDelegate, |d, o| {
+    o.opt("id", d.id())?;
+    o.opt("processed", d.processed().map(DataReference))?;
+    o.opt(
+        "compile_specs",
+        d.compile_specs().map(|v| Tables(v, CompileSpec)),
+    )?;
+});
+
+table!(DataReference, fb::BackendDelegateDataReference, |r, o| {
+    o.put("location", &enum_of!(r.location()))?;
+    o.put("index", &r.index())?;
+});
+
+table!(CompileSpec, fb::CompileSpec, |c, o| {
+    o.opt("key", c.key())?;
+    o.opt("value", c.value().map(Scalars))?;
+});
+
+/// `FlatTensor`, with `ptefs_path` added to each named entry
+/// (`paths[entry index]`).
+pub struct FlatTensor<'a> {
+    /// The root table.
+    pub flat: ft::FlatTensor<'a>,
+    /// Path of each named entry's file, by index.
+    pub paths: &'a [String],
 }
 
-fn delegate(d: fb::BackendDelegate<'_>) -> Value {
-    Obj::new()
-        .opt("id", string(d.id()))
-        .opt(
-            "processed",
-            d.processed().map(|p| {
-                Obj::new()
-                    .put(
-                        "location",
-                        enum_value(p.location().variant_name(), p.location().0.into()),
-                    )
-                    .put("index", p.index())
-                    .done()
-            }),
-        )
-        .opt(
-            "compile_specs",
-            tables(d.compile_specs(), |cs| {
-                Obj::new()
-                    .opt("key", string(cs.key()))
-                    .opt("value", scalars(cs.value()))
-                    .done()
-            }),
-        )
-        .done()
+impl Serialize for FlatTensor<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.flat;
+        let mut o = Fields(s.serialize_map(None)?);
+        o.put("version", &f.version())?;
+        o.opt("segments", f.segments().map(|v| Tables(v, Segment)))?;
+        let paths = self.paths;
+        o.opt("named_data", f.named_data().map(|v| NamedEntries(v, paths)))?;
+        o.0.end()
+    }
 }
 
-/// `FlatTensor`.
-pub fn flat_tensor(f: ft::FlatTensor<'_>) -> Value {
-    Obj::new()
-        .put("version", f.version())
-        .opt(
-            "segments",
-            tables(f.segments(), |s| {
-                Obj::new()
-                    .put("offset", s.offset())
-                    .put("size", s.size())
-                    .done()
-            }),
+table!(Segment, ft::DataSegment, |d, o| {
+    o.put("offset", &d.offset())?;
+    o.put("size", &d.size())?;
+});
+
+struct NamedEntries<'a>(Vector<'a, ForwardsUOffset<ft::NamedData<'a>>>, &'a [String]);
+
+impl Serialize for NamedEntries<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let paths = self.1;
+        s.collect_seq(
+            self.0
+                .iter()
+                .enumerate()
+                .map(|(i, n)| NamedEntry(n, paths.get(i).map(String::as_str))),
         )
-        .opt(
-            "named_data",
-            tables(f.named_data(), |n| {
-                Obj::new()
-                    .opt("key", string(n.key()))
-                    .put("segment_index", n.segment_index())
-                    .opt(
-                        "tensor_layout",
-                        n.tensor_layout().map(|l| {
-                            let st = l.scalar_type();
-                            Obj::new()
-                                .put("scalar_type", enum_value(st.variant_name(), st.0.into()))
-                                .opt("sizes", scalars(l.sizes()))
-                                .opt("dim_order", scalars(l.dim_order()))
-                                .done()
-                        }),
-                    )
-                    .done()
-            }),
-        )
-        .done()
+    }
 }
+
+struct NamedEntry<'a>(ft::NamedData<'a>, Option<&'a str>);
+
+impl Serialize for NamedEntry<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = self.0;
+        let mut o = Fields(s.serialize_map(None)?);
+        o.opt("key", n.key())?;
+        o.put("segment_index", &n.segment_index())?;
+        o.opt("tensor_layout", n.tensor_layout().map(Layout))?;
+        o.opt("ptefs_path", self.1)?;
+        o.0.end()
+    }
+}
+
+table!(Layout, ft::TensorLayout, |l, o| {
+    o.put("scalar_type", &enum_of!(l.scalar_type()))?;
+    o.opt("sizes", l.sizes().map(Scalars))?;
+    o.opt("dim_order", l.dim_order().map(Scalars))?;
+});

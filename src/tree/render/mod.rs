@@ -5,10 +5,10 @@ pub mod flatc_json;
 pub mod npy;
 pub mod readme;
 
-use serde_json::Value;
+use serde::Serialize;
 
 /// Pretty-printed JSON with a final newline.
-pub fn json(v: &Value) -> Box<[u8]> {
+pub fn json(v: &impl Serialize) -> Box<[u8]> {
     let mut out = serde_json::to_vec_pretty(v).unwrap_or_default();
     out.push(b'\n');
     out.into_boxed_slice()

@@ -1,0 +1,126 @@
+//! The entries of `index.json` files: one type, so every directory's index
+//! has the same field names in the same order.
+
+use serde::Serialize;
+
+use crate::format::scalar;
+use crate::schema::ScalarType;
+
+/// One entry of an `index.json`. Fields that do not apply to an entry are
+/// left out.
+#[derive(Debug, Default, Serialize)]
+pub(super) struct Entry<'a> {
+    /// The `.bin` file's name; absent for a missing external tensor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The `.npy` twin's name, `null` when NumPy cannot describe it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub npy: Option<Option<String>>,
+    /// Test case values: `input` or `expected`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'static str>,
+    /// Test case values: position among the inputs or outputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    /// Program tensors: index in `ExecutionPlan.values`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_index: Option<usize>,
+    /// Named data: the original key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<&'a str>,
+    /// Program tensors: the fully qualified name, or `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fqn: Option<Option<&'a str>>,
+    /// Test case values: `Tensor`, `Int`, `Bool`, `Double`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// Type and shape, for tensors.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
+    /// Test case values that are not tensors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    /// Bytes of the `.bin`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nbytes: Option<u64>,
+    /// Named data: the segment holding the bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment_index: Option<u32>,
+    /// Where the bytes are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source<'a>>,
+    /// `constant`, `mutable_initial_state`, `external`, `named` or `tensor`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<&'static str>,
+    /// Constants and initial states: `Tensor.data_buffer_idx`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_index: Option<u32>,
+    /// Initial states: index into `Program.mutable_data_segments`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutable_data_segments_index: Option<u64>,
+    /// External tensors found in no attached data file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<bool>,
+}
+
+/// Where bytes are: `file` is the data file's name for bytes from an
+/// attached `.ptd`, `null` for the file the tree shows (so that two
+/// exports under different names compare equal where their bytes do).
+#[derive(Debug, Serialize)]
+pub(super) struct Source<'a> {
+    pub file: Option<&'a str>,
+    pub offset: u64,
+}
+
+/// A tensor's type and shape.
+#[derive(Debug, Serialize)]
+pub(super) struct Shape {
+    pub scalar_type: String,
+    pub numpy_dtype: Option<&'static str>,
+    pub raw_bits: bool,
+    pub sizes: Vec<i64>,
+    pub dim_order: Vec<u8>,
+    pub npy_shape: Vec<u64>,
+}
+
+/// Element type, logical sizes and dim order of a tensor file.
+pub(super) struct TensorShape<'t> {
+    pub scalar_type: ScalarType,
+    pub sizes: &'t [i64],
+    pub dim_order: &'t [u8],
+}
+
+impl TensorShape<'_> {
+    /// The sizes as laid out in memory: logical sizes in dim order, when the
+    /// dim order is a permutation; otherwise the logical sizes.
+    pub fn physical(&self) -> Vec<u64> {
+        let logical: Vec<u64> = self.sizes.iter().map(|&s| s.max(0) as u64).collect();
+        let mut seen = vec![false; logical.len()];
+        let permutation = self.dim_order.len() == logical.len()
+            && self.dim_order.iter().all(|&d| {
+                let d = d as usize;
+                d < seen.len() && !std::mem::replace(&mut seen[d], true)
+            });
+        if permutation {
+            self.dim_order
+                .iter()
+                .map(|&d| logical[d as usize])
+                .collect()
+        } else {
+            logical
+        }
+    }
+
+    /// The `index.json` description.
+    pub fn describe(&self) -> Shape {
+        let np = scalar::numpy(self.scalar_type);
+        Shape {
+            scalar_type: scalar::name(self.scalar_type),
+            numpy_dtype: np.map(|n| n.descr),
+            raw_bits: np.is_some_and(|n| n.raw_bits),
+            sizes: self.sizes.to_vec(),
+            dim_order: self.dim_order.to_vec(),
+            npy_shape: self.physical(),
+        }
+    }
+}

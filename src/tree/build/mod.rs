@@ -1,0 +1,231 @@
+//! Lays out the tree of LAYOUT.md from parsed files.
+
+mod bundled;
+mod data;
+mod index;
+mod program;
+
+use std::collections::HashMap;
+
+use super::names::{DirNames, encode};
+use super::render::{self, npy};
+use super::{Content, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
+use crate::format::{DataFile, Parsed, Span, scalar};
+use index::TensorShape;
+
+/// A parsed file to show, with the name it is shown under.
+#[derive(Debug)]
+pub struct Input<'a> {
+    /// The file's base name (`mlp.pte`).
+    pub name: String,
+    /// Which source it is, for [`Content::Source`].
+    pub source: SourceId,
+    /// The parsed file.
+    pub parsed: Parsed<'a>,
+}
+
+/// Builds the tree. One input is shown at the root; several get one
+/// directory each, named by their base names. Every data file in `attached`
+/// supplies external tensors and named blobs to every program.
+pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>]) -> Tree {
+    let data: Vec<Attached<'_, '_>> = attached
+        .iter()
+        .filter_map(|i| match &i.parsed {
+            Parsed::Data(d) => Some(Attached {
+                name: &i.name,
+                source: i.source,
+                file: d,
+            }),
+            _ => None,
+        })
+        .collect();
+    let mut b = Builder::default();
+    for i in inputs.iter().chain(attached) {
+        b.source_names.insert(i.source, i.name.clone());
+    }
+    let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
+    if let [only] = inputs {
+        b.input(root, only, &data);
+    } else {
+        let mut names = DirNames::default();
+        for input in inputs {
+            let dir = b.dir(root, names.unique(&encode(&input.name), ""));
+            b.input(dir.ino, input, &data);
+        }
+    }
+    b.finish()
+}
+
+/// A data file attached to programs.
+struct Attached<'i, 'a> {
+    name: &'i str,
+    source: SourceId,
+    file: &'i DataFile<'a>,
+}
+
+/// Where a file's bytes are, as seen from the tree: which source, and where
+/// the file starts in it (non-zero for a program inside a bundled program).
+#[derive(Clone, Copy)]
+struct Origin {
+    source: SourceId,
+    shift: u64,
+}
+
+impl Origin {
+    fn content(self, span: Span) -> Content {
+        Content::Source {
+            source: self.source,
+            span: self.shifted(span),
+        }
+    }
+    fn shifted(self, span: Span) -> Span {
+        Span {
+            offset: span.offset + self.shift,
+            len: span.len,
+        }
+    }
+}
+
+/// A directory being filled, with the names handed out in it so far.
+struct Dir {
+    ino: Ino,
+    names: DirNames,
+}
+
+#[derive(Default)]
+struct Builder {
+    nodes: Vec<Node>,
+    tensors: Vec<TensorMeta>,
+    warnings: Vec<String>,
+    source_names: HashMap<SourceId, String>,
+}
+
+impl Builder {
+    fn finish(mut self) -> Tree {
+        let names: Vec<Box<str>> = self.nodes.iter().map(|n| n.name.clone()).collect();
+        let name = |i: &Ino| names[*i as usize - 1].as_bytes();
+        for node in &mut self.nodes {
+            if let NodeKind::Dir(entries) = &mut node.kind {
+                entries.sort_by(|a, b| name(a).cmp(name(b)));
+                entries.shrink_to_fit();
+            }
+        }
+        let count = self.source_names.keys().max().map_or(0, |m| m + 1);
+        let mut source_names = vec![String::new(); count];
+        for (id, name) in self.source_names {
+            source_names[id] = name;
+        }
+        Tree {
+            nodes: self.nodes,
+            tensors: self.tensors,
+            source_names,
+            warnings: self.warnings,
+        }
+    }
+
+    fn push(&mut self, parent: Ino, name: String, kind: NodeKind) -> Ino {
+        let ino = self.nodes.len() as Ino + 1;
+        if ino != ROOT
+            && let Some(Node {
+                kind: NodeKind::Dir(entries),
+                ..
+            }) = self.nodes.get_mut(parent as usize - 1)
+        {
+            entries.push(ino);
+        }
+        self.nodes.push(Node {
+            name: name.into_boxed_str(),
+            parent,
+            kind,
+        });
+        ino
+    }
+
+    fn dir(&mut self, parent: Ino, name: String) -> Dir {
+        Dir {
+            ino: self.push(parent, name, NodeKind::Dir(Vec::new())),
+            names: DirNames::default(),
+        }
+    }
+
+    /// A subdirectory whose name is fixed by the layout.
+    fn subdir(&mut self, parent: &mut Dir, name: &str) -> Dir {
+        let name = parent.names.unique(name, "");
+        self.dir(parent.ino, name)
+    }
+
+    fn file(&mut self, dir: Ino, name: String, content: Content, tensor: Option<u32>) {
+        self.push(dir, name, NodeKind::File(File { content, tensor }));
+    }
+
+    fn generated(&mut self, dir: &mut Dir, name: &str, bytes: Box<[u8]>) {
+        let name = dir.names.unique(name, "");
+        self.file(dir.ino, name, Content::Generated(bytes), None);
+    }
+
+    fn json(&mut self, dir: &mut Dir, name: &str, v: &impl serde::Serialize) {
+        self.generated(dir, name, render::json(v));
+    }
+
+    /// `<stem>.bin`, a raw range of a source. Returns its name.
+    fn raw(&mut self, dir: &mut Dir, stem: &str, origin: Origin, span: Span) -> String {
+        let name = dir.names.unique(stem, ".bin");
+        self.file(dir.ino, name.clone(), origin.content(span), None);
+        name
+    }
+
+    /// `<stem>.bin` and, where NumPy can describe it, `<stem>.npy`.
+    fn tensor_files(
+        &mut self,
+        dir: &mut Dir,
+        stem: &str,
+        origin: Origin,
+        span: Span,
+        shape: &TensorShape<'_>,
+    ) -> (String, Option<String>) {
+        let header = scalar::numpy(shape.scalar_type)
+            .and_then(|np| npy::header(np.descr, &shape.physical()));
+        let meta = Some(self.tensors.len() as u32);
+        self.tensors.push(TensorMeta {
+            scalar_type: shape.scalar_type,
+            sizes: shape.sizes.into(),
+        });
+        let Some(header) = header else {
+            let name = dir.names.unique(stem, ".bin");
+            self.file(dir.ino, name.clone(), origin.content(span), meta);
+            return (name, None);
+        };
+        let mut names = dir.names.unique_family(stem, &[".bin", ".npy"]).into_iter();
+        let (bin, npy) = (
+            names.next().unwrap_or_default(),
+            names.next().unwrap_or_default(),
+        );
+        self.file(dir.ino, bin.clone(), origin.content(span), meta);
+        let content = Content::Prefixed {
+            prefix: header.into_boxed_slice(),
+            source: origin.source,
+            span: origin.shifted(span),
+        };
+        self.file(dir.ino, npy.clone(), content, meta);
+        (bin, Some(npy))
+    }
+
+    fn input(&mut self, root: Ino, input: &Input<'_>, data: &[Attached<'_, '_>]) {
+        for w in input.parsed.warnings() {
+            self.warnings.push(format!("{}: {w}", input.name));
+        }
+        let mut dir = Dir {
+            ino: root,
+            names: DirNames::default(),
+        };
+        let origin = Origin {
+            source: input.source,
+            shift: 0,
+        };
+        match &input.parsed {
+            Parsed::Program(p) => self.program(&mut dir, &input.name, origin, p, data),
+            Parsed::Data(d) => self.data(&mut dir, origin, d),
+            Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
+        }
+    }
+}

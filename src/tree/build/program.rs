@@ -1,0 +1,319 @@
+//! The tree of a program (`.pte`).
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+
+use super::index::{Entry, Source, TensorShape};
+use super::{Attached, Builder, Dir, Origin};
+use crate::format::{MethodInfo, ProgramFile, Span, TensorData, TensorInfo};
+use crate::tree::names::{encode, padded};
+use crate::tree::render::{code_txt, flatc_json, readme};
+
+impl Builder {
+    pub(super) fn program(
+        &mut self,
+        root: &mut Dir,
+        file_name: &str,
+        origin: Origin,
+        p: &ProgramFile<'_>,
+        data: &[Attached<'_, '_>],
+    ) {
+        self.generated(root, "README.txt", readme::PROGRAM.as_bytes().into());
+        self.json(root, "header.json", &header(p));
+        self.json(root, "program.json", &summary(p, origin));
+
+        let mut methods = self.subdir(root, "methods");
+        for m in &p.methods {
+            let name = methods.names.unique(&encode(m.name), "");
+            let mut mdir = self.dir(methods.ino, name.clone());
+            let paths = self.tensors(
+                &mut mdir,
+                &format!("methods/{name}"),
+                file_name,
+                origin,
+                m,
+                data,
+            );
+            self.delegates(&mut mdir, origin, m);
+            self.json(
+                &mut mdir,
+                "plan.json",
+                &flatc_json::Plan {
+                    plan: m.plan,
+                    paths: &paths,
+                },
+            );
+            self.generated(
+                &mut mdir,
+                "code.txt",
+                code_txt::render(m.plan).into_bytes().into(),
+            );
+        }
+
+        let mut cdir = self.subdir(root, "constants");
+        let max = p.constants.len().saturating_sub(1) as u64;
+        for (i, span) in p.constants.iter().enumerate() {
+            if let Some(span) = span {
+                self.raw(&mut cdir, &padded(i as u64, max), origin, *span);
+            }
+        }
+
+        let mut ndir = self.subdir(root, "named");
+        let mut index = Vec::new();
+        let attached = data.iter().flat_map(|d| {
+            d.file.entries.iter().map(move |e| {
+                (
+                    e.key,
+                    e.segment_index,
+                    Origin {
+                        source: d.source,
+                        shift: 0,
+                    },
+                    e.span,
+                    Some(d.name),
+                )
+            })
+        });
+        let own = p
+            .named
+            .iter()
+            .map(|n| (n.key, n.segment_index, origin, n.span, None));
+        for (key, segment_index, o, span, file) in own.chain(attached) {
+            let name = self.raw(&mut ndir, &encode(key), o, span);
+            index.push(Entry {
+                name: Some(name),
+                key: Some(key),
+                nbytes: Some(span.len),
+                segment_index: Some(segment_index),
+                source: Some(Source {
+                    file,
+                    offset: o.shifted(span).offset,
+                }),
+                location: Some("named"),
+                ..Entry::default()
+            });
+        }
+        self.json(&mut ndir, "index.json", &index);
+
+        let mut sdir = self.subdir(root, "segments");
+        let max = p.segments.len().saturating_sub(1) as u64;
+        for (i, span) in p.segments.iter().enumerate() {
+            self.raw(&mut sdir, &padded(i as u64, max), origin, *span);
+        }
+    }
+
+    /// `tensors/` of a method. Returns each value's file path (relative to
+    /// the file's root), by value index, for `plan.json`.
+    fn tensors(
+        &mut self,
+        mdir: &mut Dir,
+        base: &str,
+        file_name: &str,
+        origin: Origin,
+        m: &MethodInfo<'_>,
+        data: &[Attached<'_, '_>],
+    ) -> Vec<Option<String>> {
+        let mut tdir = self.subdir(mdir, "tensors");
+        let nvalues = m.plan.values().map_or(0, |v| v.len());
+        let mut paths = vec![None; nvalues];
+        let max_value = m.tensors.iter().map(|t| t.value_index).max().unwrap_or(0) as u64;
+        let mut index = Vec::new();
+        let mut warned: HashSet<&str> = HashSet::new();
+        for t in &m.tensors {
+            let shape = TensorShape {
+                scalar_type: t.scalar_type,
+                sizes: &t.sizes,
+                dim_order: &t.dim_order,
+            };
+            let mut entry = Entry {
+                value_index: Some(t.value_index),
+                fqn: Some(t.fqn),
+                shape: Some(shape.describe()),
+                nbytes: Some(t.nbytes),
+                location: Some(t.data.location()),
+                ..Entry::default()
+            };
+            match &t.data {
+                TensorData::Constant { buffer_index, .. } => {
+                    entry.buffer_index = Some(*buffer_index)
+                }
+                TensorData::MutableInitialState {
+                    table,
+                    buffer_index,
+                    ..
+                } => {
+                    entry.buffer_index = Some(*buffer_index);
+                    entry.mutable_data_segments_index = Some(*table);
+                }
+                TensorData::External { key } => entry.key = Some(key),
+            }
+            let found = match t.data.span() {
+                Some(span) => Some((origin, span, None)),
+                None => self.external(file_name, m, t, data, &mut warned),
+            };
+            match found {
+                Some((o, span, file)) => {
+                    let mut stem = padded(t.value_index as u64, max_value);
+                    if let Some(fqn) = t.fqn {
+                        stem = format!("{stem}.{}", encode(fqn));
+                    }
+                    let (bin, npy) = self.tensor_files(&mut tdir, &stem, o, span, &shape);
+                    if let Some(p) = paths.get_mut(t.value_index) {
+                        *p = Some(format!("{base}/tensors/{bin}"));
+                    }
+                    entry.name = Some(bin);
+                    entry.npy = Some(npy);
+                    entry.source = Some(Source {
+                        file,
+                        offset: o.shifted(span).offset,
+                    });
+                }
+                None => entry.missing = Some(true),
+            }
+            index.push(entry);
+        }
+        self.json(&mut tdir, "index.json", &index);
+        paths
+    }
+
+    /// Where an external tensor's bytes are among the attached data files:
+    /// the first file with its key. Warns once per key when none has it.
+    fn external<'d, 'k>(
+        &mut self,
+        file_name: &str,
+        m: &MethodInfo<'_>,
+        t: &TensorInfo<'k>,
+        data: &[Attached<'d, '_>],
+        warned: &mut HashSet<&'k str>,
+    ) -> Option<(Origin, Span, Option<&'d str>)> {
+        let TensorData::External { key } = t.data else {
+            return None;
+        };
+        let found = data.iter().find_map(|d| {
+            d.file
+                .entries
+                .iter()
+                .find(|e| e.key == key)
+                .map(|e| (d, e.span))
+        });
+        match found {
+            Some((d, span)) if span.len >= t.nbytes => Some((
+                Origin {
+                    source: d.source,
+                    shift: 0,
+                },
+                Span {
+                    len: t.nbytes,
+                    ..span
+                },
+                Some(d.name),
+            )),
+            Some((d, span)) => {
+                self.warnings.push(format!(
+                    "{file_name}: method {:?} value {}: {key:?} in {} has {} bytes, the tensor needs {}",
+                    m.name, t.value_index, d.name, span.len, t.nbytes
+                ));
+                None
+            }
+            None => {
+                if warned.insert(key) {
+                    let why = if data.is_empty() {
+                        "no data file is attached (--data)"
+                    } else {
+                        "no attached data file has that key"
+                    };
+                    self.warnings.push(format!(
+                        "{file_name}: method {:?}: external tensor {key:?} (value {}) is missing: {why}",
+                        m.name, t.value_index
+                    ));
+                }
+                None
+            }
+        }
+    }
+
+    fn delegates(&mut self, mdir: &mut Dir, origin: Origin, m: &MethodInfo<'_>) {
+        let mut ddir = self.subdir(mdir, "delegates");
+        let max = m.delegates.len().saturating_sub(1) as u64;
+        for d in &m.delegates {
+            let stem = format!("{}-{}", padded(d.index as u64, max), encode(d.id));
+            let name = ddir.names.unique(&stem, "");
+            let mut one = self.dir(ddir.ino, name);
+            self.raw(&mut one, "processed", origin, d.processed);
+            let specs: Vec<Value> = d
+                .compile_specs
+                .iter()
+                .map(|(k, v)| json!({"key": k, "value": v, "text": std::str::from_utf8(v).ok()}))
+                .collect();
+            self.json(&mut one, "compile_specs.json", &specs);
+        }
+    }
+}
+
+fn header(p: &ProgramFile<'_>) -> Value {
+    let h = &p.header;
+    json!({
+        "kind": "program",
+        "file_size": p.bytes.len(),
+        "root_offset": h.root_offset,
+        "identifier": String::from_utf8_lossy(&h.magic),
+        "extended_header": h.extended.as_ref().map(|e| json!({
+            "magic": String::from_utf8_lossy(&e.magic),
+            "length": e.length,
+            "program_size": e.program_size,
+            "segment_base_offset": e.segment_base_offset,
+            "segment_data_size": e.segment_data_size,
+        })),
+        "flatbuffer_size": p.flatbuffer.len,
+    })
+}
+
+/// `program.json`: program-level facts, no bulk bytes.
+fn summary(p: &ProgramFile<'_>, origin: Origin) -> Value {
+    let prog = p.program;
+    let max = p.segments.len().saturating_sub(1) as u64;
+    let segments: Vec<Value> = prog
+        .segments()
+        .iter()
+        .flatten()
+        .zip(&p.segments)
+        .enumerate()
+        .map(|(i, (s, span))| {
+            json!({
+                "index": i,
+                "offset": s.offset(),
+                "size": s.size(),
+                "file_offset": origin.shifted(*span).offset,
+                "path": format!("segments/{}.bin", padded(i as u64, max)),
+            })
+        })
+        .collect();
+    let subsegments = |s: crate::schema::program::SubsegmentOffsets<'_>| {
+        json!({
+            "segment_index": s.segment_index(),
+            "offsets": s.offsets().iter().flatten().collect::<Vec<u64>>(),
+        })
+    };
+    let inline: Vec<Value> = prog
+        .backend_delegate_data()
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, d)| {
+            let span = Span::of_subslice(p.bytes, d.data().map_or(&[][..], |v| v.bytes()));
+            json!({"index": i, "size": span.len, "file_offset": origin.shifted(span).offset})
+        })
+        .collect();
+    json!({
+        "identifier": String::from_utf8_lossy(&p.header.magic),
+        "version": prog.version(),
+        "methods": p.methods.iter().map(|m| m.name).collect::<Vec<_>>(),
+        "segments": segments,
+        "constant_segment": prog.constant_segment().map(subsegments),
+        "constant_buffer_count": prog.constant_buffer().map_or(0, |b| b.len()),
+        "mutable_data_segments": prog.mutable_data_segments().map(|v| v.iter().map(subsegments).collect::<Vec<_>>()),
+        "backend_delegate_data": inline,
+        "named_data": p.named.iter().map(|n| json!({"key": n.key, "segment_index": n.segment_index, "nbytes": n.span.len})).collect::<Vec<_>>(),
+    })
+}
