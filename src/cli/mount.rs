@@ -401,6 +401,7 @@ fn serve(
             mountpoint.display()
         ))
     })?;
+    raise_readahead(mountpoint);
     log::info!("mounted {}", mountpoint.display());
     if let Some(mut r) = report.take() {
         let _ = r.write_all(b"ok");
@@ -427,6 +428,28 @@ fn serve(
                 return Err(TROUBLE);
             }
         }
+    }
+}
+
+/// Readahead for the mount, in KiB: large sequential reads then reach the
+/// daemon as 1 MiB requests (the most FUSE allows) several at a time.
+const READAHEAD_KB: u32 = 4096;
+
+/// Raises the kernel's readahead for the mount. It starts at 128 KiB and a
+/// FUSE daemon cannot ask for more when the connection starts; root can set
+/// it afterwards through sysfs. Others keep the default.
+fn raise_readahead(mountpoint: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(mountpoint) else {
+        return;
+    };
+    let dev = meta.dev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let path = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
+    match std::fs::write(&path, READAHEAD_KB.to_string()) {
+        Ok(()) => log::debug!("{path}: {READAHEAD_KB}"),
+        Err(e) => log::debug!("{path}: {e}; readahead stays at the kernel's default"),
     }
 }
 
