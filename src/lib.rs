@@ -11,6 +11,7 @@
 //!   `inspect` and `diff` over the same tree.
 
 pub mod cli;
+pub mod diff;
 pub mod format;
 pub mod fuse;
 pub mod schema;

@@ -16,6 +16,9 @@ pub(super) struct InspectArgs {
     /// Print JSON for scripts instead of text.
     #[arg(long)]
     json: bool,
+    /// A .ptd to look external tensors up in (repeatable).
+    #[arg(long = "data", value_name = "PTD")]
+    data: Vec<PathBuf>,
     /// A .pte, .ptd or .bpte file.
     file: PathBuf,
 }
@@ -32,11 +35,38 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
     for w in parsed.warnings() {
         eprintln!("ptefs: warning: {}: {w}", source.name);
     }
+    let data_sources = args
+        .data
+        .iter()
+        .map(|p| {
+            Source::open(p).map_err(|e| {
+                error(format_args!("{}: {e}", p.display()));
+                TROUBLE
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut keys = std::collections::HashSet::new();
+    for s in &data_sources {
+        match format::parse(s.bytes()) {
+            Ok(Parsed::Data(d)) => keys.extend(d.entries.iter().map(|e| e.key.to_owned())),
+            Ok(_) => {
+                error(format_args!(
+                    "{}: is given with --data but is not a data file (.ptd)",
+                    s.path.display()
+                ));
+                return Err(TROUBLE);
+            }
+            Err(e) => {
+                error(format_args!("{}: {e}", s.path.display()));
+                return Err(TROUBLE);
+            }
+        }
+    }
     let summary = match &parsed {
-        Parsed::Program(p) => program(p, 0),
+        Parsed::Program(p) => program(p, 0, &keys),
         Parsed::Data(d) => data(d),
         Parsed::Bundled(b) => {
-            let mut s = program(&b.program, b.program_span.offset);
+            let mut s = program(&b.program, b.program_span.offset, &keys);
             s["kind"] = json!("bundled_program");
             s["file_size"] = json!(b.bytes.len());
             s["embedded_program"] =
@@ -120,7 +150,7 @@ fn share(part: u64, whole: u64) -> f64 {
     }
 }
 
-fn program(p: &ProgramFile<'_>, shift: u64) -> Value {
+fn program(p: &ProgramFile<'_>, shift: u64, attached: &std::collections::HashSet<String>) -> Value {
     let mut comp = Composition::default();
     let mut by_dtype: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut methods = Vec::new();
@@ -173,6 +203,7 @@ fn program(p: &ProgramFile<'_>, shift: u64) -> Value {
             "tensors": m.tensors.len(),
             "tensor_bytes": bytes,
             "external_tensors": m.tensors.iter().filter(|t| matches!(t.data, TensorData::External { .. })).count(),
+            "external_missing": m.tensors.iter().filter(|t| matches!(t.data, TensorData::External { key } if !attached.contains(key))).count(),
             "delegates": m.delegates.len(),
         }));
     }
@@ -339,9 +370,14 @@ fn text(name: &str, s: &Value) -> String {
                 m["operators"],
                 m["tensors"],
                 m["tensor_bytes"],
-                match m["external_tensors"].as_u64() {
-                    Some(0) | None => String::new(),
-                    Some(n) => format!(", {n} external"),
+                match (
+                    m["external_tensors"].as_u64(),
+                    m["external_missing"].as_u64()
+                ) {
+                    (Some(0) | None, _) => String::new(),
+                    (Some(n), Some(0) | None) => format!(", {n} external"),
+                    (Some(n), Some(k)) =>
+                        format!(", {n} external of which {k} not in any --data file"),
                 },
                 m["delegates"],
             );
