@@ -5,10 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{NOT_FOUND, OK, TROUBLE, error};
+use super::{NOT_FOUND, OK, open_source, parse_data, parse_source};
 use crate::diff::{self, Side};
-use crate::format::{self, Parsed};
-use crate::source::Source;
 
 #[derive(Args, Debug)]
 pub(super) struct DiffArgs {
@@ -24,37 +22,15 @@ pub(super) struct DiffArgs {
     b: PathBuf,
 }
 
-fn open(path: &PathBuf) -> Result<Source, i32> {
-    Source::open(path).map_err(|e| {
-        error(format_args!("{}: {e}", path.display()));
-        TROUBLE
-    })
-}
-
-fn parse<'a>(s: &'a Source) -> Result<Parsed<'a>, i32> {
-    format::parse(s.bytes()).map_err(|e| {
-        error(format_args!("{}: {e}", s.path.display()));
-        TROUBLE
-    })
-}
-
 pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
-    let (sa, sb) = (open(&args.a)?, open(&args.b)?);
-    let data_sources = args.data.iter().map(open).collect::<Result<Vec<_>, _>>()?;
-    let (pa, pb) = (parse(&sa)?, parse(&sb)?);
-    let mut data = Vec::new();
-    for s in &data_sources {
-        match parse(s)? {
-            Parsed::Data(d) => data.push(d),
-            _ => {
-                error(format_args!(
-                    "{}: is given with --data but is not a data file (.ptd)",
-                    s.path.display()
-                ));
-                return Err(TROUBLE);
-            }
-        }
-    }
+    let (sa, sb) = (open_source(&args.a)?, open_source(&args.b)?);
+    let data_sources = args
+        .data
+        .iter()
+        .map(|p| open_source(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (pa, pb) = (parse_source(&sa)?, parse_source(&sb)?);
+    let data = parse_data(&data_sources)?;
     if sa.bytes() == sb.bytes() {
         return Ok(OK);
     }

@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::{OK, TROUBLE, error};
-use crate::format::{self, DataFile, Parsed, ProgramFile, Span, TensorData, scalar};
+use super::OK;
+use crate::format::{DataFile, Parsed, ProgramFile, Span, TensorData, scalar};
 use crate::schema::program as fb;
-use crate::source::Source;
 
 #[derive(Args, Debug)]
 pub(super) struct InspectArgs {
@@ -24,44 +23,20 @@ pub(super) struct InspectArgs {
 }
 
 pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
-    let source = Source::open(&args.file).map_err(|e| {
-        error(format_args!("{}: {e}", args.file.display()));
-        TROUBLE
-    })?;
-    let parsed = format::parse(source.bytes()).map_err(|e| {
-        error(format_args!("{}: {e}", args.file.display()));
-        TROUBLE
-    })?;
+    let source = super::open_source(&args.file)?;
+    let parsed = super::parse_source(&source)?;
     for w in parsed.warnings() {
         eprintln!("ptefs: warning: {}: {w}", source.name);
     }
     let data_sources = args
         .data
         .iter()
-        .map(|p| {
-            Source::open(p).map_err(|e| {
-                error(format_args!("{}: {e}", p.display()));
-                TROUBLE
-            })
-        })
+        .map(|p| super::open_source(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut keys = std::collections::HashSet::new();
-    for s in &data_sources {
-        match format::parse(s.bytes()) {
-            Ok(Parsed::Data(d)) => keys.extend(d.entries.iter().map(|e| e.key.to_owned())),
-            Ok(_) => {
-                error(format_args!(
-                    "{}: is given with --data but is not a data file (.ptd)",
-                    s.path.display()
-                ));
-                return Err(TROUBLE);
-            }
-            Err(e) => {
-                error(format_args!("{}: {e}", s.path.display()));
-                return Err(TROUBLE);
-            }
-        }
-    }
+    let keys: std::collections::HashSet<String> = super::parse_data(&data_sources)?
+        .iter()
+        .flat_map(|d| d.entries.iter().map(|e| e.key.to_owned()))
+        .collect();
     let summary = match &parsed {
         Parsed::Program(p) => program(p, 0, &keys),
         Parsed::Data(d) => data(d),

@@ -93,6 +93,39 @@ pub fn error(message: impl std::fmt::Display) {
     eprintln!("ptefs: {message}");
 }
 
+/// Opens and maps one file, printing the error.
+fn open_source(path: &std::path::Path) -> Result<crate::source::Source, i32> {
+    crate::source::Source::open(path).map_err(|e| {
+        error(format_args!("{}: {e}", path.display()));
+        TROUBLE
+    })
+}
+
+/// Parses an opened file, printing the error.
+fn parse_source(s: &crate::source::Source) -> Result<crate::format::Parsed<'_>, i32> {
+    crate::format::parse(s.bytes()).map_err(|e| {
+        error(format_args!("{}: {e}", s.path.display()));
+        TROUBLE
+    })
+}
+
+/// Parses `--data` files, which must be data files.
+fn parse_data(sources: &[crate::source::Source]) -> Result<Vec<crate::format::DataFile<'_>>, i32> {
+    sources
+        .iter()
+        .map(|s| match parse_source(s)? {
+            crate::format::Parsed::Data(d) => Ok(d),
+            _ => {
+                error(format_args!(
+                    "{}: is given with --data but is not a data file (.ptd)",
+                    s.path.display()
+                ));
+                Err(TROUBLE)
+            }
+        })
+        .collect()
+}
+
 /// Opens a view, printing any error and warnings.
 pub fn open_view(req: &Request) -> Result<View, i32> {
     match View::open(req) {
