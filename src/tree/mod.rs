@@ -169,6 +169,13 @@ pub struct Tree {
 }
 
 impl Tree {
+    /// The tree of one file held in memory, shown under `name`; its spans
+    /// refer to `bytes` as source 0.
+    pub fn from_bytes(name: &str, bytes: &[u8]) -> crate::format::Result<Tree> {
+        let parsed = crate::format::parse(bytes)?;
+        Ok(build(&[Input { name: name.to_owned(), source: 0, parsed }], &[]))
+    }
+
     /// The node with inode `ino`.
     pub fn node(&self, ino: Ino) -> Option<&Node> {
         usize::try_from(ino)

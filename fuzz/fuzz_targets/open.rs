@@ -1,0 +1,29 @@
+//! Any bytes: open as a program, data file or bundled program, build the
+//! tree, and read every file through the same calls the mount uses. Every
+//! failure must be an error value; every byte range must lie in the input.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use ptefs::tree::{ROOT, Tree};
+
+fuzz_target!(|bytes: &[u8]| {
+    let Ok(tree) = Tree::from_bytes("fuzz.pte", bytes) else { return };
+    let mut sum = 0u64;
+    for ino in tree.walk(ROOT) {
+        let _ = tree.xattrs(ino);
+        let Some(ptefs::tree::NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else { continue };
+        let len = f.content.len();
+        for (offset, size) in [(0, len), (len / 3, 4096), (len.saturating_sub(1), 2), (len, 1)] {
+            let piece = f.content.read(offset, size);
+            sum = sum.wrapping_add(piece.head.iter().map(|&b| u64::from(b)).sum::<u64>());
+            if let Some((_, span)) = piece.tail {
+                assert!(span.end() <= bytes.len() as u64, "span {span:?} beyond {} bytes", bytes.len());
+                let s = &bytes[span.offset as usize..span.end() as usize];
+                sum = sum.wrapping_add(s.first().copied().unwrap_or(0).into());
+                sum = sum.wrapping_add(s.last().copied().unwrap_or(0).into());
+            }
+            assert_eq!(piece.len(), size.min(len.saturating_sub(offset)), "short read");
+        }
+    }
+    std::hint::black_box(sum);
+});
