@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::format::{DataFile, Parsed, ProgramFile, TensorData, scalar};
+use crate::format::{DataFile, Parsed, ProgramFile, TensorData, operator_name, scalar};
 use crate::schema::ScalarType;
 use crate::schema::program as fb;
 
@@ -170,7 +170,6 @@ fn operator_counts(p: &ProgramFile<'_>, name: &str) -> BTreeMap<String, u64> {
     let Some(m) = p.methods.iter().find(|m| m.name == name) else {
         return counts;
     };
-    let ops = m.plan.operators();
     for ins in m
         .plan
         .chains()
@@ -179,10 +178,8 @@ fn operator_counts(p: &ProgramFile<'_>, name: &str) -> BTreeMap<String, u64> {
         .flat_map(|c| c.instructions().into_iter().flatten())
     {
         let key = match ins.instr_args_as_kernel_call() {
-            Some(k) => usize::try_from(k.op_index())
-                .ok()
-                .and_then(|i| ops.filter(|o| i < o.len()).map(|o| o.get(i)))
-                .map_or_else(|| "<invalid operator>".to_owned(), op_name),
+            Some(k) => operator_name(m.plan, k.op_index())
+                .unwrap_or_else(|| "<invalid operator>".to_owned()),
             None if ins.instr_args_type() == fb::InstructionArguments::DelegateCall => {
                 "<delegate>".to_owned()
             }
@@ -191,13 +188,6 @@ fn operator_counts(p: &ProgramFile<'_>, name: &str) -> BTreeMap<String, u64> {
         *counts.entry(key).or_default() += 1;
     }
     counts
-}
-
-fn op_name(o: fb::Operator<'_>) -> String {
-    match o.overload().unwrap_or("") {
-        "" => o.name().unwrap_or("").to_owned(),
-        overload => format!("{}.{overload}", o.name().unwrap_or("")),
-    }
 }
 
 /// Every tensor by its name: the fully qualified name where the file has

@@ -66,46 +66,90 @@ fn mutations(bytes: &[u8], seed: u64) -> Vec<Mutation> {
     for at in 0..64.min(len) {
         out.push(Mutation::Flip { at, bit: 0 });
         out.push(Mutation::Flip { at, bit: 7 });
-        out.push(Mutation::Store { at, bytes: vec![0x00] });
-        out.push(Mutation::Store { at, bytes: vec![0xff] });
+        out.push(Mutation::Store {
+            at,
+            bytes: vec![0x00],
+        });
+        out.push(Mutation::Store {
+            at,
+            bytes: vec![0xff],
+        });
     }
     // Header fields rewritten to huge and edge values.
     for at in [12usize, 16, 24, 32, 40] {
-        for v in [u64::MAX, u64::MAX - 7, len as u64, len as u64 + 1, 0, 1 << 40, 1 << 63] {
+        for v in [
+            u64::MAX,
+            u64::MAX - 7,
+            len as u64,
+            len as u64 + 1,
+            0,
+            1 << 40,
+            1 << 63,
+        ] {
             if at + 8 <= len {
-                out.push(Mutation::Store { at, bytes: v.to_le_bytes().to_vec() });
+                out.push(Mutation::Store {
+                    at,
+                    bytes: v.to_le_bytes().to_vec(),
+                });
             }
         }
     }
     // The flatbuffer: random bit flips and boundary bytes.
     for _ in 0..2000 {
-        out.push(Mutation::Flip { at: rng.below(fb_len), bit: (rng.next() % 8) as u8 });
+        out.push(Mutation::Flip {
+            at: rng.below(fb_len),
+            bit: (rng.next() % 8) as u8,
+        });
     }
     for _ in 0..1000 {
         let v = [0x00, 0x01, 0x7f, 0x80, 0xff][rng.below(5)];
-        out.push(Mutation::Store { at: rng.below(fb_len), bytes: vec![v] });
+        out.push(Mutation::Store {
+            at: rng.below(fb_len),
+            bytes: vec![v],
+        });
     }
     // Offsets, lengths and counts (all u32 in a flatbuffer) made huge.
     for _ in 0..1000 {
         let at = rng.below(fb_len / 4) * 4;
-        let v = [u32::MAX, i32::MAX as u32, 0x8000_0000, fb_len as u32, 0x0001_0000][rng.below(5)];
+        let v = [
+            u32::MAX,
+            i32::MAX as u32,
+            0x8000_0000,
+            fb_len as u32,
+            0x0001_0000,
+        ][rng.below(5)];
         if at + 4 <= len {
-            out.push(Mutation::Store { at, bytes: v.to_le_bytes().to_vec() });
+            out.push(Mutation::Store {
+                at,
+                bytes: v.to_le_bytes().to_vec(),
+            });
         }
     }
     // Segment offsets and sizes as stored in the flatbuffer, made huge.
-    let known: Vec<u64> = segments.iter().flat_map(|s| [s.len, s.offset]).filter(|&v| v > 0).collect();
+    let known: Vec<u64> = segments
+        .iter()
+        .flat_map(|s| [s.len, s.offset])
+        .filter(|&v| v > 0)
+        .collect();
     for at in (8..fb_len.saturating_sub(8)).step_by(4) {
         let v = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
         if known.contains(&v) {
             for huge in [u64::MAX, 1 << 62, len as u64 + 1] {
-                out.push(Mutation::Store { at, bytes: huge.to_le_bytes().to_vec() });
+                out.push(Mutation::Store {
+                    at,
+                    bytes: huge.to_le_bytes().to_vec(),
+                });
             }
         }
     }
     // Truncations at structure boundaries.
     let mut cuts: Vec<usize> = (0..=72).collect();
-    cuts.extend([fb_len.saturating_sub(1), fb_len, fb_len + 1, len.saturating_sub(1)]);
+    cuts.extend([
+        fb_len.saturating_sub(1),
+        fb_len,
+        fb_len + 1,
+        len.saturating_sub(1),
+    ]);
     for s in &segments {
         for edge in [s.offset, s.end()] {
             let e = edge as usize;
@@ -117,7 +161,11 @@ fn mutations(bytes: &[u8], seed: u64) -> Vec<Mutation> {
     }
     cuts.sort_unstable();
     cuts.dedup();
-    out.extend(cuts.into_iter().filter(|&c| c < len).map(Mutation::Truncate));
+    out.extend(
+        cuts.into_iter()
+            .filter(|&c| c < len)
+            .map(Mutation::Truncate),
+    );
     out
 }
 
@@ -128,19 +176,28 @@ fn exercise(bytes: &[u8]) -> bool {
         Ok(t) => t,
         Err(e) => {
             let msg = e.to_string();
-            assert!(!msg.is_empty() && !msg.contains('\n'), "error is not one line: {msg:?}");
+            assert!(
+                !msg.is_empty() && !msg.contains('\n'),
+                "error is not one line: {msg:?}"
+            );
             return false;
         }
     };
     for ino in tree.walk(ROOT) {
         let _ = tree.xattrs(ino);
-        let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else { continue };
+        let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else {
+            continue;
+        };
         let len = f.content.len();
         let piece = f.content.read(0, len);
         assert_eq!(piece.len(), len);
         std::hint::black_box(piece.head.iter().fold(0u8, |a, &b| a ^ b));
         if let Some((_, span)) = piece.tail {
-            assert!(span.end() <= bytes.len() as u64, "{span:?} is beyond the {} bytes", bytes.len());
+            assert!(
+                span.end() <= bytes.len() as u64,
+                "{span:?} is beyond the {} bytes",
+                bytes.len()
+            );
             if span.len > 0 {
                 std::hint::black_box((bytes[span.offset as usize], bytes[span.end() as usize - 1]));
             }
@@ -151,7 +208,10 @@ fn exercise(bytes: &[u8]) -> bool {
 
 /// The child: runs every mutation of one fixture, announcing each first.
 fn child(model: &str) {
-    let limit = libc::rlimit { rlim_cur: ADDRESS_SPACE, rlim_max: ADDRESS_SPACE };
+    let limit = libc::rlimit {
+        rlim_cur: ADDRESS_SPACE,
+        rlim_max: ADDRESS_SPACE,
+    };
     // SAFETY: setrlimit reads the struct we pass.
     unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
     let mut bytes = std::fs::read(fixture(model)).unwrap();
@@ -181,7 +241,10 @@ fn child(model: &str) {
         if ok { opened += 1 } else { refused += 1 }
     }
     unsafe { libc::alarm(0) };
-    println!("done {} cases: {opened} opened, {refused} refused", list.len());
+    println!(
+        "done {} cases: {opened} opened, {refused} refused",
+        list.len()
+    );
 }
 
 #[test]
@@ -193,7 +256,12 @@ fn mutated_fixtures_open_or_fail_cleanly() {
     for model in models() {
         let start = Instant::now();
         let mut c = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "mutated_fixtures_open_or_fail_cleanly", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "mutated_fixtures_open_or_fail_cleanly",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD, &model)
             .env("RUST_BACKTRACE", "0")
             .stdout(Stdio::piped())
@@ -209,7 +277,10 @@ fn mutated_fixtures_open_or_fail_cleanly() {
             } else if line.starts_with("done ") {
                 done = Some(line);
             }
-            assert!(start.elapsed() < Duration::from_secs(900), "{model}: the whole run is too slow; at {last}");
+            assert!(
+                start.elapsed() < Duration::from_secs(900),
+                "{model}: the whole run is too slow; at {last}"
+            );
         }
         let status = c.wait().unwrap();
         let mut err = String::new();

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::OK;
-use crate::format::{DataFile, Parsed, ProgramFile, Span, TensorData, scalar};
+use crate::format::{DataFile, Parsed, ProgramFile, Span, TensorData, operator_name, scalar};
 use crate::schema::program as fb;
 
 #[derive(Args, Debug)]
@@ -139,15 +139,8 @@ fn program(p: &ProgramFile<'_>, shift: u64, attached: &std::collections::HashSet
                 let name = match ins.instr_args_type() {
                     fb::InstructionArguments::KernelCall => ins
                         .instr_args_as_kernel_call()
-                        .and_then(|k| usize::try_from(k.op_index()).ok())
-                        .and_then(|i| m.plan.operators().filter(|o| i < o.len()).map(|o| o.get(i)))
-                        .map_or_else(
-                            || "<invalid operator>".to_owned(),
-                            |o| match o.overload().unwrap_or("") {
-                                "" => o.name().unwrap_or("").to_owned(),
-                                ov => format!("{}.{ov}", o.name().unwrap_or("")),
-                            },
-                        ),
+                        .and_then(|k| operator_name(m.plan, k.op_index()))
+                        .unwrap_or_else(|| "<invalid operator>".to_owned()),
                     fb::InstructionArguments::DelegateCall => "<delegate call>".to_owned(),
                     other => format!(
                         "<{}>",

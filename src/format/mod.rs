@@ -19,7 +19,8 @@ pub use data::{DataEntry, DataFile, Layout};
 pub use error::{Error, Result};
 pub use header::{PtdHeader, PteExtendedHeader, PteHeader};
 pub use program::{
-    Delegate, MethodInfo, NamedBlob, ProgramFile, TensorData, TensorInfo, tensor_nbytes,
+    Delegate, MethodInfo, NAME_LIMIT, NamedBlob, ProgramFile, TensorData, TensorInfo, clip,
+    operator_name, tensor_nbytes,
 };
 pub use span::Span;
 

@@ -134,6 +134,36 @@ pub struct NamedBlob<'a> {
     pub span: Span,
 }
 
+/// Longest operator or backend name shown per use. A file can make one
+/// enormous name serve a million calls; text that repeats it per call must
+/// not grow with that product.
+pub const NAME_LIMIT: usize = 256;
+
+/// `s` cut to at most `max` bytes at a character boundary, with `…` when cut.
+pub fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return s.into();
+    }
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &s[..cut]).into()
+}
+
+/// `name.overload` (or `name` when the overload is empty) of operator
+/// `index` of `plan`, each part clipped to [`NAME_LIMIT`]; `None` when the
+/// index is out of range.
+pub fn operator_name(plan: fb::ExecutionPlan<'_>, index: i32) -> Option<String> {
+    let i = usize::try_from(index).ok()?;
+    let op = plan.operators().filter(|o| i < o.len())?.get(i);
+    let name = clip(op.name().unwrap_or(""), NAME_LIMIT);
+    Some(match clip(op.overload().unwrap_or(""), NAME_LIMIT) {
+        o if o.is_empty() => name.into_owned(),
+        o => format!("{name}.{o}"),
+    })
+}
+
 /// Element `i` of an optional vector, or an error naming `what`.
 pub(super) fn at<'a, T: Follow<'a> + 'a>(
     v: Option<Vector<'a, T>>,

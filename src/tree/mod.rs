@@ -173,7 +173,14 @@ impl Tree {
     /// refer to `bytes` as source 0.
     pub fn from_bytes(name: &str, bytes: &[u8]) -> crate::format::Result<Tree> {
         let parsed = crate::format::parse(bytes)?;
-        Ok(build(&[Input { name: name.to_owned(), source: 0, parsed }], &[]))
+        Ok(build(
+            &[Input {
+                name: name.to_owned(),
+                source: 0,
+                parsed,
+            }],
+            &[],
+        ))
     }
 
     /// The node with inode `ino`.

@@ -1,13 +1,25 @@
 //! `code.txt`: a method's instructions, one per line.
+//!
+//! An argument names a value by index, so one value may be printed once per
+//! use. Literals are therefore bounded: lists show their first
+//! [`LIST_ITEMS`] items and a count, strings their first [`STRING_BYTES`]
+//! bytes, names [`NAME_LIMIT`] bytes. The text then grows with the number of
+//! arguments in the file, not with arguments × value sizes.
 
 use std::fmt::Write;
 
+use crate::format::{NAME_LIMIT, clip, operator_name};
 use crate::schema::program as fb;
+
+/// Items of a list literal shown before `…`.
+const LIST_ITEMS: usize = 32;
+/// Bytes of a string literal shown before `…`.
+const STRING_BYTES: usize = 64;
 
 /// Renders every chain of `plan`.
 pub fn render(plan: fb::ExecutionPlan<'_>) -> String {
     let mut out = String::new();
-    let name = plan.name().unwrap_or("");
+    let name = clip(plan.name().unwrap_or(""), NAME_LIMIT);
     let nvalues = plan.values().map_or(0, |v| v.len());
     let noperators = plan.operators().map_or(0, |v| v.len());
     let ids = |v: Option<flatbuffers::Vector<'_, i32>>| -> String {
@@ -34,18 +46,8 @@ pub fn render(plan: fb::ExecutionPlan<'_>) -> String {
 
 fn instruction(plan: fb::ExecutionPlan<'_>, ins: fb::Instruction<'_>) -> String {
     if let Some(k) = ins.instr_args_as_kernel_call() {
-        let op = usize::try_from(k.op_index()).ok().and_then(|i| {
-            plan.operators()
-                .filter(|ops| i < ops.len())
-                .map(|ops| ops.get(i))
-        });
-        let mut s = match op {
-            Some(op) => match op.overload().unwrap_or("") {
-                "" => op.name().unwrap_or("").to_owned(),
-                overload => format!("{}.{overload}", op.name().unwrap_or("")),
-            },
-            None => format!("<operator {} out of range>", k.op_index()),
-        };
+        let mut s = operator_name(plan, k.op_index())
+            .unwrap_or_else(|| format!("<operator {} out of range>", k.op_index()));
         for a in k.args().iter().flatten() {
             s.push(' ');
             s.push_str(&argument(plan, a));
@@ -59,7 +61,9 @@ fn instruction(plan: fb::ExecutionPlan<'_>, ins: fb::Instruction<'_>) -> String 
                     .filter(|ds| i < ds.len())
                     .map(|ds| ds.get(i))
             })
-            .map_or("<out of range>", |del| del.id().unwrap_or(""));
+            .map_or("<out of range>".into(), |del| {
+                clip(del.id().unwrap_or(""), NAME_LIMIT)
+            });
         let mut s = format!("delegate {} {id}", d.delegate_index());
         for a in d.args().iter().flatten() {
             let _ = write!(s, " %{a}");
@@ -80,6 +84,17 @@ fn instruction(plan: fb::ExecutionPlan<'_>, ins: fb::Instruction<'_>) -> String 
     }
 }
 
+/// `[a, b, c]` for a list of `n` items, or the first items and `… N items]`
+/// for a long one.
+fn list(n: usize, items: impl Iterator<Item = String>) -> String {
+    let shown: Vec<String> = items.take(LIST_ITEMS).collect();
+    if n > LIST_ITEMS {
+        format!("[{}, … {n} items]", shown.join(", "))
+    } else {
+        format!("[{}]", shown.join(", "))
+    }
+}
+
 /// A kernel argument: `%id` for tensors and tensor lists, the literal for
 /// everything else.
 fn argument(plan: fb::ExecutionPlan<'_>, id: i32) -> String {
@@ -89,10 +104,6 @@ fn argument(plan: fb::ExecutionPlan<'_>, id: i32) -> String {
     let Some(v) = value else {
         return format!("%{id}<out of range>");
     };
-    fn list<T: std::fmt::Debug>(items: impl Iterator<Item = T>) -> String {
-        let parts: Vec<String> = items.map(|x| format!("{x:?}")).collect();
-        format!("[{}]", parts.join(", "))
-    }
     if let Some(x) = v.val_as_int() {
         x.int_val().to_string()
     } else if let Some(x) = v.val_as_double() {
@@ -100,23 +111,29 @@ fn argument(plan: fb::ExecutionPlan<'_>, id: i32) -> String {
     } else if let Some(x) = v.val_as_bool() {
         x.bool_val().to_string()
     } else if let Some(x) = v.val_as_string() {
-        serde_json::to_string(x.string_val().unwrap_or("")).unwrap_or_default()
+        let text = clip(x.string_val().unwrap_or(""), STRING_BYTES);
+        serde_json::to_string(&text).unwrap_or_default()
     } else if v.val_as_null().is_some() {
         "None".to_owned()
     } else if let Some(x) = v.val_as_int_list() {
         // IntList items are value indices (so that they may be symbolic);
         // show each Int's literal.
-        let items: Vec<String> = x
-            .items()
+        let items = x.items();
+        let literals = items
             .iter()
             .flatten()
-            .map(|i| int_literal(plan, i).unwrap_or_else(|| format!("%{i}")))
-            .collect();
-        format!("[{}]", items.join(", "))
+            .map(|i| int_literal(plan, i).unwrap_or_else(|| format!("%{i}")));
+        list(items.map_or(0, |v| v.len()), literals)
     } else if let Some(x) = v.val_as_double_list() {
-        list(x.items().iter().flatten())
+        list(
+            x.items().map_or(0, |v| v.len()),
+            x.items().iter().flatten().map(|d| format!("{d:?}")),
+        )
     } else if let Some(x) = v.val_as_bool_list() {
-        list(x.items().iter().flatten())
+        list(
+            x.items().map_or(0, |v| v.len()),
+            x.items().iter().flatten().map(|b| b.to_string()),
+        )
     } else {
         format!("%{id}")
     }
