@@ -8,7 +8,7 @@
 
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -30,14 +30,14 @@ pub struct Source {
 }
 
 /// What identifies a file's contents cheaply: size and modification time.
+/// (Not the change time: deleting or renaming the file moves that, and
+/// neither changes the bytes this process has open.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
     /// Bytes.
     pub len: u64,
     /// Modification time.
     pub mtime: SystemTime,
-    /// Change time, seconds and nanoseconds.
-    pub ctime: (i64, i64),
 }
 
 impl Stamp {
@@ -45,7 +45,6 @@ impl Stamp {
         Stamp {
             len: m.len(),
             mtime: m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            ctime: (m.ctime(), m.ctime_nsec()),
         }
     }
 }

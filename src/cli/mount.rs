@@ -172,12 +172,20 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
     )
 }
 
+/// Whether an error says the FUSE daemon behind a mount is gone.
+fn is_dead(e: Option<&io::Error>) -> bool {
+    matches!(
+        e.and_then(io::Error::raw_os_error),
+        Some(libc::ENOTCONN | libc::ECONNABORTED)
+    )
+}
+
 /// Why `path` cannot be mounted on, if it cannot.
 fn check_mountpoint(path: &Path) -> Result<PathBuf, String> {
     let shown = path.display();
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+        Err(e) if is_dead(Some(&e)) => {
             return Err(format!(
                 "{shown}: is a FUSE mount whose daemon is gone; clean it up with `ptefs umount {shown}`"
             ));
@@ -192,7 +200,12 @@ fn check_mountpoint(path: &Path) -> Result<PathBuf, String> {
     }
     let path = path.canonicalize().map_err(|e| format!("{shown}: {e}"))?;
     if let Some(m) = mount_at(&path) {
-        return Err(if m.fstype == "fuse.ptefs" {
+        let dead = is_dead(std::fs::read_dir(&path).err().as_ref());
+        return Err(if dead {
+            format!(
+                "{shown}: is a FUSE mount whose daemon is gone; clean it up with `ptefs umount {shown}`"
+            )
+        } else if m.fstype == "fuse.ptefs" {
             format!(
                 "{shown}: is already a ptefs mount (of {}); unmount it first with `ptefs umount {shown}`",
                 m.source
