@@ -513,10 +513,11 @@ fn the_same_data_serves_every_program_in_a_mount() {
     if !fuse_or_skip("the_same_data_serves_every_program_in_a_mount") {
         return;
     }
+    // Options may stand between the sources.
     let m = Mounted::new(&[
+        fixture("mlp_external.pte").as_os_str(),
         OsStr::new("--data"),
         fixture("mlp_external.ptd").as_os_str(),
-        fixture("mlp_external.pte").as_os_str(),
         fixture("xnnpack_external.pte").as_os_str(),
     ]);
     let tensors = std::fs::read_dir(m.path("mlp_external.pte/methods/forward/tensors"))

@@ -24,7 +24,7 @@ use crate::view::{Request, View};
 #[derive(Args, Debug)]
 pub(super) struct MountArgs {
     /// Files or directories to show, then the mount point.
-    #[arg(required = true, num_args = 2.., value_name = "SOURCE... MOUNTPOINT")]
+    #[arg(required = true, value_name = "SOURCE... MOUNTPOINT")]
     paths: Vec<PathBuf>,
     /// A .ptd whose tensors and named blobs programs may use (repeatable).
     #[arg(long = "data", value_name = "PTD")]
@@ -133,7 +133,10 @@ fn parse_options(given: &[String], source: &str) -> Result<Options, String> {
 
 pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
     let mut inputs = args.paths;
-    let mountpoint = inputs.pop().expect("clap requires two paths");
+    let Some(mountpoint) = inputs.pop().filter(|_| !inputs.is_empty()) else {
+        error("mount needs at least one source and a mount point: ptefs mount SOURCE... MOUNTPOINT");
+        return Err(TROUBLE);
+    };
     let source_name = inputs
         .first()
         .map(|p| {
