@@ -10,7 +10,7 @@ mod writer;
 use std::io::BufWriter;
 
 use ptefs::schema::ScalarType;
-use writer::{Bytes, Chain, Data, Method, Program, Tensor, Value};
+use writer::{Bytes, Data, Program, Tensor, Value};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -47,15 +47,7 @@ fn main() {
         values.push(tensor(u64::MAX, big));
     }
     values.extend((0..n).map(|i| tensor(i, each)));
-    let p = Program {
-        methods: vec![Method {
-            name: "forward".into(),
-            values,
-            chains: vec![Chain::default()],
-            ..Method::default()
-        }],
-        ..Program::default()
-    };
+    let p = Program::forward(values);
     let f = std::fs::File::create(&out).expect("create output");
     p.write(&mut BufWriter::with_capacity(1 << 22, f))
         .expect("write");

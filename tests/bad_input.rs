@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::*;
 use ptefs::schema::ScalarType;
-use writer::{Chain, Data, Method, Program, Tensor, Value as V};
+use writer::{Data, Program, Tensor, Value as V};
 
 /// Runs `ptefs ls FILE` and checks the failure: exit 2, one line that
 /// names the file and contains every one of `says`.
@@ -144,15 +144,7 @@ fn flatbuffer_that_fails_verification() {
 }
 
 fn one_tensor(t: Tensor) -> Program {
-    Program {
-        methods: vec![Method {
-            name: "forward".into(),
-            values: vec![V::Tensor(t)],
-            chains: vec![Chain::default()],
-            ..Method::default()
-        }],
-        ..Program::default()
-    }
+    Program::forward(vec![V::Tensor(t)])
 }
 
 #[test]

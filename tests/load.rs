@@ -16,7 +16,7 @@ use common::mounted::*;
 use common::*;
 use ptefs::schema::ScalarType;
 use ptefs::tree::ROOT;
-use writer::{Bytes, Chain, Data, Method, Program, Tensor, Value as V};
+use writer::{Bytes, Data, Program, Tensor, Value as V};
 
 fn rss_kb(pid: i32, field: &str) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -62,15 +62,7 @@ fn sixty_four_readers_for_thirty_seconds() {
             .named(&format!("layer.{i}.w")),
         )
     }));
-    let p = Program {
-        methods: vec![Method {
-            name: "forward".into(),
-            values,
-            chains: vec![Chain::default()],
-            ..Method::default()
-        }],
-        ..Program::default()
-    };
+    let p = Program::forward(values);
     p.write(&mut std::io::BufWriter::new(
         std::fs::File::create(&src).unwrap(),
     ))

@@ -7,7 +7,7 @@ mod writer;
 
 use common::*;
 use ptefs::schema::ScalarType;
-use writer::{Chain, Data, Method, Program, Tensor, Value as V};
+use writer::{Data, Program, Tensor, Value as V};
 
 #[test]
 fn every_dtype_of_dtypes_pte_loads_in_numpy() {
@@ -67,15 +67,7 @@ fn writer_types_and_dim_orders_load_in_numpy() {
         &[],
         Data::Constant(2.5f64.to_le_bytes().to_vec().into()),
     )));
-    let p = Program {
-        methods: vec![Method {
-            name: "forward".into(),
-            values,
-            chains: vec![Chain::default()],
-            ..Method::default()
-        }],
-        ..Program::default()
-    };
+    let p = Program::forward(values);
     let (_d, v) = view_bytes("t.pte", &p.to_bytes());
     let dir = tempfile::tempdir().unwrap();
     extract(&v, dir.path());

@@ -8,9 +8,7 @@ use common::*;
 use ptefs::schema::ScalarType;
 use ptefs::schema::program::TensorShapeDynamism;
 use serde_json::{Value, json};
-use writer::{
-    Bytes, Chain, Data, DataFile, Delegate, Instr, Layout, Method, Program, Tensor, Value as V,
-};
+use writer::{Bytes, Data, DataFile, Delegate, Instr, Layout, Program, Tensor, Value as V};
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
@@ -18,20 +16,8 @@ fn bytes(n: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
-fn method(name: &str, values: Vec<V>) -> Method {
-    Method {
-        name: name.into(),
-        values,
-        chains: vec![Chain::default()],
-        ..Method::default()
-    }
-}
-
 fn program(values: Vec<V>) -> Program {
-    Program {
-        methods: vec![method("forward", values)],
-        ..Program::default()
-    }
+    Program::forward(values)
 }
 
 fn index(v: &ptefs::view::View, dir: &str) -> Vec<Value> {

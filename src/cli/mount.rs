@@ -134,7 +134,9 @@ fn parse_options(given: &[String], source: &str) -> Result<Options, String> {
 pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
     let mut inputs = args.paths;
     let Some(mountpoint) = inputs.pop().filter(|_| !inputs.is_empty()) else {
-        error("mount needs at least one source and a mount point: ptefs mount SOURCE... MOUNTPOINT");
+        error(
+            "mount needs at least one source and a mount point: ptefs mount SOURCE... MOUNTPOINT",
+        );
         return Err(TROUBLE);
     };
     let source_name = inputs

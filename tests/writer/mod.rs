@@ -288,7 +288,27 @@ impl Packed {
     }
 }
 
+impl Method {
+    /// A method of one empty chain holding `values`.
+    pub fn new(name: &str, values: Vec<Value>) -> Method {
+        Method {
+            name: name.into(),
+            values,
+            chains: vec![Chain::default()],
+            ..Method::default()
+        }
+    }
+}
+
 impl Program {
+    /// A program whose one method, `forward`, holds `values`.
+    pub fn forward(values: Vec<Value>) -> Program {
+        Program {
+            methods: vec![Method::new("forward", values)],
+            ..Program::default()
+        }
+    }
+
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         self.write(&mut out).unwrap();
