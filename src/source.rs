@@ -126,13 +126,4 @@ impl Source {
         out.resize(start + len, 0);
         self.file.read_exact_at(&mut out[start..], span.offset)
     }
-
-    /// Hints that `span` will be read soon, in order.
-    pub fn will_read(&self, span: Span) {
-        if let Some(map) = &self.map
-            && let (Ok(off), Ok(len)) = (usize::try_from(span.offset), usize::try_from(span.len))
-        {
-            let _ = map.advise_range(memmap2::Advice::WillNeed, off, len);
-        }
-    }
 }

@@ -130,8 +130,16 @@ fn parse_data(sources: &[crate::source::Source]) -> Result<Vec<crate::format::Da
 pub fn open_view(req: &Request) -> Result<View, i32> {
     match View::open(req) {
         Ok(view) => {
-            for w in &view.tree.warnings {
+            // A hostile file can warrant a warning per tensor.
+            const SHOWN: usize = 20;
+            for w in view.tree.warnings.iter().take(SHOWN) {
                 eprintln!("ptefs: warning: {w}");
+            }
+            if view.tree.warnings.len() > SHOWN {
+                eprintln!(
+                    "ptefs: warning: and {} more",
+                    view.tree.warnings.len() - SHOWN
+                );
             }
             for (p, why) in &view.skipped {
                 eprintln!("ptefs: note: skipped {}: {why}", p.display());
