@@ -224,3 +224,33 @@ fn a_missing_file_and_a_bad_data_attachment() {
             .contains("is given with --data but is not a data file")
     );
 }
+
+/// Every input the fuzzer ever crashed on (`tests/fuzz-regressions/`),
+/// through the offline tree and the CLI: a tree or a clean error.
+#[test]
+fn fuzz_findings_open_or_fail_cleanly() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        if let Err(e) = ptefs::tree::Tree::from_bytes("f", &bytes) {
+            assert!(!e.to_string().contains('\n'));
+        }
+        let out = Command::new(ptefs_bin())
+            .arg("ls")
+            .arg("-R")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 2)),
+            "{}: {:?}",
+            path.display(),
+            out
+        );
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+        n += 1;
+    }
+    assert!(n > 0);
+}

@@ -63,6 +63,9 @@ pub struct BundledTensor {
 impl<'a> BundledFile<'a> {
     /// Parses and validates a bundled program and the program inside it.
     pub fn parse(bytes: &'a [u8]) -> Result<BundledFile<'a>> {
+        if super::sniff(bytes)? != super::Kind::Bundled {
+            return Err(Error::new("not a bundled program: bytes 4..8 are not BP??"));
+        }
         let bundled =
             flatbuffers::root_with_opts::<fb::BundledProgram>(&verify::options(bytes.len()), bytes)
                 .map_err(|e| {
@@ -83,12 +86,16 @@ impl<'a> BundledFile<'a> {
             .map(|p| p.bytes())
             .ok_or_else(|| Error::new("bundled program has no embedded program"))?;
         let program_span = Span::of_subslice(bytes, inner);
-        let program = ProgramFile::parse(inner).map_err(|e| {
+        let at = |e: Error| {
             e.context(format_args!(
                 "embedded program at byte {}",
                 program_span.offset
             ))
-        })?;
+        };
+        if super::sniff(inner).map_err(at)? != super::Kind::Program {
+            return Err(at(Error::new("its magic (bytes 4..8) is not ET??")));
+        }
+        let program = ProgramFile::parse(inner).map_err(at)?;
         let mut suites = Vec::new();
         for (s, suite) in bundled.method_test_suites().iter().flatten().enumerate() {
             let name = suite.method_name().unwrap_or("");

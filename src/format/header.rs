@@ -66,6 +66,11 @@ impl PteHeader {
     /// Parses the header of a file whose magic says it is a program.
     pub fn parse(bytes: &[u8]) -> Result<PteHeader> {
         let size = bytes.len() as u64;
+        if bytes.len() < 8 {
+            return Err(Error::new(format!(
+                "program is {size} bytes, too short for its header (8 bytes)"
+            )));
+        }
         let root_offset = u32_at(bytes, 0);
         let magic = magic_at(bytes, 4);
         let extended = if bytes.len() >= 12 && &bytes[8..10] == b"eh" {
