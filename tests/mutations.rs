@@ -9,6 +9,7 @@
 //! blow-up kills the child, and the parent names the case that did it.
 
 mod common;
+mod writer;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
@@ -206,15 +207,16 @@ fn exercise(bytes: &[u8]) -> bool {
     true
 }
 
-/// The child: runs every mutation of one fixture, announcing each first.
-fn child(model: &str) {
+/// The child: runs every mutation of the file at `path`, announcing each
+/// first.
+fn child(path: &str) {
     let limit = libc::rlimit {
         rlim_cur: ADDRESS_SPACE,
         rlim_max: ADDRESS_SPACE,
     };
     // SAFETY: setrlimit reads the struct we pass.
     unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
-    let mut bytes = std::fs::read(fixture(model)).unwrap();
+    let mut bytes = std::fs::read(path).unwrap();
     let list = mutations(&bytes, bytes.len() as u64);
     let (mut opened, mut refused) = (0, 0);
     for (i, m) in list.iter().enumerate() {
@@ -249,11 +251,29 @@ fn child(model: &str) {
 
 #[test]
 fn mutated_fixtures_open_or_fail_cleanly() {
-    if let Ok(model) = std::env::var(CHILD) {
-        return child(&model);
+    if let Ok(path) = std::env::var(CHILD) {
+        return child(&path);
     }
+    // The fixtures, and a bundled program (no fixture is one).
+    let dir = tempfile::tempdir().unwrap();
+    let bundled = writer::Bundled {
+        program: std::fs::read(fixture("mlp.pte")).unwrap(),
+        suites: vec![(
+            "forward".into(),
+            vec![(
+                vec![writer::TestValue::Tensor {
+                    scalar_type: ptefs::schema::ScalarType::FLOAT,
+                    sizes: vec![1, 16],
+                    data: vec![1; 64],
+                }],
+                vec![writer::TestValue::Int(7)],
+            )],
+        )],
+    };
+    let mut inputs: Vec<(String, std::path::PathBuf)> = models().into_iter().map(|m| (m.clone(), fixture(&m))).collect();
+    inputs.push(("mlp.bpte".into(), write_file(dir.path(), "mlp.bpte", &bundled.to_bytes())));
     let mut total = 0;
-    for model in models() {
+    for (model, path) in inputs {
         let start = Instant::now();
         let mut c = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -262,7 +282,7 @@ fn mutated_fixtures_open_or_fail_cleanly() {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env(CHILD, &model)
+            .env(CHILD, &path)
             .env("RUST_BACKTRACE", "0")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -293,5 +313,5 @@ fn mutated_fixtures_open_or_fail_cleanly() {
         total += n;
         eprintln!("{model}: {done} in {:.1} s", start.elapsed().as_secs_f64());
     }
-    assert!(total > 12 * 4000);
+    assert!(total > 13 * 4000);
 }
