@@ -114,18 +114,28 @@ impl PtefsFs {
         }
     }
 
-    /// The entries of a directory as the kernel lists them: `.`, `..`,
-    /// then the children in name order.
-    fn entries(&self, ino: Ino) -> Result<Vec<(Ino, &str)>, Errno> {
+    /// The entries of a directory from position `offset` on, as the kernel
+    /// lists them: `.`, `..`, then the children in name order. Each item is
+    /// (position + 1, inode, name). The kernel asks for a large directory a
+    /// bufferful at a time, so this must not walk what precedes `offset`.
+    fn entries_from(
+        &self,
+        ino: Ino,
+        offset: u64,
+    ) -> Result<impl Iterator<Item = (u64, Ino, &str)>, Errno> {
         let node = self.view.tree.node(ino).ok_or(Errno::ENOENT)?;
         let NodeKind::Dir(children) = &node.kind else {
             return Err(Errno::ENOTDIR);
         };
-        let mut out = Vec::with_capacity(children.len() + 2);
-        out.push((ino, "."));
-        out.push((node.parent, ".."));
-        out.extend(children.iter().map(|&i| (i, self.view.tree.name(i))));
-        Ok(out)
+        let dots = [(ino, "."), (node.parent, "..")].into_iter();
+        let named = children.iter().map(|&i| (i, self.view.tree.name(i)));
+        let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+        let (dots_skip, named_skip) = (skip.min(2), skip.saturating_sub(2));
+        Ok(dots
+            .skip(dots_skip)
+            .chain(named.skip(named_skip))
+            .zip(offset + 1..)
+            .map(|((i, n), next)| (next, i, n)))
     }
 
     /// Bytes of a read, with source changes turned into `EIO`.
@@ -252,16 +262,16 @@ impl Filesystem for PtefsFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let entries = match self.entries(ino.0) {
+        let entries = match self.entries_from(ino.0, offset) {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
-        for (i, (child, name)) in entries.iter().enumerate().skip(offset as usize) {
-            let kind = match self.view.tree.node(*child).map(|n| &n.kind) {
-                Some(NodeKind::Dir(_)) => FileType::Directory,
-                _ => FileType::RegularFile,
+        for (next, child, name) in entries {
+            let kind = match self.view.tree.entries(child) {
+                Some(_) => FileType::Directory,
+                None => FileType::RegularFile,
             };
-            if reply.add(INodeNo(*child), i as u64 + 1, kind, name) {
+            if reply.add(INodeNo(child), next, kind, name) {
                 break;
             }
         }
@@ -276,20 +286,20 @@ impl Filesystem for PtefsFs {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let entries = match self.entries(ino.0) {
+        let entries = match self.entries_from(ino.0, offset) {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
-        for (i, (child, name)) in entries.iter().enumerate().skip(offset as usize) {
-            let Some(node) = self.view.tree.node(*child) else {
+        for (next, child, name) in entries {
+            let Some(node) = self.view.tree.node(child) else {
                 continue;
             };
             if reply.add(
-                INodeNo(*child),
-                i as u64 + 1,
+                INodeNo(child),
+                next,
                 name,
                 &TTL,
-                &self.attr(*child, node),
+                &self.attr(child, node),
                 Generation(0),
             ) {
                 break;

@@ -270,8 +270,14 @@ fn mutated_fixtures_open_or_fail_cleanly() {
             )],
         )],
     };
-    let mut inputs: Vec<(String, std::path::PathBuf)> = models().into_iter().map(|m| (m.clone(), fixture(&m))).collect();
-    inputs.push(("mlp.bpte".into(), write_file(dir.path(), "mlp.bpte", &bundled.to_bytes())));
+    let mut inputs: Vec<(String, std::path::PathBuf)> = models()
+        .into_iter()
+        .map(|m| (m.clone(), fixture(&m)))
+        .collect();
+    inputs.push((
+        "mlp.bpte".into(),
+        write_file(dir.path(), "mlp.bpte", &bundled.to_bytes()),
+    ));
     let mut total = 0;
     for (model, path) in inputs {
         let start = Instant::now();
