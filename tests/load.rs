@@ -18,14 +18,6 @@ use ptefs::schema::ScalarType;
 use ptefs::tree::ROOT;
 use writer::{Bytes, Data, Program, Tensor, Value as V};
 
-fn rss_kb(pid: i32, field: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn sixty_four_readers_for_thirty_seconds() {
     if !fuse_or_skip("sixty_four_readers_for_thirty_seconds") {
@@ -94,8 +86,8 @@ fn sixty_four_readers_for_thirty_seconds() {
             while !stop.load(Relaxed) {
                 samples.lock().unwrap().push((
                     start.elapsed().as_secs_f64(),
-                    rss_kb(pid, "RssAnon:"),
-                    rss_kb(pid, "VmRSS:"),
+                    status_kb(&pid.to_string(), "RssAnon:"),
+                    status_kb(&pid.to_string(), "VmRSS:"),
                 ));
                 std::thread::sleep(Duration::from_millis(500));
             }

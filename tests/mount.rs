@@ -359,7 +359,7 @@ fn mount_errors_are_clear() {
 
 #[test]
 fn without_dev_fuse_the_error_suggests_ls_and_cat() {
-    if !fuse_or_skip("without_dev_fuse_the_error_suggests_ls_and_cat") || !is_root() {
+    if !root_fuse_or_skip("without_dev_fuse_the_error_suggests_ls_and_cat") {
         return;
     }
     // A private mount namespace whose /dev lacks fuse.
@@ -484,10 +484,10 @@ fn an_unprivileged_user_mounts_and_unmounts() {
 
 #[test]
 fn allow_other_lets_others_read() {
-    if !fuse_or_skip("allow_other_lets_others_read") {
+    if !root_fuse_or_skip("allow_other_lets_others_read") {
         return;
     }
-    let Some((user, _)) = test_user() else { return };
+    let (user, _) = test_user().expect("a test user");
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let m = Mounted::new(&[

@@ -27,18 +27,12 @@ const FIXED: u64 = 16 << 20;
 
 const CHILD: &str = "PTEFS_RESOURCES_CHILD";
 
-fn status_kb(field: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = s.lines().find(|l| l.starts_with(field)).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 /// The child: opens the file at `path`, prints `peak <bytes> fb <bytes> ok|refused`.
 fn child(path: &str) {
     let bytes = std::fs::read(path).unwrap();
     let fb_len = flatbuffer_len(&bytes);
     let bound = RATIO * fb_len + FIXED;
-    let data = status_kb("VmData:") * 1024;
+    let data = status_kb("self", "VmData:") * 1024;
     let limit = libc::rlimit {
         rlim_cur: data + bound + (64 << 20),
         rlim_max: data + bound + (64 << 20),
@@ -46,7 +40,7 @@ fn child(path: &str) {
     // SAFETY: setrlimit reads the struct we pass.
     unsafe { libc::setrlimit(libc::RLIMIT_DATA, &limit) };
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
-    let before = status_kb("VmRSS:");
+    let before = status_kb("self", "VmRSS:");
     let outcome = match Tree::from_bytes("x.pte", &bytes) {
         Ok(tree) => {
             for ino in tree.walk(ROOT) {
@@ -59,7 +53,7 @@ fn child(path: &str) {
         }
         Err(_) => "refused",
     };
-    let peak = status_kb("VmHWM:");
+    let peak = status_kb("self", "VmHWM:");
     println!(
         "peak {} fb {fb_len} {outcome}",
         peak.saturating_sub(before) * 1024

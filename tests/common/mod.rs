@@ -183,3 +183,12 @@ for index in sorted(root.rglob("index.json")):
         print("ok", d / e["npy"], got.dtype, got.shape)
 print("checked", n)
 "#;
+
+/// A `kB` field of `/proc/<pid>/status` (`pid` may be `self`); 0 if absent.
+pub fn status_kb(pid: &str, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}

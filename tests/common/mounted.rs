@@ -21,6 +21,16 @@ pub fn fuse_or_skip(test: &str) -> bool {
     } else {
         None
     };
+    skip_unless(test, why)
+}
+
+/// Like [`fuse_or_skip`], for tests that also need root (to create users,
+/// namespaces or system-wide mounts).
+pub fn root_fuse_or_skip(test: &str) -> bool {
+    fuse_or_skip(test) && skip_unless(test, (!is_root()).then_some("it needs root"))
+}
+
+fn skip_unless(test: &str, why: Option<&str>) -> bool {
     match why {
         None => true,
         Some(why) if std::env::var("PTEFS_REQUIRE_FUSE").as_deref() == Ok("1") => {
