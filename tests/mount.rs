@@ -521,3 +521,50 @@ fn allow_other_lets_others_read() {
         "without allow_other another user is refused"
     );
 }
+
+#[test]
+fn a_detached_daemon_logs_to_its_log_file() {
+    if !fuse_or_skip("a_detached_daemon_logs_to_its_log_file") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("ptefs.log");
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let out = Command::new(ptefs_bin())
+        .env("RUST_LOG", "info")
+        .args([
+            OsStr::new("mount"),
+            fixture("mlp.pte").as_os_str(),
+            mnt.as_os_str(),
+            OsStr::new("--log-file"),
+            log.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "the parent prints nothing on success"
+    );
+    let out = Command::new(ptefs_bin())
+        .arg("umount")
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    wait_for("the daemon to log its exit", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("unmounted")
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains(&format!("mounted {}", mnt.display())),
+        "{text}"
+    );
+}

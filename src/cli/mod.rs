@@ -155,7 +155,10 @@ pub fn open_view(req: &Request) -> Result<View, i32> {
 
 /// Runs the command line and returns the exit status.
 pub fn main() -> i32 {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+    // fuser warns when it finds its mount already gone, which is how every
+    // `ptefs umount` ends; RUST_LOG can still ask for it.
+    let filter = "warn,fuser::session=error";
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(filter))
         .format_timestamp_millis()
         .init();
     let args = plain_mount_form(std::env::args_os().collect());

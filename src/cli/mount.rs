@@ -326,6 +326,13 @@ fn detach(
             drop(read_end);
             // SAFETY: setsid has no memory-safety preconditions.
             unsafe { libc::setsid() };
+            // Log to the file from the start; failures before the mount is
+            // live still reach the terminal, through the parent.
+            if let Some(l) = &log {
+                use std::os::fd::AsRawFd;
+                // SAFETY: dup2 onto stderr from a descriptor we own.
+                unsafe { libc::dup2(l.as_raw_fd(), 2) };
+            }
             let status = serve(
                 view,
                 mountpoint,
