@@ -568,3 +568,36 @@ fn a_detached_daemon_logs_to_its_log_file() {
         "{text}"
     );
 }
+
+#[test]
+fn a_dev_fuse_not_permitted_gives_a_clear_error() {
+    if !root_fuse_or_skip("a_dev_fuse_not_permitted_gives_a_clear_error") {
+        return;
+    }
+    let (user, uid) = test_user().expect("a test user");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pte = tmp.path().join("mlp.pte");
+    std::fs::copy(fixture("mlp.pte"), &pte).unwrap();
+    std::fs::set_permissions(&pte, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    std::os::unix::fs::chown(&mnt, Some(uid), None).unwrap();
+    // A private /dev whose fuse node only root may open.
+    let script = format!(
+        "mount -t tmpfs none /dev && mknod -m 600 /dev/fuse c 10 229 && mknod -m 666 /dev/null c 1 3 && exec runuser -u {user} -- {} mount {} {}",
+        ptefs_bin(),
+        pte.display(),
+        mnt.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot open /dev/fuse: Permission denied") && err.contains("`ptefs ls`"),
+        "{err}"
+    );
+}
