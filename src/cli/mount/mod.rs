@@ -1,0 +1,118 @@
+//! `ptefs mount` and `ptefs umount`.
+//!
+//! The files are validated before anything is mounted. Unless `-f` is
+//! given, the process forks; the parent waits until the child's mount
+//! answers and exits 0, or prints the child's error and exits 2, as sshfs
+//! does. SIGINT, SIGTERM and SIGHUP unmount and end the daemon.
+
+mod daemon;
+mod mountpoint;
+mod options;
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::{OK, TROUBLE, error, open_view};
+use crate::view::Request;
+use mountpoint::{check_dev_fuse, check_mountpoint, mount_at, unmount_path};
+use options::parse_options;
+
+#[derive(Args, Debug)]
+pub(super) struct MountArgs {
+    /// Files or directories to show, then the mount point.
+    #[arg(required = true, value_name = "SOURCE... MOUNTPOINT")]
+    paths: Vec<PathBuf>,
+    /// A .ptd whose tensors and named blobs programs may use (repeatable).
+    #[arg(long = "data", value_name = "PTD")]
+    data: Vec<PathBuf>,
+    /// Descend into subdirectories of directory sources.
+    #[arg(short = 'R', long)]
+    recursive: bool,
+    /// Stay in the foreground, logging to stderr.
+    #[arg(short = 'f', long)]
+    foreground: bool,
+    /// Mount options, comma-separated (repeatable): allow_other,
+    /// allow_root, auto_unmount, default_permissions, fsname=, subtype=,
+    /// and the generic ro, nosuid, nodev, noexec, noatime, ...
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    options: Vec<String>,
+    /// Worker threads serving requests.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
+    /// Where a detached daemon writes its log.
+    #[arg(long, value_name = "PATH")]
+    log_file: Option<PathBuf>,
+}
+
+pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
+    let mut inputs = args.paths;
+    let Some(mountpoint) = inputs.pop().filter(|_| !inputs.is_empty()) else {
+        error(
+            "mount needs at least one source and a mount point: ptefs mount SOURCE... MOUNTPOINT",
+        );
+        return Err(TROUBLE);
+    };
+    let source_name = inputs
+        .first()
+        .map(|p| {
+            std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string()
+        })
+        .unwrap_or_default();
+    let options = parse_options(&args.options, &source_name).map_err(|e| {
+        error(e);
+        TROUBLE
+    })?;
+    let view = open_view(&Request {
+        inputs,
+        data: args.data,
+        recursive: args.recursive,
+    })?;
+    let mountpoint = check_mountpoint(&mountpoint).map_err(|e| {
+        error(e);
+        TROUBLE
+    })?;
+    check_dev_fuse().map_err(|e| {
+        error(e);
+        TROUBLE
+    })?;
+    if args.foreground {
+        return daemon::serve(view, &mountpoint, &options, args.threads, None);
+    }
+    daemon::detach(
+        view,
+        &mountpoint,
+        &options,
+        args.threads,
+        args.log_file.as_deref(),
+    )
+}
+
+pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
+    let shown = mountpoint.display();
+    // canonicalize fails on a mount whose daemon died; use the path as given.
+    let path = std::path::absolute(mountpoint).unwrap_or_else(|_| mountpoint.to_owned());
+    let path = path.canonicalize().unwrap_or(path);
+    match mount_at(&path) {
+        Some(m) if m.fstype == "fuse.ptefs" || m.fstype.starts_with("fuse") => {}
+        Some(m) => {
+            error(format_args!("{shown}: is a {} mount, not ptefs", m.fstype));
+            return Err(TROUBLE);
+        }
+        None => {
+            error(format_args!("{shown}: is not a mount point"));
+            return Err(TROUBLE);
+        }
+    }
+    unmount_path(&path, false).map(|()| OK).map_err(|e| {
+        error(if e.contains("busy") || e.contains("EBUSY") {
+            format!("{e} (close what uses it, or `umount -l`)")
+        } else {
+            e
+        });
+        TROUBLE
+    })
+}
