@@ -62,7 +62,7 @@ impl Builder {
                     self.raw(&mut tdir, &stem, origin, e.span)
                 }
             };
-            paths.push(format!("tensors/{name}"));
+            paths.push(Some(format!("tensors/{name}")));
             entry.name = Some(name);
             index.push(entry);
         }

@@ -73,6 +73,25 @@ where
     }
 }
 
+/// A vector of tables, each shown through `W` with the path of its file
+/// (`paths[index]`).
+struct WithPaths<'a, T: 'a, W>(
+    Vector<'a, ForwardsUOffset<T>>,
+    &'a [Option<String>],
+    fn(T, Option<&'a str>) -> W,
+);
+
+impl<'a, T: 'a, W: Serialize> Serialize for WithPaths<'a, T, W>
+where
+    ForwardsUOffset<T>: Follow<'a, Inner = T>,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let paths = self.1;
+        let show = |(i, t)| (self.2)(t, paths.get(i).and_then(Option::as_deref));
+        s.collect_seq(self.0.iter().enumerate().map(show))
+    }
+}
+
 /// Declares a wrapper that shows table `fb::$table` as a JSON object.
 macro_rules! table {
     ($name:ident, $module:ident :: $table:ident, |$t:ident, $o:ident| $body:block) => {
@@ -107,7 +126,10 @@ impl Serialize for Plan<'_> {
             "container_meta_type",
             p.container_meta_type().map(ContainerMetadata),
         )?;
-        o.opt("values", p.values().map(|v| Values(v, self.paths)))?;
+        o.opt(
+            "values",
+            p.values().map(|v| WithPaths(v, self.paths, EValue)),
+        )?;
         o.opt("inputs", p.inputs().map(Scalars))?;
         o.opt("outputs", p.outputs().map(Scalars))?;
         o.opt("chains", p.chains().map(|v| Tables(v, Chain)))?;
@@ -140,23 +162,6 @@ table!(BufferDevice, fb::NonConstBufferDevice, |d, o| {
     o.put("device_type", &enum_of!(d.device_type()))?;
     o.put("device_index", &d.device_index())?;
 });
-
-struct Values<'a>(
-    Vector<'a, ForwardsUOffset<fb::EValue<'a>>>,
-    &'a [Option<String>],
-);
-
-impl Serialize for Values<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let paths = self.1;
-        s.collect_seq(
-            self.0
-                .iter()
-                .enumerate()
-                .map(|(i, v)| EValue(v, paths.get(i).and_then(Option::as_deref))),
-        )
-    }
-}
 
 struct EValue<'a>(fb::EValue<'a>, Option<&'a str>);
 
@@ -344,7 +349,7 @@ pub struct FlatTensor<'a> {
     /// The root table.
     pub flat: ft::FlatTensor<'a>,
     /// Path of each named entry's file, by index.
-    pub paths: &'a [String],
+    pub paths: &'a [Option<String>],
 }
 
 impl Serialize for FlatTensor<'_> {
@@ -354,7 +359,10 @@ impl Serialize for FlatTensor<'_> {
         o.put("version", &f.version())?;
         o.opt("segments", f.segments().map(|v| Tables(v, Segment)))?;
         let paths = self.paths;
-        o.opt("named_data", f.named_data().map(|v| NamedEntries(v, paths)))?;
+        o.opt(
+            "named_data",
+            f.named_data().map(|v| WithPaths(v, paths, NamedEntry)),
+        )?;
         o.0.end()
     }
 }
@@ -363,20 +371,6 @@ table!(Segment, ft::DataSegment, |d, o| {
     o.put("offset", &d.offset())?;
     o.put("size", &d.size())?;
 });
-
-struct NamedEntries<'a>(Vector<'a, ForwardsUOffset<ft::NamedData<'a>>>, &'a [String]);
-
-impl Serialize for NamedEntries<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let paths = self.1;
-        s.collect_seq(
-            self.0
-                .iter()
-                .enumerate()
-                .map(|(i, n)| NamedEntry(n, paths.get(i).map(String::as_str))),
-        )
-    }
-}
 
 struct NamedEntry<'a>(ft::NamedData<'a>, Option<&'a str>);
 
