@@ -62,12 +62,17 @@ impl View {
     pub fn open(req: &Request) -> Result<View, OpenError> {
         let mut skipped = Vec::new();
         let mut files = Vec::new();
+        // Files found in a directory may be skipped when invalid; files
+        // named on the command line may not.
+        let mut found = Vec::new();
         for p in &req.inputs {
             let meta = std::fs::metadata(p).map_err(|e| fail(p, e))?;
             if meta.is_dir() {
                 expand_dir(p, req.recursive, &mut files, &mut skipped)?;
+                found.resize(files.len(), true);
             } else {
                 files.push(p.clone());
+                found.push(false);
             }
         }
         if files.is_empty() {
@@ -91,11 +96,18 @@ impl View {
         for f in files.iter().chain(&req.data) {
             sources.push(Source::open(f).map_err(|e| fail(f, e))?);
         }
-        let n = files.len();
         let mut inputs = Vec::new();
         for (id, s) in sources.iter().enumerate() {
-            let parsed = format::parse(s.bytes()).map_err(|e| fail(&s.path, e))?;
-            if id >= n && !matches!(parsed, Parsed::Data(_)) {
+            let parsed = match format::parse(s.bytes()) {
+                Ok(p) => p,
+                Err(e) if found.get(id) == Some(&true) => {
+                    // Its source stays open but nothing in the tree refers to it.
+                    skipped.push((s.path.clone(), e.to_string()));
+                    continue;
+                }
+                Err(e) => return Err(fail(&s.path, e)),
+            };
+            if id >= files.len() && !matches!(parsed, Parsed::Data(_)) {
                 return Err(fail(
                     &s.path,
                     "is given with --data but is not a data file (.ptd)",
@@ -107,7 +119,15 @@ impl View {
                 parsed,
             });
         }
-        let attached = inputs.split_off(n);
+        let shown = inputs.iter().take_while(|i| i.source < files.len()).count();
+        if shown == 0 {
+            let p = req.inputs.first().cloned().unwrap_or_default();
+            return Err(fail(
+                &p,
+                "holds no valid program, data or bundled program file",
+            ));
+        }
+        let attached = inputs.split_off(shown);
         let tree = tree::build(&inputs, &attached);
         Ok(View {
             sources,

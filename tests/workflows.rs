@@ -346,6 +346,10 @@ fn a_directory_shows_each_model_under_its_name() {
         std::fs::copy(fixture(f), dir.path().join(f)).unwrap();
     }
     std::fs::write(dir.path().join("notes.txt"), "not a model").unwrap();
+    // A model-looking file that does not parse is skipped too.
+    let mut broken = std::fs::read(fixture("mlp.pte")).unwrap();
+    broken.truncate(100);
+    std::fs::write(dir.path().join("broken.pte"), broken).unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::copy(fixture("dtypes.pte"), dir.path().join("sub/dtypes.pte")).unwrap();
     let (code, out, err) = run(&[OsStr::new("ls"), dir.path().as_os_str()]);
@@ -353,6 +357,10 @@ fn a_directory_shows_each_model_under_its_name() {
     assert_eq!(out, "add.pte/\nmlp.pte/\nmlp_external.ptd/\n");
     assert!(
         err.contains("note: skipped") && err.contains("notes.txt"),
+        "{err}"
+    );
+    assert!(
+        err.contains("broken.pte: extended header: program size"),
         "{err}"
     );
     let v = ptefs::view::View::open(&ptefs::view::Request {
