@@ -16,6 +16,9 @@ trap 'rm -rf "$out"' EXIT
 # points at the program's module so that there is one ScalarType type.
 flatc --rust --gen-all -o "$out" -I schema schema/program.fbs
 flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs
+# native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
+# its own, numbered like the program's but with fewer names.
+flatc --rust -o "$out" schema/native_graph.fbs
 if [[ "${1:-}" == "--check" ]]; then
   if ! diff -r "$out" src/generated; then
     echo "src/generated/ is stale: run scripts/gen-schema.sh" >&2

@@ -121,6 +121,7 @@ fn kind(p: &Parsed<'_>) -> &'static str {
         Parsed::Program(_) => "program",
         Parsed::Data(_) => "data",
         Parsed::Bundled(_) => "bundled_program",
+        Parsed::Package(_) => "package",
     }
 }
 
@@ -128,7 +129,7 @@ fn program<'p, 'a>(p: &'p Parsed<'a>) -> Option<&'p ProgramFile<'a>> {
     match p {
         Parsed::Program(p) => Some(p),
         Parsed::Bundled(b) => Some(&b.program),
-        Parsed::Data(_) => None,
+        Parsed::Data(_) | Parsed::Package(_) => None,
     }
 }
 

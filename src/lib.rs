@@ -36,13 +36,16 @@ pub mod view;
 mod generated {
     pub mod bundled_program_generated;
     pub mod flat_tensor_generated;
+    pub mod native_graph_generated;
     pub mod program_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches
 // `ScalarType` through `scalar_type_generated`, which the program's module
 // carries.
-use generated::{bundled_program_generated, flat_tensor_generated, program_generated};
+use generated::{
+    bundled_program_generated, flat_tensor_generated, native_graph_generated, program_generated,
+};
 mod scalar_type_generated {
     pub use crate::program_generated::*;
 }

@@ -40,6 +40,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
     let summary = match &parsed {
         Parsed::Program(p) => program(p, 0, &keys),
         Parsed::Data(d) => data(d),
+        Parsed::Package(p) => serde_json::to_value(p.summary()).unwrap_or_default(),
         Parsed::Bundled(b) => {
             let mut s = program(&b.program, b.program_span.offset, &keys);
             s["kind"] = json!("bundled_program");

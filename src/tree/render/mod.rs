@@ -1,8 +1,11 @@
 //! Generated file contents. Every JSON file goes through [`json`].
 
 pub mod code_txt;
+pub mod dot;
 pub mod flatc_json;
+pub mod nptg_json;
 pub mod npy;
+pub mod ptn_code;
 pub mod readme;
 
 use serde::Serialize;

@@ -1,0 +1,281 @@
+//! The tree of a native program package (`.ptn`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::index::{Entry, Source, TensorShape};
+use super::{Builder, Dir, Origin};
+use crate::format::PackageFile;
+use crate::format::ptn::{StoredTensor, graph};
+use crate::schema::native_graph as ng;
+use crate::tree::names::encode;
+use crate::tree::render::{dot, nptg_json, ptn_code, readme};
+
+/// What the methods say about one data key.
+#[derive(Default)]
+struct Uses<'a> {
+    kind: Option<&'static str>,
+    mutated: bool,
+    used_by: Vec<(&'a str, &'a str)>,
+    meta: Option<ng::TensorMeta<'a>>,
+}
+
+impl Builder {
+    pub(super) fn package(&mut self, root: &mut Dir, origin: Origin, p: &PackageFile<'_>) {
+        if !p.errors.is_empty() {
+            let text = format!("{}\n", p.errors.join("\n"));
+            self.generated(root, "ERROR.txt", text.into_bytes().into());
+        }
+        self.generated(root, "README.txt", readme::PACKAGE.as_bytes().into());
+        self.json(root, "package.json", &package_json(p));
+        if let Some(program) = p.program {
+            self.json(root, "program.json", &nptg_json::Program(program));
+        }
+        let mut mdir = self.subdir(root, "members");
+        for m in &p.members {
+            if let Ok(span) = m.stored() {
+                let name = mdir.names.unique(&encode(&m.name), "");
+                self.file(mdir.ino, name, origin.content(span), None);
+            }
+        }
+        let paths = self.package_tensors(root, origin, p);
+        let mut methods = self.subdir(root, "methods");
+        for m in p.methods() {
+            let name = methods.names.unique(&encode(m.name()), "");
+            let mut dir = self.dir(methods.ino, name);
+            self.json(&mut dir, "graph.json", &nptg_json::Method(m));
+            self.json(&mut dir, "io.json", &io_json(&m, &paths));
+            self.generated(
+                &mut dir,
+                "code.txt",
+                ptn_code::render(m).into_bytes().into(),
+            );
+            self.generated(&mut dir, "graph.dot", dot::render(m).into_bytes().into());
+        }
+    }
+
+    /// `tensors/`: every stored tensor and every alias by data key, and an
+    /// `index.json` that adds the mutable buffers without bytes. Returns
+    /// each data key's `.bin` path.
+    fn package_tensors<'p>(
+        &mut self,
+        root: &mut Dir,
+        origin: Origin,
+        p: &'p PackageFile<'_>,
+    ) -> BTreeMap<&'p str, String> {
+        let uses = uses(p);
+        let mut tdir = self.subdir(root, "tensors");
+        let mut keys: Vec<(&str, &StoredTensor, Option<&str>)> = (p.tensors.tensors.iter())
+            .map(|t| (t.key.as_str(), t, None))
+            .collect();
+        for (alias, owner) in &p.aliases {
+            if let Some(t) = p.tensor(owner) {
+                keys.push((alias.as_str(), t, Some(owner.as_str())));
+            }
+        }
+        keys.sort_by_key(|k| k.0);
+        let mut index = Vec::with_capacity(keys.len());
+        let mut paths = BTreeMap::new();
+        for (key, t, alias_of) in keys {
+            let stem = encode(key);
+            let sizes: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
+            let u = uses.get(key);
+            let mut entry = Entry {
+                key: Some(key),
+                dtype: Some(t.dtype),
+                nbytes: Some(t.span.len),
+                source: Some(Source {
+                    file: None,
+                    offset: origin.shifted(t.span).offset,
+                }),
+                location: Some(if alias_of.is_some() {
+                    "alias"
+                } else {
+                    "safetensors"
+                }),
+                alias_of,
+                ..Entry::default()
+            };
+            describe_use(&mut entry, u, &sizes);
+            let (bin, npy) = match t.scalar_type {
+                Some(scalar_type) => {
+                    let shape = TensorShape {
+                        scalar_type,
+                        sizes: &sizes,
+                        dim_order: &[],
+                    };
+                    entry.shape = Some(shape.describe());
+                    self.tensor_files(&mut tdir, &stem, origin, t.span, &shape)
+                }
+                None => (self.raw(&mut tdir, &stem, origin, t.span), None),
+            };
+            paths.insert(key, format!("tensors/{bin}"));
+            entry.name = Some(bin);
+            entry.npy = Some(npy);
+            index.push(entry);
+        }
+        for (fqn, u) in &uses {
+            if u.kind == Some("MUTABLE_BUFFER") {
+                let sizes = u.meta.as_ref().map(graph::sizes).unwrap_or_default();
+                let mut entry = Entry {
+                    key: Some(fqn),
+                    location: Some("none"),
+                    shape: u.meta.as_ref().map(|m| {
+                        TensorShape {
+                            scalar_type: graph::scalar_type(m.dtype()),
+                            sizes: &sizes,
+                            dim_order: &[],
+                        }
+                        .describe()
+                    }),
+                    ..Entry::default()
+                };
+                describe_use(&mut entry, Some(u), &sizes);
+                index.push(entry);
+            }
+        }
+        self.json(&mut tdir, "index.json", &index);
+        paths
+    }
+}
+
+/// Fills what the graph says about a data key into its index entry.
+fn describe_use<'a>(entry: &mut Entry<'a>, u: Option<&Uses<'a>>, stored: &[i64]) {
+    entry.input_kind = Some(u.and_then(|u| u.kind).unwrap_or("UNUSED"));
+    entry.mutated = Some(u.is_some_and(|u| u.mutated));
+    entry.used_by = Some(u.map(|u| u.used_by.clone()).unwrap_or_default());
+    let Some(meta) = u.and_then(|u| u.meta.as_ref()) else {
+        return;
+    };
+    let logical = graph::sizes(meta);
+    if logical != stored {
+        entry.logical_sizes = Some(logical);
+    }
+    entry.quant = match meta.quant().map(|q| q.scheme_type()) {
+        Some(ng::QuantScheme::AffineGroup) => Some("AffineGroup"),
+        Some(ng::QuantScheme::PackedQuant) => Some("PackedQuant"),
+        _ => None,
+    };
+}
+
+/// Every data key the methods use (constants and mutable buffers without
+/// bytes), with its kind, whether some method writes it, and its uses.
+fn uses<'a>(p: &PackageFile<'a>) -> BTreeMap<&'a str, Uses<'a>> {
+    let mut out: BTreeMap<&str, Uses<'_>> = BTreeMap::new();
+    for m in p.methods() {
+        let mutated = graph::mutated_values(&m);
+        for c in m.constants().iter().flatten() {
+            let u = out.entry(c.data_key()).or_default();
+            u.kind = u.kind.or(c.kind().variant_name());
+            u.mutated |= c.mutated() || mutated.contains(c.name());
+            u.used_by.push((m.name(), c.name()));
+            u.meta.get_or_insert(c.meta());
+        }
+        let metas = graph::value_metas(&m.graph());
+        for b in m.mutable_buffers().iter().flatten() {
+            let u = out.entry(b.fqn()).or_default();
+            u.kind = Some("MUTABLE_BUFFER");
+            u.mutated |= mutated.contains(b.name());
+            u.used_by.push((m.name(), b.name()));
+            if u.meta.is_none() {
+                u.meta = metas.get(b.name()).copied();
+            }
+        }
+    }
+    out
+}
+
+fn package_json(p: &PackageFile<'_>) -> Value {
+    let s = p.summary();
+    let members: Vec<Value> = (p.members.iter().zip(&s.members))
+        .map(|(m, ms)| {
+            json!({
+                "name": m.name,
+                "header_offset": m.header_offset,
+                "data_offset": m.data.offset,
+                "size": m.data.len,
+                "uncompressed_size": m.uncompressed_size,
+                "compression": ms.compression,
+                "crc32": format!("{:08x}", m.crc32),
+            })
+        })
+        .collect();
+    let st = p.member(crate::format::ptn::TENSORS_MEMBER);
+    json!({
+        "kind": "package",
+        "file_size": s.file_size,
+        "members": members,
+        "graph": {
+            "member": crate::format::ptn::PROGRAM_MEMBER,
+            "file_identifier": s.identifier,
+            "root_type": "Program",
+            "version": s.version,
+            "methods": s.methods.iter().map(|m| &m.name).collect::<Vec<_>>(),
+        },
+        "safetensors": st.map(|m| json!({
+            "member": m.name,
+            "header_length": p.tensors.header_len,
+            "data_offset": m.data.offset + 8 + p.tensors.header_len,
+            "tensors": s.stored_tensors,
+            "bytes": s.stored_bytes,
+            "metadata": p.tensors.metadata,
+        })),
+        "aliases": p.aliases,
+        "errors": p.errors,
+    })
+}
+
+fn io_json(m: &ng::Method<'_>, paths: &BTreeMap<&str, String>) -> Value {
+    let metas = graph::value_metas(&m.graph());
+    let described = |name: &str| -> Value {
+        match metas.get(name) {
+            Some(meta) => json!({
+                "name": name,
+                "dtype": graph::dtype_name(meta.dtype()),
+                "sizes": graph::sizes(meta),
+            }),
+            None => json!({ "name": name }),
+        }
+    };
+    let specs: BTreeMap<&str, ng::OutputSpec<'_>> = (m.output_specs().iter().flatten())
+        .map(|s| (s.name(), s))
+        .collect();
+    let outputs: Vec<Value> = (m.graph().outputs().iter().flatten())
+        .map(|o| {
+            let mut v = described(o);
+            if let Some(s) = specs.get(o) {
+                v["kind"] = json!(s.kind().variant_name());
+                v["target"] = json!(s.target());
+            }
+            v
+        })
+        .collect();
+    let constants: Vec<Value> = (m.constants().iter().flatten())
+        .map(|c| {
+            json!({
+                "placeholder": c.name(),
+                "data_key": c.data_key(),
+                "kind": c.kind().variant_name(),
+                "mutated": c.mutated(),
+                "dtype": graph::dtype_name(c.meta().dtype()),
+                "sizes": graph::sizes(&c.meta()),
+                "path": paths.get(c.data_key()),
+            })
+        })
+        .collect();
+    let buffers: Vec<Value> = (m.mutable_buffers().iter().flatten())
+        .map(|b| {
+            let mut v = described(b.name());
+            v["fqn"] = json!(b.fqn());
+            v
+        })
+        .collect();
+    json!({
+        "method": m.name(),
+        "inputs": m.graph().inputs().iter().flatten().map(described).collect::<Vec<_>>(),
+        "outputs": outputs,
+        "constants": constants,
+        "mutable_buffers": buffers,
+    })
+}
