@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::mounted::*;
@@ -408,6 +408,17 @@ fn create_test_user() -> Option<(String, u32)> {
     ))
 }
 
+/// A copy of the `ptefs` binary in `dir`, for tests that run it as another
+/// user: the checkout may lie under a directory that user cannot enter
+/// (root's home, or any `mktemp -d`). `dir` must be reachable by them; the
+/// copy goes with it.
+fn binary_for_others(dir: &Path) -> PathBuf {
+    let copy = dir.join("ptefs");
+    std::fs::copy(ptefs_bin(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy
+}
+
 fn as_user(user: &str, cmd: &str) -> std::process::Output {
     Command::new("runuser")
         .args(["-u", user, "--", "sh", "-c", cmd])
@@ -421,8 +432,9 @@ fn an_unprivileged_user_mounts_and_unmounts() {
         return;
     }
     let Some((user, uid)) = test_user() else {
-        eprintln!(
-            "!!!!!!!! SKIPPED an_unprivileged_user_mounts_and_unmounts: not root, cannot create a user !!!!!!!!"
+        report_skip(
+            "an_unprivileged_user_mounts_and_unmounts",
+            "not root, cannot create a user",
         );
         return;
     };
@@ -442,7 +454,8 @@ fn an_unprivileged_user_mounts_and_unmounts() {
     if dev & 0o006 != 0o006 {
         std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666)).unwrap();
     }
-    let bin = ptefs_bin();
+    let bin = binary_for_others(tmp.path());
+    let bin = bin.display();
     let out = as_user(
         &user,
         &format!("{bin} mount {} {}", pte.display(), mnt.display()),
@@ -586,7 +599,7 @@ fn a_dev_fuse_not_permitted_gives_a_clear_error() {
     // A private /dev whose fuse node only root may open.
     let script = format!(
         "mount -t tmpfs none /dev && mknod -m 600 /dev/fuse c 10 229 && mknod -m 666 /dev/null c 1 3 && exec runuser -u {user} -- {} mount {} {}",
-        ptefs_bin(),
+        binary_for_others(tmp.path()).display(),
         pte.display(),
         mnt.display()
     );
