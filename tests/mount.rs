@@ -484,6 +484,7 @@ fn an_unprivileged_user_mounts_and_unmounts() {
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let pte = tmp.path().join("mlp.pte");
     std::fs::copy(fixture("mlp.pte"), &pte).unwrap();
+    std::os::unix::fs::chown(&pte, Some(uid), None).unwrap();
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     std::os::unix::fs::chown(&mnt, Some(uid), None).unwrap();
@@ -519,7 +520,7 @@ fn an_unprivileged_user_mounts_and_unmounts() {
     );
     assert!(
         text.trim_end().ends_with(&uid.to_string()),
-        "owned by the mounting user: {text}"
+        "owned by the source's owner: {text}"
     );
     // Without allow_other, nobody else may enter, root included.
     let e = std::fs::read_dir(&mnt).unwrap_err();

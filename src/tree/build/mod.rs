@@ -24,10 +24,11 @@ pub struct Input<'a> {
     pub parsed: Parsed<'a>,
 }
 
-/// Builds the tree. One input is shown at the root; several get one
-/// directory each, named by their base names. Every data file in `attached`
-/// supplies external tensors and named blobs to every program.
-pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>]) -> Tree {
+/// Builds the tree. One input is shown at the root unless `one_dir_each`;
+/// otherwise each gets a directory named by its base name. Every data file
+/// in `attached` supplies external tensors and named blobs to every
+/// program.
+pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>], one_dir_each: bool) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -44,7 +45,7 @@ pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>]) -> Tree {
         b.source_names.insert(i.source, i.name.clone());
     }
     let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
-    if let [only] = inputs {
+    if let ([only], false) = (inputs, one_dir_each) {
         b.input(root, only, &data);
     } else {
         let mut names = DirNames::default();
