@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod diff;
 pub mod format;
+pub mod fs;
 pub mod fuse;
 pub mod schema;
 pub mod source;

@@ -247,3 +247,77 @@ fn hostile_names() -> (Vec<u8>, Vec<String>) {
     };
     (p.to_bytes(), keys)
 }
+
+/// `ptefs cat` of the largest file while its source is cut at `cut(offset,
+/// size)`: a clear error naming the file and exit 2, never a signal.
+fn cat_while_truncating(cut: impl Fn(u64, u64) -> u64) {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy(dir.path(), "mv2_xnnpack.pte");
+    let v = view_of(std::slice::from_ref(&src), &[]);
+    let (path, ino) = v
+        .tree
+        .walk(ptefs::tree::ROOT)
+        .into_iter()
+        .filter(|(_, i)| v.content(*i).is_some())
+        .max_by_key(|(_, i)| v.content(*i).unwrap().len())
+        .unwrap();
+    let size = v.content(ino).unwrap().len();
+    assert!(size > 4 << 20, "{path}: {size}");
+    let offset: u64 = v
+        .tree
+        .xattrs(ino)
+        .into_iter()
+        .find(|(k, _)| *k == "user.ptefs.offset")
+        .map(|(_, x)| String::from_utf8(x).unwrap().parse().unwrap())
+        .unwrap();
+    drop(v);
+    let mut child = Command::new(ptefs_bin())
+        .arg("cat")
+        .arg(&src)
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = vec![0; 64 << 10];
+    stdout.read_exact(&mut first).unwrap();
+    let at = cut(offset, size);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_len(at)
+        .unwrap();
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "cut at {at}: {:?} {err}",
+        out.status
+    );
+    assert!(
+        err.contains("mv2_xnnpack.pte") && err.contains("changed"),
+        "cut at {at}: {err}"
+    );
+    assert!((first.len() + rest.len()) as u64 <= size);
+}
+
+#[test]
+fn cat_of_a_source_truncated_inside_the_file_fails_cleanly() {
+    cat_while_truncating(|offset, size| offset + size / 2);
+}
+
+#[test]
+fn cat_of_a_source_truncated_where_the_file_starts_fails_cleanly() {
+    cat_while_truncating(|offset, _| offset);
+}
+
+#[test]
+fn cat_of_a_source_truncated_to_nothing_fails_cleanly() {
+    cat_while_truncating(|_, _| 0);
+}

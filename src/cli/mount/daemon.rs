@@ -12,6 +12,7 @@ use fuser::{Config, Session};
 use super::mountpoint::unmount_path;
 use super::options::Options;
 use crate::cli::{OK, TROUBLE, error};
+use crate::fs::Fs;
 use crate::fuse::PtefsFs;
 use crate::view::View;
 
@@ -120,7 +121,7 @@ pub(super) fn serve(
     // Signals are taken by one thread with sigwait; every other thread,
     // including fuser's, inherits this mask.
     let signals = block_signals();
-    let fs = PtefsFs::new(view, current_uid(), current_gid());
+    let fs = PtefsFs::new(Fs::new(view));
     let mut config = Config::default();
     config.mount_options = options.mount.clone();
     config.acl = options.acl;
@@ -242,14 +243,4 @@ fn redirect_stdio(log: Option<&File>) {
         libc::dup2(null.as_raw_fd(), 1);
         libc::dup2(err, 2);
     }
-}
-
-fn current_uid() -> u32 {
-    // SAFETY: getuid cannot fail.
-    unsafe { libc::getuid() }
-}
-
-fn current_gid() -> u32 {
-    // SAFETY: getgid cannot fail.
-    unsafe { libc::getgid() }
 }
