@@ -10,6 +10,8 @@ use super::graph::{self, MethodCounts};
 /// What `inspect` shows for a package.
 #[derive(Debug, Clone, Serialize)]
 pub struct PackageSummary {
+    /// Always `package`, to tell this summary from a program's.
+    pub kind: &'static str,
     /// Bytes in the file.
     pub file_size: u64,
     /// The graph's file identifier (`NPTG`), when the graph is readable.
@@ -77,6 +79,7 @@ pub(super) fn summarize(p: &PackageFile<'_>) -> PackageSummary {
         e.bytes += t.span.len;
     }
     PackageSummary {
+        kind: "package",
         file_size: p.bytes.len() as u64,
         identifier: p
             .program

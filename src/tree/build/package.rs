@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::index::{Entry, Source, TensorShape};
@@ -226,56 +227,90 @@ fn package_json(p: &PackageFile<'_>) -> Value {
     })
 }
 
-fn io_json(m: &ng::Method<'_>, paths: &BTreeMap<&str, String>) -> Value {
+/// `io.json`: what goes into and out of a method.
+#[derive(Serialize)]
+struct Io<'a> {
+    method: &'a str,
+    inputs: Vec<IoValue<'a>>,
+    outputs: Vec<IoOutput<'a>>,
+    constants: Vec<IoConstant<'a>>,
+    mutable_buffers: Vec<IoBuffer<'a>>,
+}
+
+/// A graph value with its type and shape, when the graph records them.
+#[derive(Serialize)]
+struct IoValue<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dtype: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sizes: Option<Vec<i64>>,
+}
+
+#[derive(Serialize)]
+struct IoOutput<'a> {
+    #[serde(flatten)]
+    value: IoValue<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct IoConstant<'a> {
+    placeholder: &'a str,
+    data_key: &'a str,
+    kind: Option<&'static str>,
+    mutated: bool,
+    dtype: String,
+    sizes: Vec<i64>,
+    path: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct IoBuffer<'a> {
+    #[serde(flatten)]
+    value: IoValue<'a>,
+    fqn: &'a str,
+}
+
+fn io_json<'a>(m: &ng::Method<'a>, paths: &'a BTreeMap<&str, String>) -> Io<'a> {
     let metas = graph::value_metas(&m.graph());
-    let described = |name: &str| -> Value {
-        match metas.get(name) {
-            Some(meta) => json!({
-                "name": name,
-                "dtype": graph::dtype_name(meta.dtype()),
-                "sizes": graph::sizes(meta),
-            }),
-            None => json!({ "name": name }),
-        }
+    let value = |name: &'a str| IoValue {
+        name,
+        dtype: metas.get(name).map(|t| graph::dtype_name(t.dtype())),
+        sizes: metas.get(name).map(graph::sizes),
     };
     let specs: BTreeMap<&str, ng::OutputSpec<'_>> = (m.output_specs().iter().flatten())
         .map(|s| (s.name(), s))
         .collect();
-    let outputs: Vec<Value> = (m.graph().outputs().iter().flatten())
-        .map(|o| {
-            let mut v = described(o);
-            if let Some(s) = specs.get(o) {
-                v["kind"] = json!(s.kind().variant_name());
-                v["target"] = json!(s.target());
-            }
-            v
-        })
-        .collect();
-    let constants: Vec<Value> = (m.constants().iter().flatten())
-        .map(|c| {
-            json!({
-                "placeholder": c.name(),
-                "data_key": c.data_key(),
-                "kind": c.kind().variant_name(),
-                "mutated": c.mutated(),
-                "dtype": graph::dtype_name(c.meta().dtype()),
-                "sizes": graph::sizes(&c.meta()),
-                "path": paths.get(c.data_key()),
+    Io {
+        method: m.name(),
+        inputs: m.graph().inputs().iter().flatten().map(value).collect(),
+        outputs: (m.graph().outputs().iter().flatten())
+            .map(|o| IoOutput {
+                value: value(o),
+                kind: specs.get(o).and_then(|s| s.kind().variant_name()),
+                target: specs.get(o).and_then(|s| s.target()),
             })
-        })
-        .collect();
-    let buffers: Vec<Value> = (m.mutable_buffers().iter().flatten())
-        .map(|b| {
-            let mut v = described(b.name());
-            v["fqn"] = json!(b.fqn());
-            v
-        })
-        .collect();
-    json!({
-        "method": m.name(),
-        "inputs": m.graph().inputs().iter().flatten().map(described).collect::<Vec<_>>(),
-        "outputs": outputs,
-        "constants": constants,
-        "mutable_buffers": buffers,
-    })
+            .collect(),
+        constants: (m.constants().iter().flatten())
+            .map(|c| IoConstant {
+                placeholder: c.name(),
+                data_key: c.data_key(),
+                kind: c.kind().variant_name(),
+                mutated: c.mutated(),
+                dtype: graph::dtype_name(c.meta().dtype()),
+                sizes: graph::sizes(&c.meta()),
+                path: paths.get(c.data_key()).map(String::as_str),
+            })
+            .collect(),
+        mutable_buffers: (m.mutable_buffers().iter().flatten())
+            .map(|b| IoBuffer {
+                value: value(b.name()),
+                fqn: b.fqn(),
+            })
+            .collect(),
+    }
 }
