@@ -553,3 +553,28 @@ fn the_cli_exits_2_naming_what_is_wrong() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("compressed"));
 }
+
+#[test]
+fn a_zip_without_a_graph_is_not_a_package() {
+    let other = Zip {
+        members: vec![Member::stored("notes.txt", b"hello".to_vec())],
+        zip64: false,
+    };
+    let e = open_err(&other.to_bytes());
+    assert!(
+        e.contains("not a native program package") && e.contains("notes.txt"),
+        "{e}"
+    );
+    // In a directory source it is skipped with that reason, beside a package.
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "archive.zip", &other.to_bytes());
+    write_file(dir.path(), "small.ptn", &small().to_bytes());
+    let v = view_of(&[dir.path().to_owned()], &[]);
+    assert_eq!(v.skipped.len(), 1, "{:?}", v.skipped);
+    assert!(v.skipped[0].1.contains("not a native program package"));
+    let path = ["tensors/b.bin", "small.ptn/tensors/b.bin"]
+        .into_iter()
+        .find(|p| v.tree.resolve(p).is_some())
+        .expect("the package is shown");
+    assert_eq!(read(&v, path), pattern(16, 2));
+}

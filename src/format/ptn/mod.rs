@@ -15,7 +15,7 @@ pub mod zip;
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Error, Result, Span};
+use super::{Error, Result, Span, clip};
 use crate::schema::native_graph as ng;
 pub use safetensors::{StoredTensor, Tensors};
 pub use summary::{DtypeCount, MethodSummary, PackageSummary};
@@ -75,9 +75,16 @@ impl<'a> PackageFile<'a> {
                 Err(e) => p.errors.push(e.to_string()),
             },
             Some(Err(e)) => p.errors.push(e.to_string()),
-            None => p
-                .errors
-                .push(format!("the package has no {PROGRAM_MEMBER} member")),
+            None => {
+                // Any zip starts like a package; one without the graph is
+                // some other archive.
+                let names: Vec<&str> = p.members.iter().map(|m| m.name.as_str()).collect();
+                return Err(Error::new(format!(
+                    "a zip archive but not a native program package: no {PROGRAM_MEMBER} member among {} ({})",
+                    names.len(),
+                    clip(&names.join(", "), 200)
+                )));
+            }
         }
         match p.stored(TENSORS_MEMBER) {
             Some(Ok(span)) => match safetensors::parse(bytes, span) {
@@ -117,6 +124,21 @@ impl<'a> PackageFile<'a> {
     pub fn tensor(&self, key: &str) -> Option<&StoredTensor> {
         let owner = self.aliases.get(key).map_or(key, String::as_str);
         self.tensors.tensors.get(*self.by_key.get(owner)?)
+    }
+
+    /// Every data key with stored bytes, owners and aliases alike, sorted:
+    /// the key, its bytes, and the owner's key for an alias.
+    pub fn keys(&self) -> Vec<(&str, &StoredTensor, Option<&str>)> {
+        let mut keys: Vec<_> = (self.tensors.tensors.iter())
+            .map(|t| (t.key.as_str(), t, None))
+            .collect();
+        for (alias, owner) in &self.aliases {
+            if let Some(t) = self.tensor(owner) {
+                keys.push((alias.as_str(), t, Some(owner.as_str())));
+            }
+        }
+        keys.sort_by_key(|k| k.0);
+        keys
     }
 
     /// Methods of the graph, empty when it is unreadable.

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::index::{Entry, Source, TensorShape};
 use super::{Builder, Dir, Origin};
 use crate::format::PackageFile;
-use crate::format::ptn::{StoredTensor, graph};
+use crate::format::ptn::graph;
 use crate::schema::native_graph as ng;
 use crate::tree::names::encode;
 use crate::tree::render::{dot, nptg_json, ptn_code, readme};
@@ -67,15 +67,7 @@ impl Builder {
     ) -> BTreeMap<&'p str, String> {
         let uses = uses(p);
         let mut tdir = self.subdir(root, "tensors");
-        let mut keys: Vec<(&str, &StoredTensor, Option<&str>)> = (p.tensors.tensors.iter())
-            .map(|t| (t.key.as_str(), t, None))
-            .collect();
-        for (alias, owner) in &p.aliases {
-            if let Some(t) = p.tensor(owner) {
-                keys.push((alias.as_str(), t, Some(owner.as_str())));
-            }
-        }
-        keys.sort_by_key(|k| k.0);
+        let keys = p.keys();
         let mut index = Vec::with_capacity(keys.len());
         let mut paths = BTreeMap::new();
         for (key, t, alias_of) in keys {
