@@ -5,9 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::format::{DataFile, Parsed, ProgramFile, TensorData, operator_name, scalar};
+use crate::format::{DataFile, Parsed, ProgramFile, TensorData, scalar};
 use crate::schema::ScalarType;
-use crate::schema::program as fb;
 
 /// Everything that differs; empty when nothing does at this level.
 #[derive(Debug, Default, Serialize)]
@@ -164,30 +163,13 @@ fn methods(a: &ProgramFile<'_>, b: &ProgramFile<'_>, r: &mut Report) {
     }
 }
 
-/// Kernel calls per `name.overload` in method `name`.
+/// Instructions per operator (and per other kind) in method `name`.
 fn operator_counts(p: &ProgramFile<'_>, name: &str) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    let Some(m) = p.methods.iter().find(|m| m.name == name) else {
-        return counts;
-    };
-    for ins in m
-        .plan
-        .chains()
+    p.methods
         .iter()
-        .flatten()
-        .flat_map(|c| c.instructions().into_iter().flatten())
-    {
-        let key = match ins.instr_args_as_kernel_call() {
-            Some(k) => operator_name(m.plan, k.op_index())
-                .unwrap_or_else(|| "<invalid operator>".to_owned()),
-            None if ins.instr_args_type() == fb::InstructionArguments::DelegateCall => {
-                "<delegate>".to_owned()
-            }
-            None => continue,
-        };
-        *counts.entry(key).or_default() += 1;
-    }
-    counts
+        .find(|m| m.name == name)
+        .map(|m| crate::meta::ops::instruction_counts(m.plan))
+        .unwrap_or_default()
 }
 
 /// Every tensor by its name: the fully qualified name where the file has

@@ -15,6 +15,7 @@ pub mod diff;
 pub mod format;
 pub mod fs;
 pub mod fuse;
+pub mod meta;
 pub mod schema;
 pub mod source;
 pub mod tree;

@@ -7,8 +7,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::OK;
-use crate::format::{DataFile, Parsed, ProgramFile, Span, TensorData, operator_name, scalar};
-use crate::schema::program as fb;
+use crate::format::{DataFile, Parsed, ProgramFile, Span, TensorData, scalar};
 
 #[derive(Args, Debug)]
 pub(super) struct InspectArgs {
@@ -131,25 +130,8 @@ fn program(p: &ProgramFile<'_>, shift: u64, attached: &std::collections::HashSet
     let mut methods = Vec::new();
     let mut delegates = Vec::new();
     for m in &p.methods {
-        let mut ops: BTreeMap<String, u64> = BTreeMap::new();
-        let mut instructions = 0;
-        for chain in m.plan.chains().iter().flatten() {
-            for ins in chain.instructions().iter().flatten() {
-                instructions += 1;
-                let name = match ins.instr_args_type() {
-                    fb::InstructionArguments::KernelCall => ins
-                        .instr_args_as_kernel_call()
-                        .and_then(|k| operator_name(m.plan, k.op_index()))
-                        .unwrap_or_else(|| "<invalid operator>".to_owned()),
-                    fb::InstructionArguments::DelegateCall => "<delegate call>".to_owned(),
-                    other => format!(
-                        "<{}>",
-                        other.variant_name().unwrap_or("unknown").to_lowercase()
-                    ),
-                };
-                *ops.entry(name).or_default() += 1;
-            }
-        }
+        let ops = crate::meta::ops::instruction_counts(m.plan);
+        let instructions: u64 = ops.values().sum();
         let mut bytes = 0;
         for t in &m.tensors {
             let e = by_dtype.entry(scalar::name(t.scalar_type)).or_default();
