@@ -3,4 +3,5 @@
 //! input/output and memory plans. Used by the tree builders and by the
 //! `inspect` and `diff` reports; knows no files or commands.
 
+pub mod external;
 pub mod ops;

@@ -96,7 +96,7 @@ pub struct Side<'p, 'a> {
     /// The file.
     pub parsed: &'p Parsed<'a>,
     /// Data files that supply its external tensors.
-    pub data: &'p [DataFile<'a>],
+    pub data: &'p [&'p DataFile<'a>],
 }
 
 /// Compares two files.
@@ -194,11 +194,11 @@ fn tensors_of<'a>(side: &Side<'_, 'a>) -> BTreeMap<String, Tensor<'a>> {
             for m in &p.methods {
                 for t in &m.tensors {
                     let bytes = match &t.data {
-                        TensorData::External { key } => side
-                            .data
-                            .iter()
-                            .find_map(|d| d.entries.iter().find(|e| e.key == *key).map(|e| (d, e)))
-                            .and_then(|(d, e)| e.span.bytes(d.bytes).get(..t.nbytes as usize)),
+                        TensorData::External { key } => {
+                            crate::meta::external::find(side.data.iter().copied(), key).and_then(
+                                |(i, e)| e.span.bytes(side.data[i].bytes).get(..t.nbytes as usize),
+                            )
+                        }
                         other => other.span().map(|s| s.bytes(p.bytes)),
                     };
                     let name = t
