@@ -10,6 +10,9 @@ use super::{NOT_FOUND, OK, Sources, TROUBLE, error, output_error};
 use crate::fs::{Data, Fs, FsError};
 
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    ptefs cat model.pte methods/forward/code.txt\n  \
+    ptefs cat model.pte --data weights.ptd methods/forward/tensors/0.npy > w.npy")]
 pub(super) struct CatArgs {
     #[command(flatten)]
     sources: Sources,

@@ -49,7 +49,7 @@ enum Command {
     /// Mount files as a read-only filesystem.
     Mount(mount::MountArgs),
     /// Unmount a ptefs mount.
-    #[command(alias = "unmount")]
+    #[command(alias = "unmount", after_help = "Example:\n  ptefs umount /tmp/m")]
     Umount {
         /// The mount point.
         mountpoint: PathBuf,
@@ -86,6 +86,12 @@ impl Sources {
         })
         .map(Fs::new)
     }
+}
+
+/// The command line's definition, for `--help` and for checking the
+/// documentation against it.
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 /// Prints `ptefs: message` to stderr.
