@@ -5,6 +5,5 @@
 mod composition;
 pub mod diff;
 pub mod inspect;
-mod inspect_text;
 
 pub use composition::Share;

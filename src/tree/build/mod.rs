@@ -1,4 +1,5 @@
-//! Lays out the tree of LAYOUT.md from parsed files.
+//! Lays out the tree from parsed files, as README's "The tree" section
+//! documents it.
 
 mod bundled;
 mod data;

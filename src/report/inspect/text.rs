@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::inspect::{Data, DtypeCount, Inspection, Program};
+use super::{Data, DtypeCount, Inspection, Program};
 use crate::text::escape;
 
 impl Inspection {
