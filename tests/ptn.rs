@@ -375,3 +375,61 @@ fn a_directory_source_picks_up_packages() {
     );
     assert!(v.tree.resolve("mlp.pte/methods/forward/code.txt").is_some());
 }
+
+#[test]
+fn inspect_reports_the_package() {
+    let out = std::process::Command::new(ptefs_bin())
+        .args(["inspect", "--json"])
+        .arg(fixture("kv.ptn"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["kind"], "package");
+    assert_eq!(r["identifier"], "NPTG");
+    let p = &r["package"];
+    assert_eq!(p["stored_tensors"], 6);
+    assert_eq!(p["stored_bytes"], 304);
+    let o = oracle("kv");
+    for (m, w) in p["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(lines(&o, "method"))
+    {
+        assert_eq!(m["name"], w["method"]);
+        for field in ["nodes", "placeholders", "calls", "targets", "user_inputs"] {
+            assert_eq!(m[field], w[field], "{field}");
+        }
+        // 15 graph values (14 FLOAT, 1 LONG) and 6 FLOAT constants.
+        assert_eq!(
+            m["tensors_by_dtype"],
+            json!([
+                {"dtype": "FLOAT", "count": 20, "bytes": 304},
+                {"dtype": "LONG", "count": 1, "bytes": 0}
+            ])
+        );
+    }
+    let shares: u64 = (r["composition"].as_array().unwrap().iter())
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(shares, 16114);
+    let text = std::process::Command::new(ptefs_bin())
+        .arg("inspect")
+        .arg(fixture("kv.ptn"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.starts_with("kv.ptn: ExecuTorch native program package, identifier NPTG"),
+        "{text}"
+    );
+    assert!(
+        text.contains("prefill: 22 nodes (10 placeholders, 11 calls, 1 outputs)"),
+        "{text}"
+    );
+}

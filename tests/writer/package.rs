@@ -215,7 +215,7 @@ pub fn safetensors(tensors: &[StTensor]) -> Vec<Chunk> {
         offset += len;
     }
     let mut json = serde_json::to_vec(&header).unwrap();
-    while json.len() % 8 != 0 {
+    while !json.len().is_multiple_of(8) {
         json.push(b' ');
     }
     let mut head = (json.len() as u64).to_le_bytes().to_vec();

@@ -19,6 +19,10 @@ use mountpoint::{check_dev_fuse, check_mountpoint, mount_at, unmount_path};
 use options::parse_options;
 
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    ptefs mount model.pte /tmp/m\n  \
+    ptefs mount model.pte --data weights.ptd -o allow_other /tmp/m\n  \
+    ptefs mount exports/ /tmp/m")]
 pub(super) struct MountArgs {
     /// Files or directories to show, then the mount point.
     #[arg(required = true, value_name = "SOURCE... MOUNTPOINT")]

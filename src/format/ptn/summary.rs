@@ -66,8 +66,9 @@ pub struct MethodSummary {
     /// Node and call counts.
     #[serde(flatten)]
     pub counts: MethodCounts,
-    /// The graph's tensor values by dtype; bytes are those of the
-    /// constants bound to stored tensors.
+    /// The method's tensors by dtype: the graph's values and its constants
+    /// (which the graph's value table does not repeat); bytes are those of
+    /// the constants' stored tensors.
     pub tensors_by_dtype: Vec<DtypeCount>,
 }
 
@@ -111,10 +112,11 @@ fn method(p: &PackageFile<'_>, m: &crate::schema::native_graph::Method<'_>) -> M
         by_dtype.entry(name).or_default().count += 1;
     }
     for c in m.constants().iter().flatten() {
-        if let Some(t) = p.tensor(c.data_key()) {
-            let name = graph::dtype_name(c.meta().dtype());
-            by_dtype.entry(name).or_default().bytes += t.span.len;
-        }
+        let e = by_dtype
+            .entry(graph::dtype_name(c.meta().dtype()))
+            .or_default();
+        e.count += 1;
+        e.bytes += p.tensor(c.data_key()).map_or(0, |t| t.span.len);
     }
     MethodSummary {
         name: m.name().to_owned(),

@@ -111,12 +111,12 @@ fn body(out: &mut String, g: ng::Graph<'_>, b: Option<&Bindings<'_>>, indent: &s
                 for a in n.inputs().iter().flatten() {
                     for name in graph::argument_names(&a) {
                         let mut s = format!("%{}", clip(name, NAME_LIMIT));
-                        if let Some((kind, target)) = b.and_then(|b| b.outputs.get(name)) {
-                            if *kind != ng::OutputKind::USER_OUTPUT {
-                                let kind = kind.variant_name().unwrap_or("UNKNOWN_KIND");
-                                let target = clip(target.unwrap_or(""), NAME_LIMIT);
-                                let _ = write!(s, " ({kind} {target})");
-                            }
+                        if let Some((kind, target)) = b.and_then(|b| b.outputs.get(name))
+                            && *kind != ng::OutputKind::USER_OUTPUT
+                        {
+                            let kind = kind.variant_name().unwrap_or("UNKNOWN_KIND");
+                            let target = clip(target.unwrap_or(""), NAME_LIMIT);
+                            let _ = write!(s, " ({kind} {target})");
                         }
                         items.push(s);
                     }
