@@ -578,3 +578,26 @@ fn a_zip_without_a_graph_is_not_a_package() {
         .expect("the package is shown");
     assert_eq!(read(&v, path), pattern(16, 2));
 }
+
+#[test]
+fn a_constant_without_bytes_is_listed_as_missing() {
+    let m = constants_method(&[
+        ("a.w", ng::ScalarType::FLOAT, &[4]),
+        ("gone", ng::ScalarType::HALF, &[3]),
+    ]);
+    let zip = package(&[m], &[st("a.w", "F32", &[4], pattern(16, 1))], &[]);
+    let (_d, v) = view_bytes("gone.ptn", &zip.to_bytes());
+    let idx = json(&v, "tensors/index.json");
+    let gone = idx
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["key"] == "gone")
+        .unwrap();
+    assert_eq!(gone["missing"], true);
+    assert_eq!(gone["location"], "none");
+    assert_eq!(gone["scalar_type"], "HALF");
+    assert_eq!(gone["used_by"], serde_json::json!([["forward", "b_gone"]]));
+    assert!(gone.get("name").is_none());
+    assert_eq!(ls(&v, "tensors"), ["a.w.bin", "a.w.npy", "index.json"]);
+}

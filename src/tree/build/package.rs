@@ -108,25 +108,27 @@ impl Builder {
             entry.npy = Some(npy);
             index.push(entry);
         }
-        for (fqn, u) in &uses {
-            if u.kind == Some("MUTABLE_BUFFER") {
-                let sizes = u.meta.as_ref().map(graph::sizes).unwrap_or_default();
-                let mut entry = Entry {
-                    key: Some(fqn),
-                    location: Some("none"),
-                    shape: u.meta.as_ref().map(|m| {
-                        TensorShape {
-                            scalar_type: graph::scalar_type(m.dtype()),
-                            sizes: &sizes,
-                            dim_order: &[],
-                        }
-                        .describe()
-                    }),
-                    ..Entry::default()
-                };
-                describe_use(&mut entry, Some(u), &sizes);
-                index.push(entry);
-            }
+        // Keys the graph uses without stored bytes: mutable buffers, which
+        // start as zeros, and constants the package lacks (missing).
+        for (key, u) in uses.iter().filter(|(k, _)| !paths.contains_key(*k)) {
+            let buffer = u.kind == Some("MUTABLE_BUFFER");
+            let sizes = u.meta.as_ref().map(graph::sizes).unwrap_or_default();
+            let mut entry = Entry {
+                key: Some(key),
+                location: Some("none"),
+                missing: (!buffer).then_some(true),
+                shape: u.meta.as_ref().map(|m| {
+                    TensorShape {
+                        scalar_type: graph::scalar_type(m.dtype()),
+                        sizes: &sizes,
+                        dim_order: &[],
+                    }
+                    .describe()
+                }),
+                ..Entry::default()
+            };
+            describe_use(&mut entry, Some(u), &sizes);
+            index.push(entry);
         }
         self.json(&mut tdir, "index.json", &index);
         paths
