@@ -307,8 +307,17 @@ fn graph_dot_names_every_call_and_renders() {
                 let id = format!("\"{}\" [", n["name"].as_str().unwrap());
                 assert!(dot.contains(&id), "{name} {mname}: {id}");
             }
-            let edges = dot.lines().filter(|l| l.contains(" -> ")).count();
-            assert!(edges > 0, "{name} {mname}");
+            let edges: Vec<&str> = dot.lines().filter(|l| l.contains(" -> ")).collect();
+            assert!(!edges.is_empty(), "{name} {mname}");
+            // Every tensor edge is labelled with its name, dtype and shape.
+            for e in edges {
+                let label = e.split("label=\"").nth(1).unwrap();
+                let (_, ty) = label.split_once("\\n").unwrap_or_else(|| panic!("{e}"));
+                assert!(
+                    ty.contains('[') && ty.chars().next().unwrap().is_ascii_uppercase(),
+                    "{e}"
+                );
+            }
             render_with_graphviz(&dot);
         }
     }

@@ -17,8 +17,8 @@ pub fn render(m: ng::Method<'_>) -> String {
     let _ = writeln!(out, "digraph {} {{", quote(m.name()));
     out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
     out.push_str("  edge [fontname=\"monospace\", fontsize=10];\n");
-    let constants: BTreeMap<&str, &str> = (m.constants().iter().flatten())
-        .map(|c| (c.name(), c.data_key()))
+    let constants: BTreeMap<&str, ng::NamedTensorRef<'_>> = (m.constants().iter().flatten())
+        .map(|c| (c.name(), c))
         .collect();
     let mut clusters = 0;
     body(&mut out, m.graph(), "", &constants, &mut clusters);
@@ -32,16 +32,18 @@ fn body(
     out: &mut String,
     g: ng::Graph<'_>,
     scope: &str,
-    constants: &BTreeMap<&str, &str>,
+    constants: &BTreeMap<&str, ng::NamedTensorRef<'_>>,
     clusters: &mut usize,
 ) {
-    let metas = graph::value_metas(&g);
+    let mut metas = graph::value_metas(&g);
+    // Constants' metadata is on the method, not in the graph's value table.
+    metas.extend(constants.iter().map(|(k, c)| (*k, c.meta())));
     let id = |name: &str| quote(&format!("{scope}{name}"));
     let mut producer: BTreeMap<&str, &str> = BTreeMap::new();
     for n in g.nodes() {
         let label = match n.op_kind() {
             ng::OpKind::PLACEHOLDER => {
-                let what = constants.get(n.name()).map_or("input", |k| k);
+                let what = constants.get(n.name()).map_or("input", |c| c.data_key());
                 let shape = metas.get(n.name()).map(meta).unwrap_or_default();
                 format!(
                     "{}\n{}\n{shape}",
