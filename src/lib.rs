@@ -1,5 +1,6 @@
-//! ptefs shows ExecuTorch program (`.pte`), data (`.ptd`) and bundled
-//! program (`.bpte`) files as read-only directory trees.
+//! ptefs shows ExecuTorch program (`.pte`), data (`.ptd`), bundled
+//! program (`.bpte`) and native program package (`.ptn`) files as
+//! read-only directory trees.
 //!
 //! The crate is layered so that everything a mount serves can be tested
 //! without one:
