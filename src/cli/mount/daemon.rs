@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::mpsc;
 
-use fuser::{Config, Session};
+use fuser::{Config, Session, SessionUnmounter};
 use nix::fcntl::OFlag;
 use nix::sys::signal::{SigSet, Signal};
 use nix::unistd::{ForkResult, dup2_stderr, dup2_stdin, dup2_stdout, fork, pipe2, setsid};
@@ -155,7 +155,7 @@ pub(super) fn serve(
     config.clone_fd = true;
     let mut session = Session::new(fs, mountpoint, &config)
         .map_err(|e| fail(cannot_mount(mountpoint, options, &e)))?;
-    let mut unmounter = session.unmount_callable();
+    let unmounter = session.unmount_callable();
     release_free_heap();
     let (tx, rx) = mpsc::channel::<Event>();
     let ended = tx.clone();
@@ -168,13 +168,7 @@ pub(super) fn serve(
         .map_err(|e| fail(format!("cannot start: {e}")))?;
     std::thread::Builder::new()
         .name("signals".into())
-        .spawn(move || {
-            while let Ok(sig) = signals.wait() {
-                if tx.send(Event::Signal(sig)).is_err() {
-                    break;
-                }
-            }
-        })
+        .spawn(move || forward_signals(signals, tx))
         .map_err(|e| fail(format!("cannot start: {e}")))?;
     // The mount answers once the workers run: prove it before reporting.
     std::fs::metadata(mountpoint).map_err(|e| {
@@ -190,6 +184,24 @@ pub(super) fn serve(
         drop(r);
         redirect_stdio(log.as_ref());
     }
+    serve_until_unmounted(&rx, unmounter, mountpoint)
+}
+
+/// Sends each signal of `signals` as it arrives, until nobody listens.
+fn forward_signals(signals: SigSet, tx: mpsc::Sender<Event>) {
+    while let Ok(sig) = signals.wait() {
+        if tx.send(Event::Signal(sig)).is_err() {
+            break;
+        }
+    }
+}
+
+/// Unmounts on a signal, and returns when the session ends.
+fn serve_until_unmounted(
+    rx: &mpsc::Receiver<Event>,
+    mut unmounter: SessionUnmounter,
+    mountpoint: &Path,
+) -> Result<i32, i32> {
     loop {
         match rx.recv() {
             Ok(Event::Signal(sig)) => {

@@ -22,10 +22,12 @@ use options::parse_options;
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Examples:
-  ptefs mount model.pte /tmp/model        mount; returns once the mount answers
+  ptefs mount model.pte /tmp/model
+      shows model.pte read-only under /tmp/model; returns once it answers
   ptefs mount model.pte --data weights.ptd /tmp/model
-  ptefs mount --subdirs exports/ /tmp/all one directory per model under exports/
-  ptefs mount -f -o allow_other model.pte /tmp/model
+      with the tensors model.pte keeps in weights.ptd
+  ptefs mount --subdirs exports/ /tmp/all
+      one directory per model in exports/ and its subdirectories
   ptefs umount /tmp/model")]
 pub(super) struct MountArgs {
     /// Files or directories to show, then the mount point.

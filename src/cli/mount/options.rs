@@ -17,7 +17,7 @@ pub(super) struct Options {
 /// A mount option ptefs does not take.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub(super) enum OptionError {
-    #[error("ptefs is read-only: the option \"rw\" is not supported")]
+    #[error("mount option \"rw\" is not supported: ptefs mounts are read-only")]
     ReadWrite,
     #[error("unknown mount option \"{0}\"")]
     Unknown(String),
@@ -159,7 +159,7 @@ mod tests {
         let e = parse_options(&["ro,rw".into()], "x", true).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "ptefs is read-only: the option \"rw\" is not supported"
+            "mount option \"rw\" is not supported: ptefs mounts are read-only"
         );
         let e = parse_options(&["big_writes".into()], "x", true).unwrap_err();
         assert_eq!(e.to_string(), "unknown mount option \"big_writes\"");
