@@ -484,6 +484,7 @@ fn an_unprivileged_user_mounts_and_unmounts() {
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let pte = tmp.path().join("mlp.pte");
     std::fs::copy(fixture("mlp.pte"), &pte).unwrap();
+    std::os::unix::fs::chown(&pte, Some(uid), None).unwrap();
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     std::os::unix::fs::chown(&mnt, Some(uid), None).unwrap();
@@ -519,7 +520,7 @@ fn an_unprivileged_user_mounts_and_unmounts() {
     );
     assert!(
         text.trim_end().ends_with(&uid.to_string()),
-        "owned by the mounting user: {text}"
+        "owned by the source's owner: {text}"
     );
     // Without allow_other, nobody else may enter, root included.
     let e = std::fs::read_dir(&mnt).unwrap_err();
@@ -969,4 +970,40 @@ fn subdirs_takes_models_from_subdirectories_of_a_directory_source() {
     assert_eq!(names(&deep), ["add.pte", "dtypes.pte", "mlp.pte"]);
     let seg = std::fs::read(deep.path("mlp.pte/segments/0.bin")).unwrap();
     assert_eq!(sha256(&seg), MLP_SEGMENT_SHA256);
+}
+
+#[test]
+fn allow_other_grants_no_more_than_the_source_does() {
+    if !root_fuse_or_skip("allow_other_grants_no_more_than_the_source_does") {
+        return;
+    }
+    let (user, _) = test_user().expect("a test user");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (mode, readable) in [(0o600, false), (0o644, true)] {
+        let src = tmp.path().join(format!("mlp-{mode:o}.pte"));
+        std::fs::copy(fixture("mlp.pte"), &src).unwrap();
+        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(mode)).unwrap();
+        let m = Mounted::new(&[OsStr::new("-o"), OsStr::new("allow_other"), src.as_os_str()]);
+        let parent = m.dir.parent().unwrap();
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = as_user(
+            &user,
+            &format!("sha256sum {}/segments/0.bin", m.dir.display()),
+        );
+        let (text, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        if readable {
+            assert!(out.status.success(), "{mode:o}: {err}");
+            assert!(text.starts_with(MLP_SEGMENT_SHA256), "{mode:o}: {text}");
+        } else {
+            assert!(!out.status.success(), "{mode:o}: {user} read {text}");
+            assert!(err.contains("Permission denied"), "{mode:o}: {err}");
+        }
+        // Root, who mounted it, reads it either way.
+        let seg = std::fs::read(m.path("segments/0.bin")).unwrap();
+        assert_eq!(sha256(&seg), MLP_SEGMENT_SHA256);
+    }
 }

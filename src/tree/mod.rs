@@ -194,6 +194,7 @@ impl Tree {
                 parsed,
             }],
             &[],
+            false,
         ))
     }
 

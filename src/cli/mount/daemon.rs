@@ -14,6 +14,7 @@ use nix::unistd::{ForkResult, dup2_stderr, dup2_stdin, dup2_stdout, fork, pipe2,
 use super::mountpoint::unmount_path;
 use super::options::Options;
 use crate::cli::{OK, TROUBLE, error};
+use crate::fs::Fs;
 use crate::fuse::PtefsFs;
 use crate::view::View;
 
@@ -143,11 +144,7 @@ pub(super) fn serve(
     // including fuser's, inherits this mask.
     let signals = block_signals();
     keep_inherited_descriptors_from_helpers();
-    let fs = PtefsFs::new(
-        view,
-        nix::unistd::getuid().as_raw(),
-        nix::unistd::getgid().as_raw(),
-    );
+    let fs = PtefsFs::new(Fs::new(view));
     let mut config = Config::default();
     config.mount_options = options.mount.clone();
     config.acl = options.acl;

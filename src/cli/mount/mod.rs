@@ -24,8 +24,8 @@ use options::parse_options;
 Examples:
   ptefs mount model.pte /tmp/model
       shows model.pte read-only under /tmp/model; returns once it answers
-  ptefs mount model.pte --data weights.ptd /tmp/model
-      with the tensors model.pte keeps in weights.ptd
+  ptefs mount model.pte --data weights.ptd -o allow_other /tmp/model
+      with the tensors model.pte keeps in weights.ptd; others may read it
   ptefs mount --subdirs exports/ /tmp/all
       one directory per model in exports/ and its subdirectories
   ptefs umount /tmp/model")]
