@@ -3,6 +3,7 @@
 //! a mistyped subcommand is answered with a suggestion.
 
 mod common;
+mod writer;
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -144,4 +145,50 @@ fn an_existing_source_is_mounted_by_the_short_form() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("/nonexistent/mountpoint"), "{err}");
+}
+
+#[test]
+fn control_characters_in_names_are_escaped_in_text_and_exact_in_json() {
+    let key = "evil\nkey\x1b[31m\\";
+    let p = writer::Program {
+        named: vec![(key.to_owned(), vec![7u8; 4].into())],
+        ..writer::Program::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "m.pte", &p.to_bytes());
+    let run = |args: &[&str]| {
+        let out = Command::new(ptefs_bin()).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let p = path.to_str().unwrap();
+    let listing = run(&["ls", p, "named"]);
+    assert!(
+        listing.contains("evil\\nkey\\x1b[31m\\\\.bin\n"),
+        "{listing:?}"
+    );
+    assert!(!listing.contains('\x1b'), "{listing:?}");
+    let listing = run(&["ls", "-R", p]);
+    assert!(
+        !listing.contains('\x1b') && listing.lines().all(|l| !l.is_empty()),
+        "{listing:?}"
+    );
+    // The file is found by its real name, and index.json keeps it exact.
+    let name = format!("named/{key}.bin");
+    assert_eq!(run(&["cat", p, &name]).as_bytes(), [7u8; 4]);
+    let index: serde_json::Value =
+        serde_json::from_str(&run(&["cat", p, "named/index.json"])).unwrap();
+    assert_eq!(index[0]["key"], key);
+    let stat: serde_json::Value =
+        serde_json::from_str(&run(&["stat", "--json", p, &name])).unwrap();
+    assert_eq!(stat["path"], name.as_str());
+    let text = run(&["stat", p, &name]);
+    assert!(
+        text.starts_with("  File: named/evil\\nkey\\x1b[31m"),
+        "{text:?}"
+    );
 }
