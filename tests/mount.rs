@@ -1016,22 +1016,10 @@ fn a_second_long_listing_does_not_ask_for_acls_again() {
     // The kernel caches ACLs (none here) once the daemon says it handles
     // them, so `ls -l` costs the daemon one ACL request per file, once.
     let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("ptefs.log");
-    let mnt = tmp.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let out = Command::new(ptefs_bin())
-        .env("RUST_LOG", "fuser::request=debug")
-        .arg("mount")
-        .arg(fixture("mv2_xnnpack.pte"))
-        .arg(&mnt)
-        .arg("--log-file")
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (mnt, log) = Mounted::logged(
+        &fixture("mv2_xnnpack.pte"),
+        tmp.path(),
+        Some("fuser::request=debug"),
     );
     let files = walk(&mnt).len();
     let acl_requests = || {
