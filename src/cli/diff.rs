@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{NOT_FOUND, OK, TROUBLE, error, open_inputs};
-use crate::format::Parsed;
 use crate::report::diff::{self, Side};
 
 #[derive(Args, Debug)]
@@ -45,14 +44,7 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
     if oa.sources[pa.source].bytes() == ob.sources[pb.source].bytes() {
         return Ok(OK);
     }
-    let data: Vec<_> = ia
-        .attached
-        .iter()
-        .filter_map(|i| match &i.parsed {
-            Parsed::Data(d) => Some(d),
-            _ => None,
-        })
-        .collect();
+    let data = ia.attached_data();
     let report = diff::compare(
         &Side {
             parsed: &pa.parsed,

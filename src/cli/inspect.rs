@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{OK, TROUBLE, error, open_inputs};
-use crate::format::Parsed;
 use crate::report::inspect::inspect;
 
 #[derive(Args, Debug)]
@@ -38,15 +37,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
             crate::text::escape(&input.name)
         ));
     }
-    let attached: Vec<_> = inputs
-        .attached
-        .iter()
-        .filter_map(|i| match &i.parsed {
-            Parsed::Data(d) => Some(d),
-            _ => None,
-        })
-        .collect();
-    let report = inspect(&input.name, &input.parsed, &attached);
+    let report = inspect(&input.name, &input.parsed, &inputs.attached_data());
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
             error(format_args!("{}: {e}", args.file.display()));
