@@ -136,7 +136,7 @@ fn methods(a: &ProgramFile<'_>, b: &ProgramFile<'_>, r: &mut Report) {
     let names = |p: &ProgramFile<'_>| {
         p.methods
             .iter()
-            .map(|m| m.name.to_owned())
+            .map(|m| m.name.to_string())
             .collect::<BTreeSet<_>>()
     };
     let (na, nb) = (names(a), names(b));
@@ -167,7 +167,7 @@ fn methods(a: &ProgramFile<'_>, b: &ProgramFile<'_>, r: &mut Report) {
 /// Kernel calls per `name.overload` in method `name`.
 fn operator_counts(p: &ProgramFile<'_>, name: &str) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
-    let Some(m) = p.methods.iter().find(|m| m.name == name) else {
+    let Some(m) = p.methods.iter().find(|m| m.name.show() == name) else {
         return counts;
     };
     for ins in m
@@ -203,7 +203,7 @@ fn tensors_of<'a>(side: &Side<'_, 'a>) -> BTreeMap<String, Tensor<'a>> {
                         sizes: l.sizes.clone(),
                         bytes: Some(e.span.bytes(d.bytes)),
                     };
-                    out.entry(e.key.to_owned()).or_insert(t);
+                    out.entry(e.key.to_string()).or_insert(t);
                 }
             }
         }
@@ -219,9 +219,10 @@ fn tensors_of<'a>(side: &Side<'_, 'a>) -> BTreeMap<String, Tensor<'a>> {
                             .and_then(|(d, e)| e.span.bytes(d.bytes).get(..t.nbytes as usize)),
                         other => other.span().map(|s| s.bytes(p.bytes)),
                     };
-                    let name = t
-                        .fqn
-                        .map_or_else(|| format!("{}/{}", m.name, t.value_index), str::to_owned);
+                    let name = t.fqn.map_or_else(
+                        || format!("{}/{}", m.name, t.value_index),
+                        |f| f.to_string(),
+                    );
                     out.entry(name).or_insert(Tensor {
                         scalar_type: t.scalar_type,
                         sizes: t.sizes.clone(),
@@ -349,13 +350,13 @@ fn named_blobs<'a>(p: &Parsed<'a>) -> BTreeMap<String, &'a [u8]> {
             .entries
             .iter()
             .filter(|e| e.layout.is_none())
-            .map(|e| (e.key.to_owned(), e.span.bytes(d.bytes)))
+            .map(|e| (e.key.to_string(), e.span.bytes(d.bytes)))
             .collect(),
         other => program(other)
             .map(|p| {
                 p.named
                     .iter()
-                    .map(|n| (n.key.to_owned(), n.span.bytes(p.bytes)))
+                    .map(|n| (n.key.to_string(), n.span.bytes(p.bytes)))
                     .collect()
             })
             .unwrap_or_default(),
@@ -369,7 +370,7 @@ fn delegate_blobs<'a>(p: &ProgramFile<'a>) -> BTreeMap<String, &'a [u8]> {
             m.delegates.iter().map(move |d| {
                 (
                     format!("{} #{} {}", m.name, d.index, d.id),
-                    d.processed.bytes(p.bytes),
+                    d.processed.map_or(&[][..], |s| s.bytes(p.bytes)),
                 )
             })
         })

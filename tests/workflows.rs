@@ -138,7 +138,7 @@ fn a_ptd_lacking_a_key_warns_once_and_shows_the_rest() {
                     dim_order: l.dim_order.clone(),
                 };
                 (
-                    e.key.to_owned(),
+                    e.key.to_string(),
                     Some(layout),
                     e.span.bytes(&full).to_vec().into(),
                 )

@@ -35,7 +35,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         .collect::<Result<Vec<_>, _>>()?;
     let keys: std::collections::HashSet<String> = super::parse_data(&data_sources)?
         .iter()
-        .flat_map(|d| d.entries.iter().map(|e| e.key.to_owned()))
+        .flat_map(|d| d.entries.iter().map(|e| e.key.to_string()))
         .collect();
     let summary = match &parsed {
         Parsed::Program(p) => program(p, 0, &keys),
@@ -159,7 +159,7 @@ fn program(p: &ProgramFile<'_>, shift: u64, attached: &std::collections::HashSet
         }
         for d in &m.delegates {
             delegates.push(
-                json!({"method": m.name, "index": d.index, "id": d.id, "bytes": d.processed.len}),
+                json!({"method": m.name, "index": d.index, "id": d.id, "bytes": d.processed.map_or(0, |s| s.len)}),
             );
         }
         methods.push(json!({
@@ -171,7 +171,7 @@ fn program(p: &ProgramFile<'_>, shift: u64, attached: &std::collections::HashSet
             "tensors": m.tensors.len(),
             "tensor_bytes": bytes,
             "external_tensors": m.tensors.iter().filter(|t| matches!(t.data, TensorData::External { .. })).count(),
-            "external_missing": m.tensors.iter().filter(|t| matches!(t.data, TensorData::External { key } if !attached.contains(key))).count(),
+            "external_missing": m.tensors.iter().filter(|t| matches!(t.data, TensorData::External { key } if !attached.contains(&key.to_string()))).count(),
             "delegates": m.delegates.len(),
         }));
     }
@@ -195,7 +195,7 @@ fn program(p: &ProgramFile<'_>, shift: u64, attached: &std::collections::HashSet
             .methods
             .iter()
             .flat_map(|m| &m.delegates)
-            .any(|d| d.processed == *s);
+            .any(|d| d.processed == Some(*s));
         let is_named = p.named.iter().any(|n| n.span == *s);
         let is_mutable = p
             .program

@@ -9,9 +9,11 @@ mod bundled;
 mod data;
 mod error;
 mod header;
+mod index;
 mod program;
 pub mod scalar;
 mod span;
+pub mod text;
 mod verify;
 
 pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
@@ -23,6 +25,7 @@ pub use program::{
     operator_name, tensor_nbytes,
 };
 pub use span::Span;
+pub use text::Name;
 
 /// What a file is, decided by the magic at byte 4 rather than by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

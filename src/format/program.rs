@@ -1,14 +1,13 @@
 //! The program (`.pte`): its flatbuffer and where each tensor's bytes live.
 
-use flatbuffers::{Follow, Vector};
-
-use super::header::{PteHeader, show_magic};
+use super::header::PteHeader;
+use super::index::{at, segment};
+use super::text::{self, Name};
 use super::{Error, Result, Span, scalar, verify};
 use crate::schema::ScalarType;
 use crate::schema::program as fb;
 
 /// A validated program file. Every span in it lies within `bytes`.
-#[derive(Debug)]
 pub struct ProgramFile<'a> {
     /// The whole file.
     pub bytes: &'a [u8],
@@ -32,10 +31,9 @@ pub struct ProgramFile<'a> {
 }
 
 /// One execution plan and the values in it that have bytes.
-#[derive(Debug)]
 pub struct MethodInfo<'a> {
     /// The method name (`forward`).
-    pub name: &'a str,
+    pub name: Name<'a>,
     /// The plan in the flatbuffer.
     pub plan: fb::ExecutionPlan<'a>,
     /// Tensor values with initial bytes in this or an external file.
@@ -56,7 +54,7 @@ pub struct TensorInfo<'a> {
     /// Dimension order, outermost first.
     pub dim_order: Vec<u8>,
     /// `extra_tensor_info.fully_qualified_name`.
-    pub fqn: Option<&'a str>,
+    pub fqn: Option<Name<'a>>,
     /// Elements × element size.
     pub nbytes: u64,
     /// Where the bytes are.
@@ -85,7 +83,7 @@ pub enum TensorData<'a> {
     /// Stored in a data file under this key.
     External {
         /// The named-data key, equal to the fully qualified name.
-        key: &'a str,
+        key: Name<'a>,
     },
 }
 
@@ -116,22 +114,49 @@ pub struct Delegate<'a> {
     /// Index in `ExecutionPlan.delegates`.
     pub index: usize,
     /// The backend id (`XnnpackBackend`).
-    pub id: &'a str,
-    /// The processed blob.
-    pub processed: Span,
+    pub id: Name<'a>,
+    /// The processed blob; `None` when it is inline and its data vector is
+    /// absent (no bytes anywhere).
+    pub processed: Option<Span>,
     /// `(key, value)` of each compile spec.
-    pub compile_specs: Vec<(&'a str, &'a [u8])>,
+    pub compile_specs: Vec<(Name<'a>, &'a [u8])>,
 }
 
 /// A `Program.named_data` entry.
 #[derive(Debug, Clone)]
 pub struct NamedBlob<'a> {
     /// The key.
-    pub key: &'a str,
+    pub key: Name<'a>,
     /// The segment holding the blob.
     pub segment_index: u32,
     /// The blob's bytes (the whole segment).
     pub span: Span,
+}
+
+// Debug by hand: the generated tables' Debug reads strings through the
+// `&str` accessors, which must not run on unchecked bytes (see `text`).
+impl std::fmt::Debug for ProgramFile<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgramFile")
+            .field("header", &self.header)
+            .field("flatbuffer", &self.flatbuffer)
+            .field("segments", &self.segments)
+            .field("constants", &self.constants)
+            .field("methods", &self.methods)
+            .field("named", &self.named)
+            .field("warnings", &self.warnings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for MethodInfo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MethodInfo")
+            .field("name", &self.name)
+            .field("tensors", &self.tensors)
+            .field("delegates", &self.delegates)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Longest operator or backend name shown per use. A file can make one
@@ -157,26 +182,13 @@ pub fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
 pub fn operator_name(plan: fb::ExecutionPlan<'_>, index: i32) -> Option<String> {
     let i = usize::try_from(index).ok()?;
     let op = plan.operators().filter(|o| i < o.len())?.get(i);
-    let name = clip(op.name().unwrap_or(""), NAME_LIMIT);
-    Some(match clip(op.overload().unwrap_or(""), NAME_LIMIT) {
+    let name = text::operator_name(op).unwrap_or_default().show();
+    let overload = text::operator_overload(op).unwrap_or_default().show();
+    let name = clip(&name, NAME_LIMIT);
+    Some(match clip(&overload, NAME_LIMIT) {
         o if o.is_empty() => name.into_owned(),
         o => format!("{name}.{o}"),
     })
-}
-
-/// Element `i` of an optional vector, or an error naming `what`.
-pub(super) fn at<'a, T: Follow<'a> + 'a>(
-    v: Option<Vector<'a, T>>,
-    i: u64,
-    what: &str,
-) -> Result<T::Inner> {
-    let len = v.map_or(0, |v| v.len());
-    match v {
-        Some(v) if i < len as u64 => Ok(v.get(i as usize)),
-        _ => Err(Error::new(format!(
-            "{what} index {i} is out of range ({len} entries)"
-        ))),
-    }
 }
 
 fn is_external(t: fb::Tensor<'_>) -> bool {
@@ -219,32 +231,19 @@ impl<'a> ProgramFile<'a> {
             len: header.flatbuffer_len(file_len),
         };
         let fb_bytes = flatbuffer.bytes(bytes);
-        let program =
-            flatbuffers::root_with_opts::<fb::Program>(&verify::options(fb_bytes.len()), fb_bytes)
-                .map_err(|e| {
-                    Error::new(format!(
-                        "program flatbuffer (bytes 0..{}) fails verification: {}",
-                        fb_bytes.len(),
-                        verify::one_line(&e)
-                    ))
-                })?;
-        let mut warnings = Vec::new();
-        if header.magic != *b"ET12" {
-            warnings.push(format!(
-                "file identifier is {}; this reader's schema is \"ET12\", so fields may be misread",
-                show_magic(&header.magic)
-            ));
-        }
+        let (program, warning) = verify::root::<fb::Program>(fb_bytes, "program flatbuffer")?;
+        let warnings = warning.into_iter().collect();
 
         let base = header.segment_base();
         let mut segments = Vec::new();
         for (i, s) in program.segments().iter().flatten().enumerate() {
-            let start = base.checked_add(s.offset()).ok_or_else(|| {
-                Error::new(format!(
-                    "segment {i}: base {base} + offset {} overflows",
-                    s.offset()
-                ))
-            })?;
+            let start = base
+                .checked_add(s.offset())
+                .ok_or_else(|| Error::Overflow {
+                    what: format!("segment {i} from base {base}"),
+                    offset: base,
+                    len: s.offset(),
+                })?;
             segments.push(Span::checked(start, s.size(), file_len, || {
                 format!(
                     "segment {i} (offset {} size {} from base {base})",
@@ -274,7 +273,7 @@ impl<'a> ProgramFile<'a> {
         file.warnings.extend(notes);
         file.fit_constants_to_tensors();
         for (i, nd) in program.named_data().iter().flatten().enumerate() {
-            let key = nd.key().unwrap_or("");
+            let key = text::named_data_key(nd).unwrap_or_default();
             let span = *file.segment(u64::from(nd.segment_index()), || {
                 format!("named_data {i} (key {key:?})")
             })?;
@@ -288,13 +287,7 @@ impl<'a> ProgramFile<'a> {
     }
 
     fn segment(&self, index: u64, what: impl FnOnce() -> String) -> Result<&Span> {
-        self.segments.get(index as usize).ok_or_else(|| {
-            Error::new(format!(
-                "{}: segment index {index} is out of range ({} segments)",
-                what(),
-                self.segments.len()
-            ))
-        })
+        segment(&self.segments, index, what)
     }
 
     /// True when constants are stored inline (files from before segments).
@@ -311,10 +304,10 @@ impl<'a> ProgramFile<'a> {
             return Ok(buffers
                 .enumerate()
                 .map(|(i, b)| {
-                    (i > 0).then(|| {
-                        let storage = b.storage().map_or(&[][..], |s| s.bytes());
-                        Span::of_subslice(self.bytes, storage)
-                    })
+                    let storage = b.storage().map(|s| s.bytes());
+                    (i > 0)
+                        .then(|| Span::of_vector(self.bytes, storage))
+                        .flatten()
                 })
                 .collect());
         }
@@ -369,7 +362,7 @@ impl<'a> ProgramFile<'a> {
         plan: fb::ExecutionPlan<'a>,
         warnings: &mut Vec<String>,
     ) -> Result<MethodInfo<'a>> {
-        let name = plan.name().unwrap_or("");
+        let name = text::plan_name(plan).unwrap_or_default();
         let ctx = |e: Error| e.context(format_args!("method {m} ({name:?})"));
         let mut tensors = Vec::new();
         for (v, value) in plan.values().iter().flatten().enumerate() {
@@ -421,16 +414,19 @@ impl<'a> ProgramFile<'a> {
         let Some(nbytes) = tensor_nbytes(t.scalar_type(), &sizes)? else {
             return Ok(None);
         };
-        let fqn = eti.and_then(|e| e.fully_qualified_name());
+        let fqn = eti.and_then(text::fully_qualified_name);
         let data = if external {
             let key = fqn.ok_or_else(|| {
                 Error::new("is EXTERNAL but has no fully_qualified_name to look it up by")
             })?;
             TensorData::External { key }
         } else if t.allocation_info().is_none() {
+            let Some(span) = self.constant_span(idx, nbytes)? else {
+                return Ok(None);
+            };
             TensorData::Constant {
                 buffer_index: idx,
-                span: self.constant_span(idx, nbytes)?,
+                span,
             }
         } else {
             let table = eti.map_or(0, |e| e.mutable_data_segments_idx());
@@ -466,7 +462,9 @@ impl<'a> ProgramFile<'a> {
         }))
     }
 
-    fn constant_span(&self, idx: u32, nbytes: u64) -> Result<Span> {
+    /// The bytes of a constant tensor; `None` for an empty tensor in a
+    /// legacy buffer without storage, which has no bytes anywhere.
+    fn constant_span(&self, idx: u32, nbytes: u64) -> Result<Option<Span>> {
         let what = || format!("constant buffer {idx} holding {nbytes} bytes");
         if self.legacy_constants() {
             let buffer = at(
@@ -474,15 +472,19 @@ impl<'a> ProgramFile<'a> {
                 u64::from(idx),
                 "constant_buffer",
             )?;
-            let storage = buffer.storage().map_or(&[][..], |s| s.bytes());
-            return Span::of_subslice(self.bytes, storage).prefix(nbytes, what);
+            let storage = buffer.storage().map(|s| s.bytes());
+            return match Span::of_vector(self.bytes, storage) {
+                Some(span) => span.prefix(nbytes, what).map(Some),
+                None if nbytes == 0 => Ok(None),
+                None => Err(Error::new(format!("{}: the buffer has no storage", what()))),
+            };
         }
         let cs = self.program.constant_segment().ok_or_else(|| {
             Error::new("refers to constant data but the program has no constant_segment")
         })?;
         let off = at(cs.offsets(), u64::from(idx), "constant_segment.offsets")?;
         let seg = *self.segment(u64::from(cs.segment_index()), || "constant_segment".into())?;
-        seg.sub(off, nbytes, what)
+        seg.sub(off, nbytes, what).map(Some)
     }
 
     fn delegate(&self, d: usize, del: fb::BackendDelegate<'a>) -> Result<Delegate<'a>> {
@@ -497,9 +499,9 @@ impl<'a> ProgramFile<'a> {
                     index,
                     "backend_delegate_data",
                 )?;
-                Span::of_subslice(self.bytes, inline.data().map_or(&[][..], |v| v.bytes()))
+                Span::of_vector(self.bytes, inline.data().map(|v| v.bytes()))
             }
-            fb::DataLocation::SEGMENT => *self.segment(index, || "processed data".into())?,
+            fb::DataLocation::SEGMENT => Some(*self.segment(index, || "processed data".into())?),
             other => {
                 return Err(Error::new(format!(
                     "processed data location {} is neither INLINE nor SEGMENT",
@@ -513,14 +515,14 @@ impl<'a> ProgramFile<'a> {
             .flatten()
             .map(|cs| {
                 (
-                    cs.key().unwrap_or(""),
+                    text::compile_spec_key(cs).unwrap_or_default(),
                     cs.value().map_or(&[][..], |v| v.bytes()),
                 )
             })
             .collect();
         Ok(Delegate {
             index: d,
-            id: del.id().unwrap_or(""),
+            id: text::backend_id(del).unwrap_or_default(),
             processed: span,
             compile_specs,
         })

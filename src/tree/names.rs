@@ -10,20 +10,27 @@ const NAME_MAX: usize = 255;
 const CUT_AT: usize = 230;
 
 /// Percent-encodes what cannot or should not appear in a file name: `/`,
-/// NUL, `%`, `~` and a leading `.`; the empty string becomes `%`.
-pub fn encode(raw: &str) -> String {
+/// NUL, `%`, `~`, a leading `.` and every byte that is not part of a UTF-8
+/// character (`%FF`); the empty string becomes `%`.
+pub fn encode(raw: impl AsRef<[u8]>) -> String {
+    let raw = raw.as_ref();
     if raw.is_empty() {
         return "%".to_owned();
     }
     let mut out = String::with_capacity(raw.len());
-    for (i, c) in raw.char_indices() {
-        match c {
-            '/' => out.push_str("%2F"),
-            '\0' => out.push_str("%00"),
-            '%' => out.push_str("%25"),
-            '~' => out.push_str("%7E"),
-            '.' if i == 0 => out.push_str("%2E"),
-            c => out.push(c),
+    for chunk in raw.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '/' => out.push_str("%2F"),
+                '\0' => out.push_str("%00"),
+                '%' => out.push_str("%25"),
+                '~' => out.push_str("%7E"),
+                '.' if out.is_empty() => out.push_str("%2E"),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("%{b:02X}"));
         }
     }
     out
@@ -106,6 +113,8 @@ mod tests {
         assert_eq!(encode(""), "%");
         assert_eq!(encode("x\0y%z~"), "x%00y%25z%7E");
         assert_eq!(encode("fc1.weight"), "fc1.weight");
+        assert_eq!(encode(b"w\xFF.\xC3"), "w%FF.%C3");
+        assert_eq!(encode(b"\xFF."), "%FF.");
     }
 
     #[test]

@@ -93,10 +93,10 @@ impl Builder {
                     npy: Some(npy),
                     kind: Some("Tensor"),
                     shape: Some(shape.describe()),
-                    nbytes: Some(span.len),
-                    source: Some(Source {
+                    nbytes: Some(span.map_or(0, |s| s.len)),
+                    source: span.map(|s| Source {
                         file: None,
-                        offset: origin.shifted(*span).offset,
+                        offset: origin.shifted(s).offset,
                     }),
                     ..Entry::default()
                 }

@@ -44,6 +44,7 @@ impl Builder {
                 }),
                 ..Entry::default()
             };
+            entry.flag_escaped_names();
             let name = match &e.layout {
                 Some(l) => {
                     let shape = TensorShape {
@@ -51,7 +52,8 @@ impl Builder {
                         sizes: &l.sizes,
                         dim_order: &l.dim_order,
                     };
-                    let (bin, npy) = self.tensor_files(&mut tdir, &stem, origin, e.span, &shape);
+                    let (bin, npy) =
+                        self.tensor_files(&mut tdir, &stem, origin, Some(e.span), &shape);
                     entry.npy = Some(npy);
                     entry.shape = Some(shape.describe());
                     entry.location = Some("tensor");

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::format::scalar;
+use crate::format::{Name, scalar};
 use crate::schema::ScalarType;
 
 /// One entry of an `index.json`. Fields that do not apply to an entry are
@@ -27,10 +27,14 @@ pub(super) struct Entry<'a> {
     pub value_index: Option<usize>,
     /// Named data: the original key.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<&'a str>,
+    pub key: Option<Name<'a>>,
     /// Program tensors: the fully qualified name, or `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fqn: Option<Option<&'a str>>,
+    pub fqn: Option<Option<Name<'a>>>,
+    /// Present (`true`) when `key` or `fqn` is not UTF-8: both are then
+    /// shown with `%` and each byte outside a UTF-8 character as `%XX`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percent_encoded: Option<bool>,
     /// Test case values: `Tensor`, `Int`, `Bool`, `Double`.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'static str>,
@@ -61,6 +65,16 @@ pub(super) struct Entry<'a> {
     /// External tensors found in no attached data file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<bool>,
+}
+
+impl Entry<'_> {
+    /// Sets `percent_encoded` when a name of the entry needs it.
+    pub fn flag_escaped_names(&mut self) {
+        let fqn = self.fqn.flatten();
+        if self.key.into_iter().chain(fqn).any(Name::is_escaped) {
+            self.percent_encoded = Some(true);
+        }
+    }
 }
 
 /// Where bytes are: `file` is the data file's name for bytes from an

@@ -174,15 +174,25 @@ impl Builder {
         name
     }
 
-    /// `<stem>.bin` and, where NumPy can describe it, `<stem>.npy`.
+    /// `<stem>.bin` and, where NumPy can describe it, `<stem>.npy`. A
+    /// tensor without a span (no data vector, no bytes) gets empty contents.
     fn tensor_files(
         &mut self,
         dir: &mut Dir,
         stem: &str,
         origin: Origin,
-        span: Span,
+        span: Option<Span>,
         shape: &TensorShape<'_>,
     ) -> (String, Option<String>) {
+        let content = |header: Option<Vec<u8>>| match (span, header) {
+            (Some(span), None) => origin.content(span),
+            (Some(span), Some(prefix)) => Content::Prefixed {
+                prefix: prefix.into_boxed_slice(),
+                source: origin.source,
+                span: origin.shifted(span),
+            },
+            (None, header) => Content::Generated(header.unwrap_or_default().into()),
+        };
         let header = scalar::numpy(shape.scalar_type)
             .and_then(|np| npy::header(np.descr, &shape.physical()));
         let meta = Some(self.tensors.len() as u32);
@@ -192,7 +202,7 @@ impl Builder {
         });
         let Some(header) = header else {
             let name = dir.names.unique(stem, ".bin");
-            self.file(dir.ino, name.clone(), origin.content(span), meta);
+            self.file(dir.ino, name.clone(), content(None), meta);
             return (name, None);
         };
         let mut names = dir.names.unique_family(stem, &[".bin", ".npy"]).into_iter();
@@ -200,13 +210,8 @@ impl Builder {
             names.next().unwrap_or_default(),
             names.next().unwrap_or_default(),
         );
-        self.file(dir.ino, bin.clone(), origin.content(span), meta);
-        let content = Content::Prefixed {
-            prefix: header.into_boxed_slice(),
-            source: origin.source,
-            span: origin.shifted(span),
-        };
-        self.file(dir.ino, npy.clone(), content, meta);
+        self.file(dir.ino, bin.clone(), content(None), meta);
+        self.file(dir.ino, npy.clone(), content(Some(header)), meta);
         (bin, Some(npy))
     }
 
