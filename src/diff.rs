@@ -200,7 +200,7 @@ fn tensors_of<'a>(side: &Side<'_, 'a>) -> BTreeMap<String, Tensor<'a>> {
                 if let Some(l) = &e.layout {
                     let t = Tensor {
                         scalar_type: l.scalar_type,
-                        sizes: l.sizes.clone(),
+                        sizes: l.sizes.to_vec(),
                         bytes: Some(e.span.bytes(d.bytes)),
                     };
                     out.entry(e.key.to_string()).or_insert(t);
@@ -225,7 +225,7 @@ fn tensors_of<'a>(side: &Side<'_, 'a>) -> BTreeMap<String, Tensor<'a>> {
                     );
                     out.entry(name).or_insert(Tensor {
                         scalar_type: t.scalar_type,
-                        sizes: t.sizes.clone(),
+                        sizes: t.sizes.to_vec(),
                         bytes,
                     });
                 }

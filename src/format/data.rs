@@ -1,8 +1,11 @@
 //! The data file (`.ptd`): named blobs, some of them tensors.
 
+use std::sync::Arc;
+
 use super::header::PtdHeader;
 use super::index::segment;
 use super::program::tensor_nbytes;
+use super::shapes::Shapes;
 use super::text::{self, Name};
 use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
@@ -58,10 +61,10 @@ pub struct DataEntry<'a> {
 pub struct Layout {
     /// Element type.
     pub scalar_type: ScalarType,
-    /// Logical sizes.
-    pub sizes: Vec<i64>,
-    /// Dimension order, outermost first.
-    pub dim_order: Vec<u8>,
+    /// Logical sizes, shared by entries that share a layout table.
+    pub sizes: Arc<[i64]>,
+    /// Dimension order, outermost first; shared like `sizes`.
+    pub dim_order: Arc<[u8]>,
 }
 
 impl<'a> DataFile<'a> {
@@ -98,6 +101,7 @@ impl<'a> DataFile<'a> {
             })?);
         }
         let mut entries = Vec::new();
+        let mut shapes = Shapes::default();
         for (i, nd) in flat.named_data().iter().flatten().enumerate() {
             let key = text::data_key(nd).unwrap_or_default();
             let ctx = |e: Error| e.context(format_args!("named_data {i} (key {key:?})"));
@@ -107,14 +111,14 @@ impl<'a> DataFile<'a> {
             let (span, layout) = match nd.tensor_layout() {
                 None => (seg, None),
                 Some(l) => {
-                    let sizes: Vec<i64> = l.sizes().iter().flatten().map(i64::from).collect();
+                    let (sizes, dim_order) = shapes.of(l._tab.loc(), l.sizes(), l.dim_order());
                     match tensor_nbytes(l.scalar_type(), &sizes).map_err(ctx)? {
                         Some(n) => {
                             let span = seg.prefix(n, || format!("tensor {key:?}")).map_err(ctx)?;
                             let layout = Layout {
                                 scalar_type: l.scalar_type(),
                                 sizes,
-                                dim_order: l.dim_order().iter().flatten().collect(),
+                                dim_order,
                             };
                             (span, Some(layout))
                         }

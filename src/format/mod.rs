@@ -12,6 +12,7 @@ mod header;
 mod index;
 mod program;
 pub mod scalar;
+mod shapes;
 mod span;
 pub mod text;
 mod verify;

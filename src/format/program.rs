@@ -1,7 +1,10 @@
 //! The program (`.pte`): its flatbuffer and where each tensor's bytes live.
 
+use std::sync::Arc;
+
 use super::header::PteHeader;
 use super::index::{at, segment};
+use super::shapes::Shapes;
 use super::text::{self, Name};
 use super::{Error, Result, Span, scalar, verify};
 use crate::schema::ScalarType;
@@ -49,10 +52,11 @@ pub struct TensorInfo<'a> {
     pub value_index: usize,
     /// The element type as stored.
     pub scalar_type: ScalarType,
-    /// Logical sizes.
-    pub sizes: Vec<i64>,
-    /// Dimension order, outermost first.
-    pub dim_order: Vec<u8>,
+    /// Logical sizes, shared by every value that uses the same tensor
+    /// table (a file may point many values at one table).
+    pub sizes: Arc<[i64]>,
+    /// Dimension order, outermost first; shared like `sizes`.
+    pub dim_order: Arc<[u8]>,
     /// `extra_tensor_info.fully_qualified_name`.
     pub fqn: Option<Name<'a>>,
     /// Elements × element size.
@@ -365,6 +369,7 @@ impl<'a> ProgramFile<'a> {
         let name = text::plan_name(plan).unwrap_or_default();
         let ctx = |e: Error| e.context(format_args!("method {m} ({name:?})"));
         let mut tensors = Vec::new();
+        let mut shapes = Shapes::default();
         for (v, value) in plan.values().iter().flatten().enumerate() {
             let Some(t) = value.val_as_tensor() else {
                 continue;
@@ -383,7 +388,7 @@ impl<'a> ProgramFile<'a> {
                 ));
             }
             let info = self
-                .tensor(v, t)
+                .tensor(v, t, &mut shapes)
                 .map_err(|e| ctx(e.context(format_args!("value {v}"))))?;
             tensors.extend(info);
         }
@@ -403,14 +408,19 @@ impl<'a> ProgramFile<'a> {
     }
 
     /// The tensor's stored bytes, or `None` when it has none.
-    fn tensor(&self, v: usize, t: fb::Tensor<'a>) -> Result<Option<TensorInfo<'a>>> {
+    fn tensor(
+        &self,
+        v: usize,
+        t: fb::Tensor<'a>,
+        shapes: &mut Shapes,
+    ) -> Result<Option<TensorInfo<'a>>> {
         if !has_bytes(t) {
             return Ok(None);
         }
         let eti = t.extra_tensor_info();
         let external = is_external(t);
         let idx = t.data_buffer_idx();
-        let sizes: Vec<i64> = t.sizes().iter().flatten().map(i64::from).collect();
+        let (sizes, dim_order) = shapes.of(t._tab.loc(), t.sizes(), t.dim_order());
         let Some(nbytes) = tensor_nbytes(t.scalar_type(), &sizes)? else {
             return Ok(None);
         };
@@ -455,7 +465,7 @@ impl<'a> ProgramFile<'a> {
             value_index: v,
             scalar_type: t.scalar_type(),
             sizes,
-            dim_order: t.dim_order().iter().flatten().collect(),
+            dim_order,
             fqn,
             nbytes,
             data,

@@ -84,8 +84,8 @@ impl Builder {
             }) => {
                 let shape = TensorShape {
                     scalar_type: *scalar_type,
-                    sizes,
-                    dim_order,
+                    sizes: sizes[..].into(),
+                    dim_order: dim_order[..].into(),
                 };
                 let (bin, npy) = self.tensor_files(dir, stem, origin, *span, &shape);
                 Entry {

@@ -49,8 +49,8 @@ impl Builder {
                 Some(l) => {
                     let shape = TensorShape {
                         scalar_type: l.scalar_type,
-                        sizes: &l.sizes,
-                        dim_order: &l.dim_order,
+                        sizes: l.sizes.clone(),
+                        dim_order: l.dim_order.clone(),
                     };
                     let (bin, npy) =
                         self.tensor_files(&mut tdir, &stem, origin, Some(e.span), &shape);

@@ -1,6 +1,8 @@
 //! The entries of `index.json` files: one type, so every directory's index
 //! has the same field names in the same order.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::format::{Name, scalar};
@@ -86,25 +88,37 @@ pub(super) struct Source<'a> {
     pub offset: u64,
 }
 
-/// A tensor's type and shape.
-#[derive(Debug, Serialize)]
-pub(super) struct Shape {
-    pub scalar_type: String,
-    pub numpy_dtype: Option<&'static str>,
-    pub raw_bits: bool,
-    pub sizes: Vec<i64>,
-    pub dim_order: Vec<u8>,
-    pub npy_shape: Vec<u64>,
+/// A tensor's type and shape, as `index.json` describes it. The sizes and
+/// dim order are shared with the tensor (and with every value that shares
+/// its table); the NumPy shape is worked out while writing.
+#[derive(Debug)]
+pub(super) struct Shape(TensorShape);
+
+impl Serialize for Shape {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let t = &self.0;
+        let np = scalar::numpy(t.scalar_type);
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("scalar_type", &scalar::name(t.scalar_type))?;
+        m.serialize_entry("numpy_dtype", &np.map(|n| n.descr))?;
+        m.serialize_entry("raw_bits", &np.is_some_and(|n| n.raw_bits))?;
+        m.serialize_entry("sizes", &*t.sizes)?;
+        m.serialize_entry("dim_order", &*t.dim_order)?;
+        m.serialize_entry("npy_shape", &t.physical())?;
+        m.end()
+    }
 }
 
 /// Element type, logical sizes and dim order of a tensor file.
-pub(super) struct TensorShape<'t> {
+#[derive(Debug, Clone)]
+pub(super) struct TensorShape {
     pub scalar_type: ScalarType,
-    pub sizes: &'t [i64],
-    pub dim_order: &'t [u8],
+    pub sizes: Arc<[i64]>,
+    pub dim_order: Arc<[u8]>,
 }
 
-impl TensorShape<'_> {
+impl TensorShape {
     /// The sizes as laid out in memory: logical sizes in dim order, when the
     /// dim order is a permutation; otherwise the logical sizes.
     pub fn physical(&self) -> Vec<u64> {
@@ -127,14 +141,6 @@ impl TensorShape<'_> {
 
     /// The `index.json` description.
     pub fn describe(&self) -> Shape {
-        let np = scalar::numpy(self.scalar_type);
-        Shape {
-            scalar_type: scalar::name(self.scalar_type),
-            numpy_dtype: np.map(|n| n.descr),
-            raw_bits: np.is_some_and(|n| n.raw_bits),
-            sizes: self.sizes.to_vec(),
-            dim_order: self.dim_order.to_vec(),
-            npy_shape: self.physical(),
-        }
+        Shape(self.clone())
     }
 }

@@ -5,7 +5,8 @@ mod data;
 mod index;
 mod program;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::names::{DirNames, encode};
 use super::render::{self, npy};
@@ -98,6 +99,8 @@ struct Builder {
     tensors: Vec<TensorMeta>,
     warnings: Vec<String>,
     source_names: HashMap<SourceId, String>,
+    /// Every `.npy` header handed out so far.
+    npy_headers: HashSet<Arc<[u8]>>,
 }
 
 impl Builder {
@@ -182,23 +185,22 @@ impl Builder {
         stem: &str,
         origin: Origin,
         span: Option<Span>,
-        shape: &TensorShape<'_>,
+        shape: &TensorShape,
     ) -> (String, Option<String>) {
-        let content = |header: Option<Vec<u8>>| match (span, header) {
+        let content = |header: Option<Arc<[u8]>>| match (span, header) {
             (Some(span), None) => origin.content(span),
             (Some(span), Some(prefix)) => Content::Prefixed {
-                prefix: prefix.into_boxed_slice(),
+                prefix,
                 source: origin.source,
                 span: origin.shifted(span),
             },
-            (None, header) => Content::Generated(header.unwrap_or_default().into()),
+            (None, header) => Content::Generated(header.as_deref().unwrap_or_default().into()),
         };
-        let header = scalar::numpy(shape.scalar_type)
-            .and_then(|np| npy::header(np.descr, &shape.physical()));
+        let header = self.npy_header(shape);
         let meta = Some(self.tensors.len() as u32);
         self.tensors.push(TensorMeta {
             scalar_type: shape.scalar_type,
-            sizes: shape.sizes.into(),
+            sizes: shape.sizes.clone(),
         });
         let Some(header) = header else {
             let name = dir.names.unique(stem, ".bin");
@@ -213,6 +215,19 @@ impl Builder {
         self.file(dir.ino, bin.clone(), content(None), meta);
         self.file(dir.ino, npy.clone(), content(Some(header)), meta);
         (bin, Some(npy))
+    }
+
+    /// The `.npy` header of a tensor: one copy per distinct header, as
+    /// most tensors of a file share their type and shape with others.
+    fn npy_header(&mut self, shape: &TensorShape) -> Option<Arc<[u8]>> {
+        let header = scalar::numpy(shape.scalar_type)
+            .and_then(|np| npy::header(np.descr, &shape.physical()))?;
+        if let Some(h) = self.npy_headers.get(&header[..]) {
+            return Some(h.clone());
+        }
+        let header: Arc<[u8]> = header.into();
+        self.npy_headers.insert(header.clone());
+        Some(header)
     }
 
     fn input(&mut self, root: Ino, input: &Input<'_>, data: &[Attached<'_, '_>]) {

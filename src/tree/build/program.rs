@@ -126,8 +126,8 @@ impl Builder {
         for t in &m.tensors {
             let shape = TensorShape {
                 scalar_type: t.scalar_type,
-                sizes: &t.sizes,
-                dim_order: &t.dim_order,
+                sizes: t.sizes.clone(),
+                dim_order: t.dim_order.clone(),
             };
             let mut entry = Entry {
                 value_index: Some(t.value_index),
