@@ -15,6 +15,37 @@ pub enum Error {
         /// What it must hold, with the size.
         needed: &'static str,
     },
+    /// A header that the file ends inside.
+    #[error(
+        "{what} at byte {at} is cut off: the file ends at byte {len}, the header needs bytes {at}..{needed}"
+    )]
+    CutOff {
+        /// The header.
+        what: &'static str,
+        /// Where it starts.
+        at: u64,
+        /// The file's length.
+        len: u64,
+        /// Where it would end.
+        needed: u64,
+    },
+    /// A sum of header fields that ends past the file or overflows.
+    #[error("{what} = {a} + {b} {}", match end {
+        Some(end) => format!("= {end}, past the end of the file at {len}"),
+        None => "overflows".to_owned(),
+    })]
+    HeaderSum {
+        /// The sum and the fields in it, with their bytes.
+        what: &'static str,
+        /// The first term.
+        a: u64,
+        /// The second term.
+        b: u64,
+        /// The sum, `None` when it overflows.
+        end: Option<u64>,
+        /// The file's length.
+        len: u64,
+    },
     /// A header field whose value cannot be right.
     #[error("{field} is {value}, {problem}")]
     HeaderField {
@@ -83,7 +114,24 @@ pub enum Error {
         /// What the vector holds (`entries`, `segments`).
         items: &'static str,
     },
-    /// A field whose value the format does not allow.
+    /// Bytes 4..8 that name no ExecuTorch format.
+    #[error(
+        "not an ExecuTorch file: bytes 4..8 are {magic}, expected ET?? (program), FT?? (data) or BP?? (bundled program)"
+    )]
+    NotExecuTorch {
+        /// The bytes, as text or hex.
+        magic: String,
+    },
+    /// Tensor sizes that give no byte count.
+    #[error("sizes {sizes} {problem}")]
+    Sizes {
+        /// The sizes (the first few, for a long shape).
+        sizes: String,
+        /// What is wrong with them.
+        problem: String,
+    },
+    /// Any other field whose value the format does not allow, named in
+    /// the message.
     #[error("{0}")]
     Field(String),
     /// An error inside a part of the file, named by `context`.
@@ -111,5 +159,42 @@ impl Error {
             context: context.to_string(),
             source: Box::new(self),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_fields_and_offsets() {
+        let sum = |end| Error::HeaderSum {
+            what: "segment end (bytes 32..40 + bytes 40..48)",
+            a: 100,
+            b: 50,
+            end,
+            len: 120,
+        };
+        assert_eq!(
+            sum(Some(150)).to_string(),
+            "segment end (bytes 32..40 + bytes 40..48) = 100 + 50 = 150, past the end of the file at 120"
+        );
+        assert_eq!(
+            sum(None).to_string(),
+            "segment end (bytes 32..40 + bytes 40..48) = 100 + 50 overflows"
+        );
+        let inner = Error::Index {
+            what: "constant_buffer".into(),
+            index: 9,
+            len: 2,
+            items: "entries",
+        };
+        assert_eq!(
+            inner
+                .context("value 3")
+                .context("method 0 (\"forward\")")
+                .to_string(),
+            "method 0 (\"forward\"): value 3: constant_buffer index 9 is out of range (2 entries)"
+        );
     }
 }

@@ -210,19 +210,29 @@ pub fn tensor_nbytes(scalar_type: ScalarType, sizes: &[i64]) -> Result<Option<u6
     let Some(elem) = scalar::element_size(scalar_type) else {
         return Ok(None);
     };
+    let bad = |problem: String| Error::Sizes {
+        sizes: show_sizes(sizes),
+        problem,
+    };
     let mut n: u64 = 1;
     for &d in sizes {
-        let d = u64::try_from(d)
-            .map_err(|_| Error::new(format!("sizes {sizes:?} has a negative dimension")))?;
-        n = n.checked_mul(d).ok_or_else(|| {
-            Error::new(format!("sizes {sizes:?} overflow a 64-bit element count"))
-        })?;
+        let d = u64::try_from(d).map_err(|_| bad("has a negative dimension".into()))?;
+        n = n
+            .checked_mul(d)
+            .ok_or_else(|| bad("overflow a 64-bit element count".into()))?;
     }
-    n.checked_mul(elem).map(Some).ok_or_else(|| {
-        Error::new(format!(
-            "sizes {sizes:?} × {elem} bytes overflow a 64-bit byte count"
-        ))
-    })
+    n.checked_mul(elem)
+        .map(Some)
+        .ok_or_else(|| bad(format!("× {elem} bytes overflow a 64-bit byte count")))
+}
+
+/// Sizes for a message: the first 16, then how many more.
+fn show_sizes(sizes: &[i64]) -> String {
+    let shown: Vec<String> = sizes.iter().take(16).map(i64::to_string).collect();
+    match sizes.len() {
+        n if n > 16 => format!("[{}, … {} more]", shown.join(", "), n - 16),
+        _ => format!("[{}]", shown.join(", ")),
+    }
 }
 
 impl<'a> ProgramFile<'a> {
