@@ -19,7 +19,7 @@ use writer::{Bytes, Chain, Data, Delegate, Instr, Method, Program, Tensor, Value
 fn contents(tree: &Tree, src: &[u8]) -> Vec<(String, Vec<u8>)> {
     tree.walk(ROOT)
         .into_iter()
-        .filter_map(|ino| match &tree.node(ino)?.kind {
+        .filter_map(|(path, ino)| match &tree.node(ino)?.kind {
             NodeKind::File(f) => {
                 let mut out = Vec::new();
                 let piece = f.content.read(0, f.content.len());
@@ -27,7 +27,7 @@ fn contents(tree: &Tree, src: &[u8]) -> Vec<(String, Vec<u8>)> {
                 if let Some((_, span)) = piece.tail {
                     out.extend_from_slice(span.bytes(src));
                 }
-                Some((tree.path(ino), out))
+                Some((path, out))
             }
             NodeKind::Dir(_) => None,
         })
@@ -58,7 +58,7 @@ fn empty_8_byte_vectors_at_4_mod_8_open_like_the_runtime_loads_them() {
     let bins = tree
         .walk(ROOT)
         .into_iter()
-        .filter(|&i| tree.path(i).contains("/tensors/") && tree.path(i).ends_with(".bin"))
+        .filter(|(p, _)| p.contains("/tensors/") && p.ends_with(".bin"))
         .count();
     assert_eq!(bins, tensors);
 }
@@ -129,7 +129,7 @@ fn names_that_are_not_utf8_are_served_percent_encoded() {
     let bytes = non_utf8_program();
     // Without the fix the whole file was refused.
     let tree = Tree::from_bytes("odd.pte", &bytes).unwrap();
-    let paths: Vec<String> = tree.walk(ROOT).into_iter().map(|i| tree.path(i)).collect();
+    let paths: Vec<String> = tree.walk(ROOT).into_iter().map(|(p, _)| p).collect();
     for want in [
         "methods/fwd%FF%251/tensors/0.w.%FF%252.bin",
         "methods/fwd%FF%251/tensors/0.w.%FF%252.npy",
@@ -284,11 +284,11 @@ fn offsets(tree: &Tree, src: &[u8]) -> Vec<(String, u64)> {
         }
     }
     let mut out = Vec::new();
-    for ino in tree.walk(ROOT) {
+    for (path, ino) in tree.walk(ROOT) {
         for (k, v) in tree.xattrs(ino) {
             if k == "user.ptefs.offset" {
                 let n = String::from_utf8(v).unwrap().parse().unwrap();
-                out.push((format!("{}: {k}", tree.path(ino)), n));
+                out.push((format!("{path}: {k}"), n));
             }
         }
     }

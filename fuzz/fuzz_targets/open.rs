@@ -9,7 +9,7 @@ use ptefs::tree::{ROOT, Tree};
 fuzz_target!(|bytes: &[u8]| {
     let Ok(tree) = Tree::from_bytes("fuzz.pte", bytes) else { return };
     let mut sum = 0u64;
-    for ino in tree.walk(ROOT) {
+    for (_, ino) in tree.walk(ROOT) {
         for (name, value) in tree.xattrs(ino) {
             if name == "user.ptefs.offset" {
                 let offset: u64 = String::from_utf8(value).unwrap().parse().unwrap();

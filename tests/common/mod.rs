@@ -55,12 +55,23 @@ pub fn read(v: &View, path: &str) -> Vec<u8> {
     read_ino(v, ino)
 }
 
-/// The bytes of file `ino`.
+/// The bytes of file `ino`, assembled from the tree's description of its
+/// content (independently of the filesystem core, whose answers tests
+/// compare with this).
 pub fn read_ino(v: &View, ino: Ino) -> Vec<u8> {
     let len = v.content(ino).expect("a file").len();
-    let mut out = Vec::new();
-    v.write_range(ino, 0, len, &mut out).unwrap();
+    let out = read_range(v, ino, 0, len);
     assert_eq!(out.len() as u64, len);
+    out
+}
+
+/// `size` bytes of file `ino` from `offset`, like [`read_ino`].
+pub fn read_range(v: &View, ino: Ino, offset: u64, size: u64) -> Vec<u8> {
+    let piece = v.content(ino).expect("a file").read(offset, size);
+    let mut out = piece.head.to_vec();
+    if let Some((id, span)) = piece.tail {
+        out.extend_from_slice(v.sources[id].slice(span));
+    }
     out
 }
 
@@ -74,8 +85,8 @@ pub fn files(v: &View) -> BTreeMap<String, Vec<u8>> {
     v.tree
         .walk(ROOT)
         .into_iter()
-        .filter(|&i| matches!(v.tree.node(i).unwrap().kind, NodeKind::File(_)))
-        .map(|i| (v.tree.path(i), read_ino(v, i)))
+        .filter(|&(_, i)| matches!(v.tree.node(i).unwrap().kind, NodeKind::File(_)))
+        .map(|(path, i)| (path, read_ino(v, i)))
         .collect()
 }
 
@@ -126,7 +137,7 @@ pub fn ls(v: &View, path: &str) -> Vec<String> {
         .tree
         .entries(ino)
         .unwrap_or_else(|| panic!("{path} is a file"));
-    entries.iter().map(|&i| v.tree.name(i).to_owned()).collect()
+    entries.iter().map(|e| e.name.to_string()).collect()
 }
 
 /// Writes every file of the tree under `dir`, as a mount would show it.

@@ -1,4 +1,5 @@
-//! Lays out the tree of LAYOUT.md from parsed files.
+//! Lays out the tree from parsed files, as README's "The tree" section
+//! documents it.
 
 mod bundled;
 mod data;
@@ -10,7 +11,7 @@ use std::sync::Arc;
 
 use super::names::{DirNames, encode};
 use super::render::{self, npy};
-use super::{Content, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
+use super::{Content, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
 use crate::format::{DataFile, Parsed, Span, scalar};
 use index::TensorShape;
 
@@ -25,10 +26,11 @@ pub struct Input<'a> {
     pub parsed: Parsed<'a>,
 }
 
-/// Builds the tree. One input is shown at the root; several get one
-/// directory each, named by their base names. Every data file in `attached`
-/// supplies external tensors and named blobs to every program.
-pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>]) -> Tree {
+/// Builds the tree. One input is shown at the root unless `one_dir_each`;
+/// otherwise each gets a directory named by its base name. Every data file
+/// in `attached` supplies external tensors and named blobs to every
+/// program.
+pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>], one_dir_each: bool) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -45,7 +47,7 @@ pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>]) -> Tree {
         b.source_names.insert(i.source, i.name.clone());
     }
     let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
-    if let [only] = inputs {
+    if let ([only], false) = (inputs, one_dir_each) {
         b.input(root, only, &data);
     } else {
         let mut names = DirNames::default();
@@ -101,16 +103,38 @@ struct Builder {
     source_names: HashMap<SourceId, String>,
     /// Every `.npy` header handed out so far.
     npy_headers: HashSet<Arc<[u8]>>,
+    /// Files by the source bytes they serve, so that the same bytes seen at
+    /// another path become another name of the same file.
+    by_bytes: HashMap<BytesKey, Ino>,
+    /// Entries that are further names of a file, as (directory, name).
+    links: HashSet<(Ino, Box<str>)>,
+    extra_links: HashMap<Ino, u32>,
 }
+
+/// Source, offset, length and prefix length of a file's bytes.
+type BytesKey = (SourceId, u64, u64, usize);
 
 impl Builder {
     fn finish(mut self) -> Tree {
-        let names: Vec<Box<str>> = self.nodes.iter().map(|n| n.name.clone()).collect();
-        let name = |i: &Ino| names[*i as usize - 1].as_bytes();
         for node in &mut self.nodes {
             if let NodeKind::Dir(entries) = &mut node.kind {
-                entries.sort_by(|a, b| name(a).cmp(name(b)));
+                entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
                 entries.shrink_to_fit();
+            }
+        }
+        // Each node's first name now stands somewhere else in its parent.
+        for dir in 1..=self.nodes.len() as Ino {
+            let NodeKind::Dir(entries) = &self.nodes[dir as usize - 1].kind else {
+                continue;
+            };
+            let slots: Vec<(Ino, u32)> = entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !self.links.contains(&(dir, e.name.clone())))
+                .map(|(pos, e)| (e.ino, pos as u32))
+                .collect();
+            for (ino, slot) in slots {
+                self.nodes[ino as usize - 1].slot = slot;
             }
         }
         let count = self.source_names.keys().max().map_or(0, |m| m + 1);
@@ -120,25 +144,50 @@ impl Builder {
         }
         Tree {
             nodes: self.nodes,
+            extra_links: self.extra_links,
             tensors: self.tensors,
             source_names,
             warnings: self.warnings,
         }
     }
 
+    /// The path of directory `ino` built so far, for messages.
+    fn path_of(&self, mut ino: Ino) -> String {
+        let mut parts = Vec::new();
+        while ino != ROOT {
+            let Some(node) = self.nodes.get(ino as usize - 1) else {
+                break;
+            };
+            let name = match &self.nodes[node.parent as usize - 1].kind {
+                NodeKind::Dir(entries) => entries.iter().find(|e| e.ino == ino).map(|e| &*e.name),
+                NodeKind::File(_) => None,
+            };
+            parts.push(name.unwrap_or("?"));
+            ino = node.parent;
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
+    /// Adds `name` to directory `parent` as a name of `ino`.
+    fn add_entry(&mut self, parent: Ino, name: Box<str>, ino: Ino) {
+        if let Some(Node {
+            kind: NodeKind::Dir(entries),
+            ..
+        }) = self.nodes.get_mut(parent as usize - 1)
+        {
+            entries.push(Entry { name, ino });
+        }
+    }
+
     fn push(&mut self, parent: Ino, name: String, kind: NodeKind) -> Ino {
         let ino = self.nodes.len() as Ino + 1;
-        if ino != ROOT
-            && let Some(Node {
-                kind: NodeKind::Dir(entries),
-                ..
-            }) = self.nodes.get_mut(parent as usize - 1)
-        {
-            entries.push(ino);
+        if ino != ROOT {
+            self.add_entry(parent, name.into_boxed_str(), ino);
         }
         self.nodes.push(Node {
-            name: name.into_boxed_str(),
             parent,
+            slot: 0,
             kind,
         });
         ino
@@ -157,8 +206,70 @@ impl Builder {
         self.dir(parent.ino, name)
     }
 
-    fn file(&mut self, dir: Ino, name: String, content: Content, tensor: Option<u32>) {
-        self.push(dir, name, NodeKind::File(File { content, tensor }));
+    /// Adds file `name` to `dir`. Source bytes already served by another
+    /// file (same range, same rendered prefix, no conflicting tensor type)
+    /// make `name` another name of that file. Returns the file's inode.
+    fn file(&mut self, dir: Ino, name: String, content: Content, tensor: Option<u32>) -> Ino {
+        let key = match &content {
+            Content::Source { source, span } => Some((*source, span.offset, span.len, 0)),
+            Content::Prefixed {
+                prefix,
+                source,
+                span,
+            } => Some((*source, span.offset, span.len, prefix.len())),
+            Content::Generated(_) => None,
+        }
+        .filter(|k| k.2 > 0);
+        if let Some(key) = key {
+            if let Some(&ino) = self.by_bytes.get(&key)
+                && self.same_file(ino, &content, tensor)
+            {
+                self.add_link(dir, name.into_boxed_str(), ino);
+                return ino;
+            }
+            let ino = self.push(dir, name, NodeKind::File(File { content, tensor }));
+            self.by_bytes.entry(key).or_insert(ino);
+            return ino;
+        }
+        self.push(dir, name, NodeKind::File(File { content, tensor }))
+    }
+
+    /// Whether file `ino` can stand for `content` typed as `tensor`; takes
+    /// on the tensor type if it had none.
+    fn same_file(&mut self, ino: Ino, content: &Content, tensor: Option<u32>) -> bool {
+        let Some(Node {
+            kind: NodeKind::File(f),
+            ..
+        }) = self.nodes.get_mut(ino as usize - 1)
+        else {
+            return false;
+        };
+        let prefix = |c: &Content| match c {
+            Content::Prefixed { prefix, .. } => Some(prefix.clone()),
+            _ => None,
+        };
+        if prefix(&f.content) != prefix(content) {
+            return false;
+        }
+        let meta = |t: Option<u32>| t.and_then(|t| self.tensors.get(t as usize));
+        match (f.tensor, tensor) {
+            (Some(a), Some(b)) => {
+                let (a, b) = (meta(Some(a)), meta(Some(b)));
+                a.zip(b)
+                    .is_some_and(|(a, b)| a.scalar_type == b.scalar_type && a.sizes == b.sizes)
+            }
+            (None, Some(_)) => {
+                f.tensor = tensor;
+                true
+            }
+            _ => true,
+        }
+    }
+
+    fn add_link(&mut self, dir: Ino, name: Box<str>, target: Ino) {
+        self.links.insert((dir, name.clone()));
+        *self.extra_links.entry(target).or_default() += 1;
+        self.add_entry(dir, name, target);
     }
 
     fn generated(&mut self, dir: &mut Dir, name: &str, bytes: Box<[u8]>) {
@@ -166,8 +277,17 @@ impl Builder {
         self.file(dir.ino, name, Content::Generated(bytes), None);
     }
 
+    /// `name` holding `v` as JSON. Should rendering fail, the file holds
+    /// `{"error": ...}` instead and the tree's warnings say so.
     fn json(&mut self, dir: &mut Dir, name: &str, v: &impl serde::Serialize) {
-        self.generated(dir, name, render::json(v));
+        let bytes = render::json(v).unwrap_or_else(|e| {
+            self.warnings.push(format!(
+                "{}: cannot render {name}: {e}",
+                self.path_of(dir.ino)
+            ));
+            render::json(&serde_json::json!({ "error": e.to_string() })).unwrap_or_default()
+        });
+        self.generated(dir, name, bytes);
     }
 
     /// `<stem>.bin`, a raw range of a source. Returns its name.

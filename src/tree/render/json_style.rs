@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn objects_are_one_member_per_line_and_arrays_inline() {
         let v = json!({"a": [1, 2, 3], "b": {}, "c": [{"x": 1}, {"y": [true]}], "d": []});
-        let text = String::from_utf8(super::super::json(&v).into_vec()).unwrap();
+        let text = String::from_utf8(super::super::json(&v).unwrap().into_vec()).unwrap();
         assert_eq!(
             text,
             "{\n  \"a\": [1, 2, 3],\n  \"b\": {},\n  \"c\": [{\n    \"x\": 1\n  }, {\n    \"y\": [true]\n  }],\n  \"d\": []\n}\n"

@@ -15,16 +15,12 @@ use serde::Serialize;
 /// The text is measured first and then written into a buffer of exactly
 /// that size: a tree holds every JSON file, and a growing buffer would
 /// briefly need up to twice the size of the largest.
-pub fn json(v: &impl Serialize) -> Box<[u8]> {
+pub fn json(v: &impl Serialize) -> serde_json::Result<Box<[u8]>> {
     let mut count = json_style::Counter(0);
-    if json_style::write(&mut count, v).is_err() {
-        return Box::default();
-    }
+    json_style::write(&mut count, v)?;
     let mut out = Vec::with_capacity(count.0 + 1);
-    if json_style::write(&mut out, v).is_err() {
-        return Box::default();
-    }
+    json_style::write(&mut out, v)?;
     out.push(b'\n');
     debug_assert_eq!(out.len(), out.capacity());
-    out.into_boxed_slice()
+    Ok(out.into_boxed_slice())
 }
