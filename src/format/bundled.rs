@@ -1,6 +1,9 @@
 //! The bundled program (`.bpte`): a program plus test inputs and outputs.
 
+use std::sync::Arc;
+
 use super::program::{ProgramFile, tensor_nbytes};
+use super::shapes::Shapes;
 use super::text::{self, Name};
 use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
@@ -64,10 +67,10 @@ pub enum TestValue {
 pub struct BundledTensor {
     /// Element type.
     pub scalar_type: ScalarType,
-    /// Logical sizes.
-    pub sizes: Vec<i64>,
-    /// Dimension order, outermost first.
-    pub dim_order: Vec<u8>,
+    /// Logical sizes, shared by values that share a tensor table.
+    pub sizes: Arc<[i64]>,
+    /// Dimension order, outermost first; shared like `sizes`.
+    pub dim_order: Arc<[u8]>,
     /// The tensor's bytes in the `.bpte`; `None` for an empty tensor whose
     /// data vector is absent.
     pub span: Option<Span>,
@@ -97,14 +100,16 @@ impl<'a> BundledFile<'a> {
         }
         let program = ProgramFile::parse(inner).map_err(at)?;
         let mut suites = Vec::new();
+        let mut shapes = Shapes::default();
         for (s, suite) in bundled.method_test_suites().iter().flatten().enumerate() {
             let name = text::test_suite_method(suite).unwrap_or_default();
             let mut cases = Vec::new();
             for (c, case) in suite.test_cases().iter().flatten().enumerate() {
                 let ctx = |e: Error| e.context(format_args!("test suite {s} ({name:?}) case {c}"));
                 cases.push(TestCase {
-                    inputs: values(bytes, case.inputs()).map_err(|e| ctx(e.context("inputs")))?,
-                    expected_outputs: values(bytes, case.expected_outputs())
+                    inputs: values(bytes, case.inputs(), &mut shapes)
+                        .map_err(|e| ctx(e.context("inputs")))?,
+                    expected_outputs: values(bytes, case.expected_outputs(), &mut shapes)
                         .map_err(|e| ctx(e.context("expected outputs")))?,
                 });
             }
@@ -124,11 +129,12 @@ impl<'a> BundledFile<'a> {
 fn values<'a>(
     file: &'a [u8],
     list: Option<flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<fb::Value<'a>>>>,
+    shapes: &mut Shapes,
 ) -> Result<Vec<TestValue>> {
     let mut out = Vec::new();
     for (i, v) in list.iter().flatten().enumerate() {
         let value = if let Some(t) = v.val_as_tensor() {
-            let sizes: Vec<i64> = t.sizes().iter().flatten().map(i64::from).collect();
+            let (sizes, dim_order) = shapes.of(t._tab.loc(), t.sizes(), t.dim_order());
             let whole = Span::of_vector(file, t.data().map(|d| d.bytes()));
             let nbytes = tensor_nbytes(t.scalar_type(), &sizes)
                 .map_err(|e| e.context(format_args!("value {i}")))?;
@@ -146,7 +152,7 @@ fn values<'a>(
             TestValue::Tensor(BundledTensor {
                 scalar_type: t.scalar_type(),
                 sizes,
-                dim_order: t.dim_order().iter().flatten().collect(),
+                dim_order,
                 span,
             })
         } else if let Some(x) = v.val_as_int() {

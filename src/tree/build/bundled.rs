@@ -84,8 +84,8 @@ impl Builder {
             }) => {
                 let shape = TensorShape {
                     scalar_type: *scalar_type,
-                    sizes: sizes[..].into(),
-                    dim_order: dim_order[..].into(),
+                    sizes: sizes.clone(),
+                    dim_order: dim_order.clone(),
                 };
                 let (bin, npy) = self.tensor_files(dir, stem, origin, *span, &shape);
                 Entry {
