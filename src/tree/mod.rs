@@ -8,7 +8,7 @@
 
 mod build;
 pub mod names;
-mod render;
+pub mod render;
 
 pub use build::{Input, build};
 
