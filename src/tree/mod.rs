@@ -261,6 +261,19 @@ impl Tree {
             .map(|i| entries[i].ino)
     }
 
+    /// The name of source `id`, as the tree shows it.
+    pub fn source_name(&self, id: SourceId) -> &str {
+        self.source_names.get(id).map_or("", String::as_str)
+    }
+
+    /// Type and shape of file `ino`, if it holds a tensor.
+    pub fn tensor_meta(&self, ino: Ino) -> Option<&TensorMeta> {
+        match &self.node(ino)?.kind {
+            NodeKind::File(f) => self.tensors.get(f.tensor? as usize),
+            NodeKind::Dir(_) => None,
+        }
+    }
+
     /// The `user.ptefs.*` extended attributes of file `ino`, sorted by
     /// name: where its bytes come from and, for tensors, type and shape.
     pub fn xattrs(&self, ino: Ino) -> Vec<(&'static str, Vec<u8>)> {
