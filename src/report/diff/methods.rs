@@ -65,7 +65,11 @@ pub(super) fn instructions(a: &MethodInfo<'_>, b: &MethodInfo<'_>) -> Instructio
         String::new()
     } else {
         let path = format!("methods/{}/code.txt", a.name);
-        TextDiff::from_lines(&ta, &tb)
+        // Past the deadline the diff is coarser but still correct: two very
+        // different plans cannot make this take long.
+        TextDiff::configure()
+            .timeout(std::time::Duration::from_secs(2))
+            .diff_lines(&ta, &tb)
             .unified_diff()
             .context_radius(3)
             .header(&format!("a/{path}"), &format!("b/{path}"))
