@@ -3,7 +3,7 @@
 //!
 //! The crate is layered so that everything a mount serves can be tested
 //! without one; imports run downward only:
-//! - [`format`] parses and validates the files into zero-copy views;
+//! - [`format`](mod@format) parses and validates the files into zero-copy views;
 //! - [`meta`] says what a program means (operator counts, external data);
 //! - [`tree`] builds the directory model, with every file's size and
 //!   content (a byte range of a source file, or text rendered up front);

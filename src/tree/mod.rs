@@ -60,7 +60,7 @@ pub enum NodeKind {
 pub struct File {
     /// The bytes.
     pub content: Content,
-    /// For a tensor's files, its entry in [`Tree::tensors`].
+    /// For a tensor's files, its entry in the tree's tensor table ([`Tree::tensor_meta`]).
     pub tensor: Option<u32>,
 }
 
