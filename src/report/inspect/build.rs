@@ -241,6 +241,7 @@ pub(super) fn bundled(
         program: Some(program),
         data: None,
         composition,
+        largest: None,
     }
 }
 
@@ -280,5 +281,6 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
             segments: count(d.segments.iter()),
         }),
         composition: comp.finish(size),
+        largest: None,
     }
 }

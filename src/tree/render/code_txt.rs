@@ -2,7 +2,7 @@
 //!
 //! An argument names a value by index, so one value may be printed once per
 //! use. Literals are therefore bounded: lists show their first
-//! [`LIST_ITEMS`] items and a count, strings their first [`STRING_BYTES`]
+//! `LIST_ITEMS` items and a count, strings their first `STRING_BYTES`
 //! bytes, names [`NAME_LIMIT`] bytes. The text then grows with the number of
 //! arguments in the file, not with arguments × value sizes.
 
