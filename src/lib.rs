@@ -44,10 +44,13 @@ pub mod view;
     unused_imports,
     unsafe_op_in_unsafe_fn
 )]
-mod generated {
+pub(crate) mod generated {
     pub mod bundled_program_generated;
+    pub mod bundled_program_verify_generated;
     pub mod flat_tensor_generated;
+    pub mod flat_tensor_verify_generated;
     pub mod program_generated;
+    pub mod program_verify_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches

@@ -69,8 +69,8 @@ pub struct File {
 pub struct TensorMeta {
     /// Element type.
     pub scalar_type: crate::schema::ScalarType,
-    /// Logical sizes.
-    pub sizes: Box<[i64]>,
+    /// Logical sizes (shared with the tensor's other files and values).
+    pub sizes: std::sync::Arc<[i64]>,
 }
 
 /// Where a file's bytes come from.
@@ -87,8 +87,8 @@ pub enum Content {
     },
     /// Rendered bytes followed by a span of a source file (`.npy`).
     Prefixed {
-        /// The rendered prefix.
-        prefix: Box<[u8]>,
+        /// The rendered prefix, shared by files with the same header.
+        prefix: std::sync::Arc<[u8]>,
         /// Which source.
         source: SourceId,
         /// The bytes after the prefix.

@@ -228,7 +228,7 @@ pub struct Data {
 /// Inspects `parsed` (shown as `name`); `attached` are the data files
 /// that may hold its external tensors.
 pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> Inspection {
-    let keys: HashSet<&str> = attached
+    let keys: HashSet<crate::format::Name<'_>> = attached
         .iter()
         .flat_map(|d| d.entries.iter().map(|e| e.key))
         .collect();
