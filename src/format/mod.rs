@@ -9,10 +9,13 @@ mod bundled;
 mod data;
 mod error;
 mod header;
+mod index;
 mod program;
 pub mod ptn;
 pub mod scalar;
+mod shapes;
 mod span;
+pub mod text;
 mod verify;
 
 pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
@@ -25,6 +28,7 @@ pub use program::{
 };
 pub use ptn::PackageFile;
 pub use span::Span;
+pub use text::Name;
 
 /// What a file is, decided by the magic at byte 4 rather than by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,10 +61,11 @@ pub fn sniff(bytes: &[u8]) -> Result<Kind> {
         return Ok(Kind::Package);
     }
     if bytes.len() < 8 {
-        return Err(Error::new(format!(
-            "file is {} bytes, too short for a program or data file header (8 bytes)",
-            bytes.len()
-        )));
+        return Err(Error::TooShort {
+            what: "file",
+            len: bytes.len() as u64,
+            needed: "a program or data file header (8 bytes)",
+        });
     }
     let magic = &bytes[4..8];
     let digits = magic[2].is_ascii_digit() && magic[3].is_ascii_digit();
@@ -68,10 +73,9 @@ pub fn sniff(bytes: &[u8]) -> Result<Kind> {
         (b"ET", true) => Ok(Kind::Program),
         (b"FT", true) => Ok(Kind::Data),
         (b"BP", true) => Ok(Kind::Bundled),
-        _ => Err(Error::new(format!(
-            "not an ExecuTorch file: bytes 4..8 are {}, expected ET?? (program), FT?? (data) or BP?? (bundled program)",
-            header::show_magic(magic)
-        ))),
+        _ => Err(Error::NotExecuTorch {
+            magic: header::show_magic(magic),
+        }),
     }
 }
 

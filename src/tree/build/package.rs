@@ -1,14 +1,15 @@
 //! The tree of a native program package (`.ptn`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::index::{Entry, Source, TensorShape};
 use super::{Builder, Dir, Origin};
-use crate::format::PackageFile;
 use crate::format::ptn::graph;
+use crate::format::{Name, PackageFile};
 use crate::schema::native_graph as ng;
 use crate::tree::names::encode;
 use crate::tree::render::{dot, nptg_json, ptn_code, readme};
@@ -75,7 +76,7 @@ impl Builder {
             let sizes: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
             let u = uses.get(key);
             let mut entry = Entry {
-                key: Some(key),
+                key: Some(Name::new(key.as_bytes())),
                 dtype: Some(t.dtype),
                 nbytes: Some(t.span.len),
                 source: Some(Source {
@@ -95,11 +96,11 @@ impl Builder {
                 Some(scalar_type) => {
                     let shape = TensorShape {
                         scalar_type,
-                        sizes: &sizes,
-                        dim_order: &[],
+                        sizes: sizes.as_slice().into(),
+                        dim_order: Arc::new([]),
                     };
                     entry.shape = Some(shape.describe());
-                    self.tensor_files(&mut tdir, &stem, origin, t.span, &shape)
+                    self.tensor_files(&mut tdir, &stem, origin, Some(t.span), &shape)
                 }
                 None => (self.raw(&mut tdir, &stem, origin, t.span), None),
             };
@@ -114,14 +115,14 @@ impl Builder {
             let buffer = u.kind == Some("MUTABLE_BUFFER");
             let sizes = u.meta.as_ref().map(graph::sizes).unwrap_or_default();
             let mut entry = Entry {
-                key: Some(key),
+                key: Some(Name::new(key.as_bytes())),
                 location: Some("none"),
                 missing: (!buffer).then_some(true),
                 shape: u.meta.as_ref().map(|m| {
                     TensorShape {
                         scalar_type: graph::scalar_type(m.dtype()),
-                        sizes: &sizes,
-                        dim_order: &[],
+                        sizes: sizes.as_slice().into(),
+                        dim_order: Arc::new([]),
                     }
                     .describe()
                 }),
