@@ -104,7 +104,7 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
     let program = match &side.input.parsed {
         Parsed::Program(p) => Some((p, 0)),
         Parsed::Bundled(b) => Some((&b.program, b.program_span.offset)),
-        Parsed::Data(_) => None,
+        Parsed::Data(_) | Parsed::Package(_) => None,
     };
     let own = side.input.source;
     if let Some((p, shift)) = program {

@@ -8,6 +8,7 @@ use super::Share;
 use crate::format::{DataFile, Parsed};
 
 mod build;
+mod package;
 mod text;
 
 /// Everything `ptefs inspect` reports about one file.
@@ -34,6 +35,9 @@ pub struct Inspection {
     pub data: Option<Data>,
     /// What share of the file each kind of content takes.
     pub composition: Vec<Share>,
+    /// A native program package's members, methods and tensors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<crate::format::ptn::PackageSummary>,
     /// The largest tensors and blobs, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub largest: Option<Vec<Largest>>,
@@ -245,10 +249,12 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 program: Some(program),
                 data: None,
                 composition,
+                package: None,
                 largest: None,
             }
         }
         Parsed::Data(d) => build::data(name, d),
         Parsed::Bundled(b) => build::bundled(name, b, &keys),
+        Parsed::Package(p) => package::package(name, p),
     }
 }

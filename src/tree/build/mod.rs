@@ -4,6 +4,7 @@
 mod bundled;
 mod data;
 mod index;
+mod package;
 mod program;
 
 use std::collections::{HashMap, HashSet};
@@ -366,6 +367,7 @@ impl Builder {
             Parsed::Program(p) => self.program(&mut dir, &input.name, origin, p, data),
             Parsed::Data(d) => self.data(&mut dir, origin, d),
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
+            Parsed::Package(p) => self.package(&mut dir, origin, p),
         }
     }
 }

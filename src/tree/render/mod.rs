@@ -1,9 +1,12 @@
 //! Generated file contents. Every JSON file goes through [`json`].
 
 pub mod code_txt;
+pub mod dot;
 pub mod flatc_json;
 mod json_style;
+pub mod nptg_json;
 pub mod npy;
+pub mod ptn_code;
 pub mod readme;
 
 use serde::Serialize;
