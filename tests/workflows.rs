@@ -293,6 +293,7 @@ fn diff_r_of_two_exports_reports_only_the_changed_bytes() {
             "constants/2.bin",
             "methods/forward/tensors/1.w1.bin",
             "methods/forward/tensors/1.w1.npy",
+            "methods/forward/values/1",
             "segments/0.bin"
         ],
         "{text}"

@@ -61,6 +61,22 @@ pub(super) struct Entry<'a> {
     /// External tensors found in no attached data file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<bool>,
+    /// `none` for a value listed for its recorded name or placement that
+    /// has no bytes in any file (a planned buffer such as a KV cache).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<&'static str>,
+    /// Planned values: the memory id of their buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_id: Option<u32>,
+    /// Planned values: the offset in that buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_offset: Option<u64>,
+    /// Program tensors: a further name of the `.bin`, from the first use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// Program tensors: every instruction argument that is this value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users: Option<Vec<serde_json::Value>>,
 }
 
 /// Where bytes are: `file` is the data file's name for bytes from an

@@ -3,6 +3,7 @@
 mod bundled;
 mod data;
 mod index;
+mod meta;
 mod program;
 
 use std::collections::{HashMap, HashSet};

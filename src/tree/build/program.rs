@@ -5,8 +5,10 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use super::index::{Entry, Source, TensorShape};
+use super::meta::MethodMeta;
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, ProgramFile, Span, TensorData, TensorInfo};
+use crate::tree::Ino;
 use crate::tree::names::{encode, padded};
 use crate::tree::render::{code_txt, flatc_json, readme};
 
@@ -27,15 +29,15 @@ impl Builder {
         for m in &p.methods {
             let name = methods.names.unique(&encode(m.name), "");
             let mut mdir = self.dir(methods.ino, name.clone());
-            let paths = self.tensors(
+            let meta = MethodMeta::new(m, self.delegates(&mut mdir, origin, m));
+            let (paths, files) = self.tensors(
                 &mut mdir,
                 &format!("methods/{name}"),
                 file_name,
                 origin,
-                m,
+                (m, &meta),
                 data,
             );
-            self.delegates(&mut mdir, origin, m);
             self.json(
                 &mut mdir,
                 "plan.json",
@@ -49,6 +51,7 @@ impl Builder {
                 "code.txt",
                 code_txt::render(m.plan).into_bytes().into(),
             );
+            self.method_meta(&mut mdir, m, &meta, &files);
         }
 
         let mut cdir = self.subdir(root, "constants");
@@ -104,16 +107,16 @@ impl Builder {
     }
 
     /// `tensors/` of a method. Returns each value's file path (relative to
-    /// the file's root), by value index, for `plan.json`.
+    /// the file's root) for `plan.json`, and its `.bin`, by value index.
     fn tensors(
         &mut self,
         mdir: &mut Dir,
         base: &str,
         file_name: &str,
         origin: Origin,
-        m: &MethodInfo<'_>,
+        (m, meta): (&MethodInfo<'_>, &MethodMeta),
         data: &[Attached<'_, '_>],
-    ) -> Vec<Option<String>> {
+    ) -> (Vec<Option<String>>, Vec<Option<Ino>>) {
         let mut tdir = self.subdir(mdir, "tensors");
         let nvalues = m.plan.values().map_or(0, |v| v.len());
         let mut paths = vec![None; nvalues];
@@ -132,6 +135,7 @@ impl Builder {
                 shape: Some(shape.describe()),
                 nbytes: Some(t.nbytes),
                 location: Some(t.data.location()),
+                users: Some(meta.users_json(t.value_index)),
                 ..Entry::default()
             };
             match &t.data {
@@ -173,8 +177,43 @@ impl Builder {
             }
             index.push(entry);
         }
+        let files = self.aliases(&mut tdir, &mut index, meta, nvalues);
+        let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
+        index.extend(self.byteless_entries(m, meta, &listed));
         self.json(&mut tdir, "index.json", &index);
-        paths
+        (paths, files)
+    }
+
+    /// Gives each anonymous tensor file a further name from its first use
+    /// (`05.convolution.weight.bin`). Returns each value's `.bin`.
+    fn aliases(
+        &mut self,
+        tdir: &mut Dir,
+        index: &mut [Entry<'_>],
+        meta: &MethodMeta,
+        nvalues: usize,
+    ) -> Vec<Option<Ino>> {
+        let inos = self.entry_inos(tdir.ino);
+        let mut files = vec![None; nvalues];
+        for e in index.iter_mut() {
+            let (Some(v), Some(name)) = (e.value_index, e.name.as_deref()) else {
+                continue;
+            };
+            let Some(&ino) = inos.get(name) else { continue };
+            if let Some(f) = files.get_mut(v) {
+                *f = Some(ino);
+            }
+            if !matches!(e.fqn, Some(None)) {
+                continue;
+            }
+            if let Some(label) = meta.alias_label(v) {
+                let stem = format!("{}.{label}", name.trim_end_matches(".bin"));
+                let alias = tdir.names.unique(&stem, ".bin");
+                self.add_link(tdir.ino, alias.clone().into_boxed_str(), ino);
+                e.alias = Some(alias);
+            }
+        }
+        files
     }
 
     /// Where an external tensor's bytes are among the attached data files:
@@ -233,12 +272,15 @@ impl Builder {
         }
     }
 
-    fn delegates(&mut self, mdir: &mut Dir, origin: Origin, m: &MethodInfo<'_>) {
+    /// `delegates/` of a method. Returns each delegate's directory name.
+    fn delegates(&mut self, mdir: &mut Dir, origin: Origin, m: &MethodInfo<'_>) -> Vec<String> {
         let mut ddir = self.subdir(mdir, "delegates");
+        let mut names = Vec::new();
         let max = m.delegates.len().saturating_sub(1) as u64;
         for d in &m.delegates {
             let stem = format!("{}-{}", padded(d.index as u64, max), encode(d.id));
             let name = ddir.names.unique(&stem, "");
+            names.push(name.clone());
             let mut one = self.dir(ddir.ino, name);
             self.raw(&mut one, "processed", origin, d.processed);
             let specs: Vec<Value> = d
@@ -248,6 +290,7 @@ impl Builder {
                 .collect();
             self.json(&mut one, "compile_specs.json", &specs);
         }
+        names
     }
 }
 

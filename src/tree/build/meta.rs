@@ -1,0 +1,179 @@
+//! What a method means, laid out as files: `io.json`, `memory.json`,
+//! `value.json`, `values/`, the users of each tensor in `index.json` and
+//! readable aliases of anonymous constants.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::index::{Entry, TensorShape};
+use super::{Builder, Dir};
+use crate::format::MethodInfo;
+use crate::meta::memory::{self, PlacedValue};
+use crate::meta::users::Use;
+use crate::meta::{io, users};
+use crate::tree::Ino;
+use crate::tree::names::encode;
+
+/// What the builders of one method share: the users of every value and
+/// the names of the delegate directories.
+pub(super) struct MethodMeta {
+    pub users: Vec<Vec<Use>>,
+    pub delegate_dirs: Vec<String>,
+}
+
+impl MethodMeta {
+    pub fn new(m: &MethodInfo<'_>, delegate_dirs: Vec<String>) -> MethodMeta {
+        MethodMeta {
+            users: users::users(m.plan),
+            delegate_dirs,
+        }
+    }
+
+    /// The `delegates/` directory name of delegate `index`.
+    pub fn delegate_dir(&self, index: usize) -> String {
+        self.delegate_dirs
+            .get(index)
+            .cloned()
+            .unwrap_or_else(|| format!("<delegate {index} out of range>"))
+    }
+
+    /// The uses of `value` as `index.json` shows them: a delegate by its
+    /// directory name.
+    pub fn users_json(&self, value: usize) -> Vec<Value> {
+        self.users
+            .get(value)
+            .into_iter()
+            .flatten()
+            .map(|u| {
+                let mut j = serde_json::to_value(u).unwrap_or_default();
+                if let (Some(d), Some(o)) = (u.delegate, j.as_object_mut()) {
+                    o.insert("delegate".into(), self.delegate_dir(d).into());
+                }
+                j
+            })
+            .collect()
+    }
+
+    /// The readable stem an anonymous value takes from its first use.
+    pub fn alias_label(&self, value: usize) -> Option<String> {
+        let first = self.users.get(value)?.first()?;
+        Some(encode(&first.label()))
+    }
+}
+
+/// `memory.json`: the plan with each placed value's users.
+#[derive(Serialize)]
+struct MemoryJson {
+    non_const_buffer_sizes: Vec<i64>,
+    buffers: Vec<BufferJson>,
+}
+
+#[derive(Serialize)]
+struct BufferJson {
+    mem_id: usize,
+    size: i64,
+    values: Vec<PlacedJson>,
+}
+
+#[derive(Serialize)]
+struct PlacedJson {
+    #[serde(flatten)]
+    placed: PlacedValue,
+    users: Vec<Value>,
+}
+
+impl Builder {
+    /// `index.json` entries of tensor values that have no bytes but a
+    /// recorded name or location (`extra_tensor_info`), such as mutable
+    /// buffers exported with their names.
+    pub(super) fn byteless_entries<'a>(
+        &self,
+        m: &MethodInfo<'a>,
+        meta: &MethodMeta,
+        listed: &[usize],
+    ) -> Vec<Entry<'a>> {
+        let mut out = Vec::new();
+        for (i, v) in m.plan.values().iter().flatten().enumerate() {
+            let Some(t) = v.val_as_tensor() else { continue };
+            if t.extra_tensor_info().is_none() || listed.contains(&i) {
+                continue;
+            }
+            let spec = io::TensorSpec::of(t);
+            let sizes: Vec<i64> = spec.sizes.clone();
+            let shape = TensorShape {
+                scalar_type: t.scalar_type(),
+                sizes: &sizes,
+                dim_order: &spec.dim_order,
+            };
+            out.push(Entry {
+                value_index: Some(i),
+                fqn: Some(t.extra_tensor_info().and_then(|e| e.fully_qualified_name())),
+                shape: Some(shape.describe()),
+                nbytes: spec.nbytes,
+                bytes: Some("none"),
+                mem_id: spec.mem_id,
+                mem_offset: spec.mem_offset,
+                users: Some(meta.users_json(i)),
+                ..Entry::default()
+            });
+        }
+        out
+    }
+
+    /// `io.json`, `memory.json`, `value.json` (constant methods) and
+    /// `values/` of a method. `files` holds the `.bin` of each value that
+    /// has one, by value index.
+    pub(super) fn method_meta(
+        &mut self,
+        mdir: &mut Dir,
+        m: &MethodInfo<'_>,
+        meta: &MethodMeta,
+        files: &[Option<Ino>],
+    ) {
+        self.json(mdir, "io.json", &io::io(m.plan));
+        let plan = memory::plan(m.plan);
+        let memory = MemoryJson {
+            non_const_buffer_sizes: plan.non_const_buffer_sizes,
+            buffers: plan
+                .buffers
+                .into_iter()
+                .map(|b| BufferJson {
+                    mem_id: b.mem_id,
+                    size: b.size,
+                    values: b
+                        .values
+                        .into_iter()
+                        .map(|p| PlacedJson {
+                            users: meta.users_json(p.value),
+                            placed: p,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        self.json(mdir, "memory.json", &memory);
+        if let Some(v) = io::constant_value(m.plan) {
+            self.json(mdir, "value.json", &v);
+        }
+        let mut vdir = self.subdir(mdir, "values");
+        for (i, ino) in files.iter().enumerate() {
+            if let Some(ino) = *ino {
+                let name = vdir.names.unique(&i.to_string(), "");
+                self.add_link(vdir.ino, name.into_boxed_str(), ino);
+            }
+        }
+    }
+
+    /// Entry name → inode of directory `dir`.
+    pub(super) fn entry_inos(&self, dir: Ino) -> HashMap<String, Ino> {
+        match self.nodes.get(dir as usize - 1).map(|n| &n.kind) {
+            Some(super::NodeKind::Dir(entries)) => entries
+                .iter()
+                .map(|e| (e.name.to_string(), e.ino))
+                .collect(),
+            _ => HashMap::new(),
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! What the tree says a program means: `io.json`, `memory.json`,
+//! `value.json`, users and aliases of tensors, byte-less values in
+//! `index.json`, and `values/`. Checked against flatc's JSON of the
+//! fixtures and against exports the writer makes.
+
+mod common;
+mod writer;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use ptefs::schema::ScalarType;
+use serde_json::{Value, json};
+use writer::{Bytes, Chain, Data, Delegate, Instr, Method, Program, Tensor, Value as V};
+
+/// flatc's JSON of fixture `model`.
+fn flatc(model: &str) -> Value {
+    let p = fixture(&format!("flatc-json/{model}.json"));
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn pte_fixtures() -> Vec<String> {
+    models()
+        .into_iter()
+        .filter(|m| m.ends_with(".pte") && fixture(&format!("flatc-json/{m}.json")).exists())
+        .collect()
+}
+
+/// A planned tensor.
+fn planned(t: ScalarType, sizes: &[i32], offset: u64) -> Tensor {
+    let mut t = Tensor::new(t, sizes, Data::None);
+    t.allocation = Some((1, offset));
+    t
+}
+
+/// An export shaped like ExecuTorch's LLM exports: KV caches written by
+/// `llama::update_cache` (the key cache exported with its name, the value
+/// cache without), a norm weight and a scalar constant passed into a
+/// delegate call, and constant methods.
+fn llm() -> Program {
+    let norm: Vec<u8> = (0..32).collect();
+    let scale = 0.5f32.to_le_bytes().to_vec();
+    let values = vec![
+        V::Tensor(planned(ScalarType::LONG, &[1, 4], 0)),
+        V::Tensor(
+            planned(ScalarType::FLOAT, &[1, 16, 2, 8], 64)
+                .named("layers.0.attention.kv_cache.k_cache"),
+        ),
+        V::Tensor(planned(ScalarType::FLOAT, &[1, 16, 2, 8], 1088)),
+        V::Tensor(planned(ScalarType::FLOAT, &[1, 4, 2, 8], 2112)),
+        V::Int(0),
+        V::Tensor(Tensor::new(
+            ScalarType::FLOAT,
+            &[8],
+            Data::Constant(norm.into()),
+        )),
+        V::Tensor(Tensor::new(
+            ScalarType::FLOAT,
+            &[],
+            Data::Constant(scale.into()),
+        )),
+        V::Tensor(planned(ScalarType::FLOAT, &[1, 4, 16], 2368)),
+        V::Tensor(planned(ScalarType::FLOAT, &[1], 2624)),
+        V::Tensor(planned(ScalarType::FLOAT, &[1, 4, 2, 8], 2688)),
+    ];
+    let forward = Method {
+        inputs: vec![0],
+        outputs: vec![7],
+        chains: vec![Chain {
+            inputs: vec![0],
+            outputs: vec![7],
+            instructions: vec![
+                Instr::Kernel {
+                    op: 0,
+                    args: vec![3, 1, 4, 8, 8],
+                },
+                Instr::Kernel {
+                    op: 0,
+                    args: vec![3, 2, 4, 8, 8],
+                },
+                Instr::Kernel {
+                    op: 1,
+                    args: vec![3, 6, 9, 9],
+                },
+                Instr::Delegate {
+                    index: 0,
+                    args: vec![9, 5, 6, 7],
+                },
+            ],
+            stacktrace: None,
+        }],
+        operators: vec![
+            ("llama::update_cache".into(), "out".into()),
+            ("aten::mul".into(), "out".into()),
+        ],
+        delegates: vec![Delegate {
+            id: "XnnpackBackend".into(),
+            blob: Bytes::Owned(vec![7; 40]),
+            inline: false,
+            compile_specs: Vec::new(),
+        }],
+        non_const_buffer_sizes: vec![0, 4096],
+        ..Method::new("forward", values)
+    };
+    let constant = |name: &str, values: Vec<V>| Method {
+        outputs: (0..values.len() as i32).collect(),
+        ..Method::new(name, values)
+    };
+    Program {
+        methods: vec![
+            forward,
+            constant("get_max_seq_len", vec![V::Int(128)]),
+            constant("use_kv_cache", vec![V::Bool(true)]),
+            constant("get_eos_ids", vec![V::Int(1), V::Int(2)]),
+        ],
+        ..Program::default()
+    }
+}
+
+fn index(v: &ptefs::view::View, method: &str) -> Vec<Value> {
+    json(v, &format!("methods/{method}/tensors/index.json"))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn io_json_is_what_the_exporter_recorded() {
+    for model in pte_fixtures() {
+        let v = view(&model);
+        for plan in flatc(&model)["execution_plan"].as_array().unwrap() {
+            let name = plan["name"].as_str().unwrap();
+            let io = json(&v, &format!("methods/{name}/io.json"));
+            for side in ["inputs", "outputs"] {
+                let ids = plan[side].as_array().cloned().unwrap_or_default();
+                let listed = io[side].as_array().unwrap();
+                assert_eq!(ids.len(), listed.len(), "{model} {name} {side}");
+                for (id, got) in ids.iter().zip(listed) {
+                    assert_eq!(&got["value"], id, "{model} {name} {side}");
+                    let value = &plan["values"][id.as_u64().unwrap() as usize];
+                    assert_eq!(got["type"], value["val_type"], "{model} {name} {id}");
+                    let t = &value["val"];
+                    if value["val_type"] != "Tensor" {
+                        continue;
+                    }
+                    assert_eq!(got["scalar_type"], t["scalar_type"], "{model} {name} {id}");
+                    assert_eq!(got["sizes"], t["sizes"]);
+                    assert_eq!(got["dim_order"], t["dim_order"]);
+                    let dynamism = t.get("shape_dynamism").cloned().unwrap_or(json!("STATIC"));
+                    assert_eq!(got["shape_dynamism"], dynamism, "{model} {name} {id}");
+                    let alloc = &t["allocation_info"];
+                    assert_eq!(got["memory_planned"], json!(!alloc.is_null()));
+                    if !alloc.is_null() {
+                        assert_eq!(got["mem_id"], alloc["memory_id"]);
+                        let low = alloc["memory_offset_low"].as_u64().unwrap_or(0);
+                        let high = alloc["memory_offset_high"].as_u64().unwrap_or(0);
+                        assert_eq!(got["mem_offset"], json!(high << 32 | low));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn memory_json_places_every_planned_tensor_once() {
+    let mut checked = 0;
+    for model in pte_fixtures() {
+        let v = view(&model);
+        for plan in flatc(&model)["execution_plan"].as_array().unwrap() {
+            let name = plan["name"].as_str().unwrap();
+            let mem = json(&v, &format!("methods/{name}/memory.json"));
+            let sizes = plan["non_const_buffer_sizes"].clone();
+            assert_eq!(mem["non_const_buffer_sizes"], sizes, "{model} {name}");
+            let mut expected = BTreeSet::new();
+            for (i, value) in plan["values"].as_array().unwrap().iter().enumerate() {
+                let alloc = &value["val"]["allocation_info"];
+                if value["val_type"] == "Tensor" && !alloc.is_null() {
+                    let low = alloc["memory_offset_low"].as_u64().unwrap_or(0);
+                    let id = alloc["memory_id"].as_u64().unwrap_or(0);
+                    expected.insert((id, i as u64, low));
+                }
+            }
+            let mut got = BTreeSet::new();
+            for b in mem["buffers"].as_array().unwrap() {
+                let id = b["mem_id"].as_u64().unwrap();
+                if let Some(size) = sizes.get(id as usize) {
+                    assert_eq!(&b["size"], size);
+                }
+                let mut last = 0;
+                for p in b["values"].as_array().unwrap() {
+                    let off = p["mem_offset"].as_u64().unwrap();
+                    assert!(off >= last, "{model} {name}: sorted by offset");
+                    last = off;
+                    assert!(off + p["nbytes"].as_u64().unwrap() <= b["size"].as_u64().unwrap());
+                    assert!(got.insert((id, p["value"].as_u64().unwrap(), off)));
+                }
+            }
+            checked += expected.len();
+            assert_eq!(got, expected, "{model} {name}");
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+#[test]
+fn kv_caches_are_listed_where_the_exporter_named_them_and_found_by_their_writer() {
+    let (_d, v) = view_bytes("llm.pte", &llm().to_bytes());
+    let idx = index(&v, "forward");
+    // The named cache has no bytes but is listed with its placement.
+    let k: Vec<&Value> = idx
+        .iter()
+        .filter(|e| e["fqn"] == "layers.0.attention.kv_cache.k_cache")
+        .collect();
+    assert_eq!(k.len(), 1, "{idx:#?}");
+    let k = k[0];
+    assert_eq!(k["bytes"], "none");
+    assert!(k.get("name").is_none());
+    assert_eq!(k["value_index"], 1);
+    assert_eq!(k["mem_id"], 1);
+    assert_eq!(k["mem_offset"], 64);
+    assert_eq!(k["nbytes"], 16 * 2 * 8 * 4);
+    assert_eq!(k["sizes"], json!([1, 16, 2, 8]));
+    // Custom ops have no schema here: position only.
+    assert_eq!(
+        k["users"],
+        json!([{"chain": 0, "instruction": 0, "op": "llama::update_cache.out", "arg": 1}])
+    );
+    // The unnamed cache is in memory.json, found by its writer.
+    let mem = json(&v, "methods/forward/memory.json");
+    let placed = mem["buffers"][0]["values"].as_array().unwrap();
+    let vcache = placed.iter().find(|p| p["value"] == 2).unwrap();
+    assert_eq!(vcache["mem_offset"], 1088);
+    assert_eq!(vcache["users"][0]["op"], "llama::update_cache.out");
+    assert_eq!(vcache["users"][0]["instruction"], 1);
+    assert_eq!(placed.len(), 7, "every planned tensor of the method");
+    // Anonymous planned tensors stay out of index.json.
+    assert!(idx.iter().all(|e| e["value_index"] != 2));
+}
+
+#[test]
+fn constant_methods_have_value_json() {
+    let (_d, v) = view_bytes("llm.pte", &llm().to_bytes());
+    assert_eq!(json(&v, "methods/get_max_seq_len/value.json"), json!(128));
+    assert_eq!(json(&v, "methods/use_kv_cache/value.json"), json!(true));
+    assert_eq!(json(&v, "methods/get_eos_ids/value.json"), json!([1, 2]));
+    let io = json(&v, "methods/get_eos_ids/io.json");
+    assert_eq!(
+        io["outputs"][1],
+        json!({"value": 1, "type": "Int", "literal": 2})
+    );
+    assert!(v.tree.resolve("methods/forward/value.json").is_none());
+    for model in pte_fixtures() {
+        let v = view(&model);
+        for m in ls(&v, "methods") {
+            let m = m.trim_end_matches('/');
+            assert!(
+                v.tree.resolve(&format!("methods/{m}/value.json")).is_none(),
+                "{model} {m}: a method with instructions"
+            );
+        }
+    }
+}
+
+/// `(chain, instruction, op or delegate, arg, item)` of every tensor use
+/// of value `value`, read from flatc's JSON of the plan.
+fn uses_in_flatc(plan: &Value, value: u64) -> BTreeSet<(u64, u64, String, u64, Option<u64>)> {
+    let values = plan["values"].as_array().unwrap();
+    let ops = plan["operators"].as_array().cloned().unwrap_or_default();
+    let mut out = BTreeSet::new();
+    for (c, chain) in plan["chains"].as_array().unwrap().iter().enumerate() {
+        let instructions = chain["instructions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (n, ins) in instructions.iter().enumerate() {
+            let a = &ins["instr_args"];
+            let callee = match ins["instr_args_type"].as_str().unwrap() {
+                "KernelCall" => {
+                    let op = &ops[a["op_index"].as_u64().unwrap_or(0) as usize];
+                    match op["overload"].as_str() {
+                        Some(o) if !o.is_empty() => format!("{}.{o}", op["name"].as_str().unwrap()),
+                        _ => op["name"].as_str().unwrap().to_owned(),
+                    }
+                }
+                "DelegateCall" => format!("delegate {}", a["delegate_index"].as_u64().unwrap_or(0)),
+                _ => continue,
+            };
+            for (pos, arg) in a["args"].as_array().unwrap().iter().enumerate() {
+                let arg = arg.as_u64().unwrap();
+                let at = |item| (c as u64, n as u64, callee.clone(), pos as u64, item);
+                if arg == value {
+                    out.insert(at(None));
+                }
+                let items = values[arg as usize]["val"]["items"].as_array().cloned();
+                let list = matches!(
+                    values[arg as usize]["val_type"].as_str(),
+                    Some("TensorList" | "OptionalTensorList")
+                );
+                for (k, item) in items.into_iter().flatten().enumerate() {
+                    if list && item.as_u64() == Some(value) {
+                        out.insert(at(Some(k as u64)));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn users_are_every_argument_that_names_the_tensor() {
+    let mut checked = 0;
+    for model in pte_fixtures() {
+        let v = view(&model);
+        for plan in flatc(&model)["execution_plan"].as_array().unwrap() {
+            let name = plan["name"].as_str().unwrap();
+            let dirs = ls(&v, &format!("methods/{name}/delegates"));
+            for e in index(&v, name) {
+                let value = e["value_index"].as_u64().unwrap();
+                let mut got = BTreeSet::new();
+                for u in e["users"].as_array().unwrap() {
+                    let callee = match (u["op"].as_str(), u["delegate"].as_str()) {
+                        (Some(op), _) => op.to_owned(),
+                        (None, Some(dir)) => {
+                            let i = dirs.iter().position(|d| d.trim_end_matches('/') == dir);
+                            format!("delegate {}", i.expect("an existing delegate directory"))
+                        }
+                        _ => panic!("{u}"),
+                    };
+                    got.insert((
+                        u["chain"].as_u64().unwrap(),
+                        u["instruction"].as_u64().unwrap(),
+                        callee,
+                        u["arg"].as_u64().unwrap(),
+                        u["item"].as_u64(),
+                    ));
+                }
+                checked += got.len();
+                assert_eq!(
+                    got,
+                    uses_in_flatc(plan, value),
+                    "{model} {name} value {value}"
+                );
+            }
+        }
+    }
+    assert!(checked >= 8, "{checked}");
+}
+
+#[test]
+fn argument_names_come_from_the_operator_schemas() {
+    let v = view("mlp.pte");
+    let idx = index(&v, "forward");
+    let names: Vec<(u64, String, String)> = idx
+        .iter()
+        .flat_map(|e| {
+            e["users"].as_array().unwrap().iter().map(|u| {
+                (
+                    e["value_index"].as_u64().unwrap(),
+                    u["op"].as_str().unwrap().to_owned(),
+                    u["arg_name"].as_str().unwrap().to_owned(),
+                )
+            })
+        })
+        .collect();
+    // code.txt: permute_copy.out %0 [1, 0] %5 %5; addmm.out %1 %4 %5 1 1 %9 %9
+    assert_eq!(
+        names,
+        [
+            (0, "aten::permute_copy.out", "self"),
+            (1, "aten::addmm.out", "self"),
+            (2, "aten::permute_copy.out", "self"),
+            (3, "aten::addmm.out", "self"),
+        ]
+        .map(|(v, o, a)| (v, o.to_owned(), a.to_owned()))
+    );
+    let mem = json(&v, "methods/forward/memory.json");
+    let placed = mem["buffers"][0]["values"].as_array().unwrap();
+    let five = placed.iter().find(|p| p["value"] == 5).unwrap();
+    let roles: Vec<(&str, bool)> = five["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["arg_name"].as_str().unwrap(), u.get("writes").is_some()))
+        .collect();
+    assert_eq!(
+        roles,
+        [("out", true), ("return", true), ("mat2", false)],
+        "%5 is written by permute_copy and read by addmm"
+    );
+}
+
+#[test]
+fn anonymous_constants_get_a_readable_alias_that_is_the_same_file() {
+    let (_d, v) = view_bytes("llm.pte", &llm().to_bytes());
+    let idx = index(&v, "forward");
+    let norm = idx.iter().find(|e| e["value_index"] == 5).unwrap();
+    assert_eq!(norm["alias"], "5.delegate-0.arg1.bin");
+    assert_eq!(
+        norm["users"],
+        json!([{"chain": 0, "instruction": 3, "delegate": "0-XnnpackBackend", "arg": 1}])
+    );
+    let scale = idx.iter().find(|e| e["value_index"] == 6).unwrap();
+    assert_eq!(scale["alias"], "6.mul.other.bin", "first use names it");
+    assert_eq!(scale["users"].as_array().unwrap().len(), 2);
+    for (name, alias) in [
+        ("5.bin", "5.delegate-0.arg1.bin"),
+        ("6.bin", "6.mul.other.bin"),
+    ] {
+        let dir = v.tree.resolve("methods/forward/tensors").unwrap();
+        let a = v.tree.lookup(dir, name.as_bytes()).unwrap();
+        let b = v.tree.lookup(dir, alias.as_bytes()).unwrap();
+        assert_eq!(a, b, "{alias} is a further name of {name}");
+        assert!(
+            v.tree.nlink(a) >= 3,
+            "{name}, {alias}, values/: {}",
+            v.tree.nlink(a)
+        );
+    }
+
+    // Fixtures: every anonymous constant a kernel reads has one, with its
+    // bytes; named ones keep their names only.
+    let mut aliased = 0;
+    for model in pte_fixtures() {
+        let v = view(&model);
+        for m in ls(&v, "methods") {
+            let m = m.trim_end_matches('/');
+            for e in index(&v, m) {
+                let used = e["users"].as_array().is_some_and(|u| !u.is_empty());
+                let anonymous = e["fqn"].is_null() && e.get("name").is_some();
+                assert_eq!(e.get("alias").is_some(), used && anonymous, "{model} {e}");
+                if let Some(alias) = e["alias"].as_str() {
+                    let dir = format!("methods/{m}/tensors");
+                    let a = read(&v, &format!("{dir}/{alias}"));
+                    assert_eq!(
+                        a,
+                        read(&v, &format!("{dir}/{}", e["name"].as_str().unwrap()))
+                    );
+                    assert!(alias.starts_with(e["name"].as_str().unwrap().trim_end_matches("bin")));
+                    aliased += 1;
+                }
+            }
+        }
+    }
+    assert!(aliased >= 4, "{aliased}");
+}
+
+#[test]
+fn values_dir_names_each_tensor_file_by_value_id() {
+    for model in pte_fixtures() {
+        let v = view(&model);
+        for m in ls(&v, "methods") {
+            let m = m.trim_end_matches('/');
+            let plan = json(&v, &format!("methods/{m}/plan.json"));
+            let mut n = 0;
+            for (i, value) in plan["values"].as_array().unwrap().iter().enumerate() {
+                let link = v.tree.resolve(&format!("methods/{m}/values/{i}"));
+                match value["val"]["ptefs_path"].as_str() {
+                    Some(path) => {
+                        assert_eq!(link, v.tree.resolve(path), "{model} {m} {i}");
+                        n += 1;
+                    }
+                    None => assert!(link.is_none(), "{model} {m} {i}"),
+                }
+            }
+            assert_eq!(ls(&v, &format!("methods/{m}/values")).len(), n);
+        }
+    }
+}
