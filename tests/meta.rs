@@ -468,3 +468,155 @@ fn values_dir_names_each_tensor_file_by_value_id() {
         }
     }
 }
+
+#[test]
+fn aliases_and_values_are_hard_links_in_a_mount() {
+    use std::os::unix::fs::MetadataExt;
+    if !common::mounted::fuse_or_skip("aliases_and_values_are_hard_links_in_a_mount") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(dir.path(), "llm.pte", &llm().to_bytes());
+    let (_d, offline) = view_bytes("llm.pte", &llm().to_bytes());
+    let m = common::mounted::Mounted::new(&[p.as_os_str()]);
+    let meta = |rel: &str| std::fs::metadata(m.path(rel)).unwrap();
+    let bin = meta("methods/forward/tensors/5.bin");
+    for other in [
+        "methods/forward/tensors/5.delegate-0.arg1.bin",
+        "methods/forward/values/5",
+    ] {
+        let o = meta(other);
+        assert_eq!((o.ino(), o.nlink()), (bin.ino(), bin.nlink()), "{other}");
+        let bytes = std::fs::read(m.path(other)).unwrap();
+        assert_eq!(bytes, read(&offline, "methods/forward/tensors/5.bin"));
+    }
+    assert_eq!(bin.nlink(), 4, "5.bin, its alias, values/5, constants/<i>");
+    for f in ["io.json", "memory.json"] {
+        let path = format!("methods/forward/{f}");
+        assert_eq!(std::fs::read(m.path(&path)).unwrap(), read(&offline, &path));
+    }
+    let v = std::fs::read(m.path("methods/get_eos_ids/value.json")).unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&v).unwrap(), json!([1, 2]));
+}
+
+#[test]
+fn code_txt_types_each_tensor_and_every_id_can_be_read() {
+    for model in pte_fixtures() {
+        let v = view(&model);
+        for plan in flatc(&model)["execution_plan"].as_array().unwrap() {
+            let name = plan["name"].as_str().unwrap();
+            let code = String::from_utf8(read(&v, &format!("methods/{name}/code.txt"))).unwrap();
+            let values = plan["values"].as_array().unwrap();
+            let mut typed = 0;
+            for line in code.lines().filter(|l| !l.trim_start().starts_with('#')) {
+                let mut seen = BTreeSet::new();
+                for token in line
+                    .split([' ', '[', ',', '='])
+                    .filter(|t| t.starts_with('%'))
+                {
+                    let (id, ty) = token[1..].split_once(':').unwrap_or((&token[1..], ""));
+                    let Ok(id) = id.trim_end_matches(']').parse::<usize>() else {
+                        continue;
+                    };
+                    let value = &values[id];
+                    if value["val_type"] != "Tensor" {
+                        continue;
+                    }
+                    // Typed exactly on its first appearance in a line.
+                    assert_eq!(!ty.is_empty(), seen.insert(id), "{model}: {line}");
+                    if !ty.is_empty() {
+                        typed += 1;
+                        let dims = value["val"]["sizes"].as_array().unwrap();
+                        let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                        assert!(
+                            line.contains(&format!("%{id}:{ty}[{}]", dims.join(","))),
+                            "{model}: {line}"
+                        );
+                    }
+                    if value["val"]["ptefs_path"].is_string() {
+                        let path = format!("methods/{name}/values/{id}");
+                        assert!(v.tree.resolve(&path).is_some(), "{model}: {path}");
+                    }
+                }
+            }
+            let instructions: usize = plan["chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["instructions"].as_array().map_or(0, Vec::len))
+                .sum();
+            assert!(typed >= instructions.min(1), "{model} {name}");
+            // One comment per recorded frame.
+            let frames: usize = plan["chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|c| c["stacktrace"].as_array().cloned().unwrap_or_default())
+                .map(|f| f["items"].as_array().map_or(0, |i| i.len().min(8)))
+                .sum();
+            let comments = code.lines().filter(|l| l.starts_with("  # ")).count();
+            assert_eq!(comments, frames, "{model} {name}");
+        }
+    }
+    let v = view("mlp.pte");
+    let code = String::from_utf8(read(&v, "methods/forward/code.txt")).unwrap();
+    assert!(code.contains(
+        "1: aten::addmm.out %1:f32[32] %4:f32[4,16] %5:f32[16,32] 1 1 out=%9:f32[4,32] -> %9\n"
+    ));
+    let v = view("mv2_xnnpack.pte");
+    let code = String::from_utf8(read(&v, "methods/forward/code.txt")).unwrap();
+    assert!(code.contains(
+        "0: delegate 0 XnnpackBackend (delegates/0-XnnpackBackend) %52:f32[1,3,224,224]"
+    ));
+    assert!(
+        v.tree
+            .resolve("methods/forward/delegates/0-XnnpackBackend")
+            .is_some()
+    );
+    let v = view("mlp_stacktrace.pte");
+    let code = String::from_utf8(read(&v, "methods/forward/code.txt")).unwrap();
+    assert!(code.contains("  # /home/u/models/export_my_fixtures.py:57 in forward: return self.fc2(torch.relu(self.fc1(x)))\n"));
+}
+
+#[test]
+fn stack_trace_comments_are_one_line_each_and_bounded() {
+    let frame = writer::Frame {
+        filename: Some("model.py".into()),
+        lineno: 7,
+        name: Some("forward".into()),
+        context: Some(format!("x = f(\n{}\n)", "y".repeat(300))),
+    };
+    let n = 600;
+    let mut p = Program::forward(vec![V::Tensor(Tensor::new(
+        ScalarType::FLOAT,
+        &[1],
+        Data::None,
+    ))]);
+    p.methods[0].operators = vec![("aten::relu".into(), "out".into())];
+    p.methods[0].chains[0].instructions = (0..n)
+        .map(|_| Instr::Kernel {
+            op: 0,
+            args: vec![0, 0, 0],
+        })
+        .collect();
+    p.methods[0].chains[0].stacktrace = Some(vec![vec![frame; 10]; n]);
+    let (_d, v) = view_bytes("t.pte", &p.to_bytes());
+    let code = String::from_utf8(read(&v, "methods/forward/code.txt")).unwrap();
+    let comments: Vec<&str> = code.lines().filter(|l| l.starts_with("  #")).collect();
+    assert!(
+        comments[0].starts_with("  # model.py:7 in forward: x = f( yyy"),
+        "{}",
+        comments[0]
+    );
+    assert_eq!(
+        comments.last().unwrap(),
+        &"  # (stack traces of later instructions are left out)"
+    );
+    let traced: usize = comments.iter().map(|c| c.len() + 1).sum();
+    assert!(traced < (1 << 20) + 8 * 1024, "{traced}");
+    assert_eq!(
+        code.lines().filter(|l| !l.starts_with(['#', ' '])).count(),
+        n
+    );
+    assert!(code.contains("0: aten::relu.out %0:f32[1] out=%0 -> %0\n"));
+}

@@ -5,6 +5,7 @@
 //! ExecuTorch passes a kernel its schema arguments in order and then its
 //! return values, so a position past the arguments names a return.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -24,7 +25,7 @@ pub struct OpSchema {
 pub struct ArgInfo {
     /// The schema's name (`weight`), or `return`/`return<i>` for a
     /// position past the arguments.
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// The operator writes it: an out argument or a return value.
     pub writes: bool,
 }
@@ -57,20 +58,24 @@ pub fn known() -> usize {
 impl OpSchema {
     /// The argument at call position `pos`, or `None` past the returns.
     pub fn arg(&self, pos: usize) -> Option<ArgInfo> {
-        let args: Vec<&str> = self.args.split(',').filter(|a| !a.is_empty()).collect();
-        if let Some(a) = args.get(pos) {
-            let name = a.strip_suffix('!');
-            return Some(ArgInfo {
-                name: name.unwrap_or(a).to_owned(),
-                writes: name.is_some(),
-            });
+        let args = self.args.split(',').filter(|a| !a.is_empty());
+        let mut count = 0;
+        for a in args {
+            if count == pos {
+                let name = a.strip_suffix('!');
+                return Some(ArgInfo {
+                    name: Cow::Borrowed(name.unwrap_or(a)),
+                    writes: name.is_some(),
+                });
+            }
+            count += 1;
         }
-        let r = pos - args.len();
+        let r = pos - count;
         (r < self.returns).then(|| ArgInfo {
             name: if self.returns == 1 {
-                "return".to_owned()
+                Cow::Borrowed("return")
             } else {
-                format!("return{r}")
+                Cow::Owned(format!("return{r}"))
             },
             writes: true,
         })
@@ -89,7 +94,7 @@ mod tests {
 
     #[test]
     fn names_arguments_outs_and_returns() {
-        let at = |op, pos| arg(op, pos).map(|a| (a.name, a.writes));
+        let at = |op, pos| arg(op, pos).map(|a| (a.name.into_owned(), a.writes));
         assert_eq!(
             at("aten::convolution.out", 1),
             Some(("weight".into(), false))

@@ -1,139 +1,185 @@
-//! Who uses each value of a plan: every kernel argument and delegate call
-//! argument, by chain and instruction.
+//! Who uses each tensor of a plan: every kernel argument and delegate call
+//! argument that names it, directly or as an item of a tensor list.
+//!
+//! Uses are stored compactly (a file can hold millions of calls); names
+//! are looked up when a use is shown.
+
+use std::borrow::Cow;
 
 use serde::Serialize;
 
-use super::schemas;
+use super::schemas::{self, OpSchema};
 use crate::format::operator_name;
 use crate::schema::program as fb;
 
-/// One use of a value: an argument of a kernel call or a delegate call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What an instruction calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Callee {
+    /// A kernel call: index into [`Users::ops`].
+    Op(u32),
+    /// A delegate call: index into `ExecutionPlan.delegates`.
+    Delegate(u32),
+}
+
+/// One use of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Use {
     /// Chain index.
-    pub chain: usize,
+    pub chain: u32,
     /// Instruction index in the chain.
-    pub instruction: usize,
-    /// Kernel calls: the operator (`aten::convolution.out`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub op: Option<String>,
-    /// Delegate calls: the index into `ExecutionPlan.delegates`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delegate: Option<usize>,
+    pub instruction: u32,
+    /// What is called.
+    pub callee: Callee,
     /// Argument position in the call.
-    pub arg: usize,
+    pub arg: u32,
+    /// Position inside a tensor list argument.
+    pub item: Option<u32>,
+}
+
+/// A use as `index.json` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UseView<'a> {
+    /// Chain index.
+    pub chain: u32,
+    /// Instruction index in the chain.
+    pub instruction: u32,
+    /// Kernel calls: `aten::convolution.out`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<&'a str>,
+    /// Delegate calls: the delegate's index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegate: Option<u32>,
+    /// Argument position in the call.
+    pub arg: u32,
     /// Position inside a tensor list argument.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub item: Option<usize>,
-    /// The schema's name for the argument, when the operator is known.
+    pub item: Option<u32>,
+    /// The schema's name of the argument, when the operator is known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub arg_name: Option<String>,
+    pub arg_name: Option<Cow<'static, str>>,
     /// The operator writes the argument (an out argument or a return).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub writes: bool,
 }
 
-impl Use {
-    /// A short readable name of the use: `convolution.weight`,
+/// The uses of every tensor of a plan.
+#[derive(Debug, Default)]
+pub struct Users {
+    /// `ExecutionPlan.operators` by name, with their schemas.
+    ops: Vec<(String, Option<OpSchema>)>,
+    by_value: Vec<Vec<Use>>,
+}
+
+impl Users {
+    /// The uses of value `value`, in instruction order.
+    pub fn of(&self, value: usize) -> &[Use] {
+        self.by_value.get(value).map_or(&[], Vec::as_slice)
+    }
+
+    /// How a use is shown.
+    pub fn view(&self, u: &Use) -> UseView<'_> {
+        let mut v = UseView {
+            chain: u.chain,
+            instruction: u.instruction,
+            op: None,
+            delegate: None,
+            arg: u.arg,
+            item: u.item,
+            arg_name: None,
+            writes: false,
+        };
+        match u.callee {
+            Callee::Op(i) => {
+                let (name, schema) = self
+                    .ops
+                    .get(i as usize)
+                    .map_or(("<operator out of range>", None), |(n, s)| (n.as_str(), *s));
+                let info = schema.and_then(|s| s.arg(u.arg as usize));
+                v.op = Some(name);
+                v.writes = info.as_ref().is_some_and(|i| i.writes);
+                v.arg_name = info.map(|i| i.name);
+            }
+            Callee::Delegate(d) => v.delegate = Some(d),
+        }
+        v
+    }
+
+    /// A short readable name of a use: `convolution.weight`,
     /// `update_cache.arg1`, `delegate-0.arg2`.
-    pub fn label(&self) -> String {
-        let base = match (&self.op, self.delegate) {
+    pub fn label(&self, u: &Use) -> String {
+        let v = self.view(u);
+        let base = match (v.op, v.delegate) {
             (Some(op), _) => {
                 let base = op.rsplit("::").next().unwrap_or(op);
                 base.split('.').next().unwrap_or(base).to_owned()
             }
-            (None, Some(d)) => format!("delegate-{d}"),
-            (None, None) => "call".to_owned(),
+            (None, d) => format!("delegate-{}", d.unwrap_or(0)),
         };
-        match &self.arg_name {
+        match v.arg_name {
             Some(n) => format!("{base}.{n}"),
-            None => format!("{base}.arg{}", self.arg),
+            None => format!("{base}.arg{}", u.arg),
         }
     }
 }
 
-/// What is called: operator name with its schema, or a delegate index.
-enum Callee {
-    Kernel(String, Option<schemas::OpSchema>),
-    Delegate(usize),
-}
-
-impl Callee {
-    fn at(&self, chain: usize, instruction: usize, arg: usize, item: Option<usize>) -> Use {
-        let mut u = Use {
-            chain,
-            instruction,
-            op: None,
-            delegate: None,
-            arg,
-            item,
-            arg_name: None,
-            writes: false,
-        };
-        match self {
-            Callee::Kernel(op, schema) => {
-                let info = schema.and_then(|s| s.arg(arg));
-                u.op = Some(op.clone());
-                u.writes = info.as_ref().is_some_and(|i| i.writes);
-                u.arg_name = info.map(|i| i.name);
-            }
-            Callee::Delegate(d) => u.delegate = Some(*d),
-        }
-        u
-    }
-}
-
-/// The uses of every value of `plan`, by value index, in instruction order.
-pub fn users(plan: fb::ExecutionPlan<'_>) -> Vec<Vec<Use>> {
+/// The uses of every tensor of `plan`.
+pub fn users(plan: fb::ExecutionPlan<'_>) -> Users {
     let values = plan.values();
     let nvalues = values.map_or(0, |v| v.len());
-    let mut out: Vec<Vec<Use>> = vec![Vec::new(); nvalues];
+    let nops = plan.operators().map_or(0, |o| o.len());
+    let ops = (0..nops)
+        .map(|i| {
+            let name = operator_name(plan, i as i32).unwrap_or_default();
+            let schema = schemas::lookup(&name);
+            (name, schema)
+        })
+        .collect();
+    let mut by_value: Vec<Vec<Use>> = vec![Vec::new(); nvalues];
     let value = |i: i64| {
         let i = usize::try_from(i).ok().filter(|&i| i < nvalues)?;
         values.map(|v| (i, v.get(i)))
     };
     for (c, chain) in plan.chains().iter().flatten().enumerate() {
         for (n, ins) in chain.instructions().iter().flatten().enumerate() {
-            let (args, callee): (Vec<i32>, Callee) =
-                if let Some(k) = ins.instr_args_as_kernel_call() {
-                    let op = operator_name(plan, k.op_index())
-                        .unwrap_or_else(|| format!("<operator {}>", k.op_index()));
-                    let schema = schemas::lookup(&op);
-                    (
-                        k.args().iter().flatten().collect(),
-                        Callee::Kernel(op, schema),
-                    )
-                } else if let Some(d) = ins.instr_args_as_delegate_call() {
-                    let delegate = usize::try_from(d.delegate_index()).unwrap_or(usize::MAX);
-                    (
-                        d.args().iter().flatten().collect(),
-                        Callee::Delegate(delegate),
-                    )
-                } else {
-                    continue;
-                };
-            for (pos, &a) in args.iter().enumerate() {
+            let (args, callee) = if let Some(k) = ins.instr_args_as_kernel_call() {
+                (k.args(), Callee::Op(k.op_index() as u32))
+            } else if let Some(d) = ins.instr_args_as_delegate_call() {
+                (d.args(), Callee::Delegate(d.delegate_index() as u32))
+            } else {
+                continue;
+            };
+            for (pos, a) in args.iter().flatten().enumerate() {
                 let Some((i, v)) = value(i64::from(a)) else {
                     continue;
                 };
                 let mut add = |index: usize, item: Option<usize>| {
-                    out[index].push(callee.at(c, n, pos, item));
+                    by_value[index].push(Use {
+                        chain: c as u32,
+                        instruction: n as u32,
+                        callee,
+                        arg: pos as u32,
+                        item: item.map(|k| k as u32),
+                    });
                 };
-                add(i, None);
-                let items: Vec<i64> = if let Some(l) = v.val_as_tensor_list() {
+                let items: Vec<i64> = if v.val_as_tensor().is_some() {
+                    add(i, None);
+                    continue;
+                } else if let Some(l) = v.val_as_tensor_list() {
                     l.items().iter().flatten().map(i64::from).collect()
                 } else if let Some(l) = v.val_as_optional_tensor_list() {
                     l.items().iter().flatten().map(i64::from).collect()
                 } else {
-                    Vec::new()
+                    continue;
                 };
                 for (k, item) in items.into_iter().enumerate() {
-                    if let Some((j, _)) = value(item) {
+                    if let Some((j, w)) = value(item)
+                        && w.val_as_tensor().is_some()
+                    {
                         add(j, Some(k));
                     }
                 }
             }
         }
     }
-    out
+    Users { ops, by_value }
 }

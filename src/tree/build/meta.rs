@@ -11,7 +11,6 @@ use super::index::{Entry, TensorShape};
 use super::{Builder, Dir};
 use crate::format::MethodInfo;
 use crate::meta::memory::{self, PlacedValue};
-use crate::meta::users::Use;
 use crate::meta::{io, users};
 use crate::tree::Ino;
 use crate::tree::names::encode;
@@ -19,7 +18,7 @@ use crate::tree::names::encode;
 /// What the builders of one method share: the users of every value and
 /// the names of the delegate directories.
 pub(super) struct MethodMeta {
-    pub users: Vec<Vec<Use>>,
+    pub users: users::Users,
     pub delegate_dirs: Vec<String>,
 }
 
@@ -43,13 +42,14 @@ impl MethodMeta {
     /// directory name.
     pub fn users_json(&self, value: usize) -> Vec<Value> {
         self.users
-            .get(value)
-            .into_iter()
-            .flatten()
+            .of(value)
+            .iter()
             .map(|u| {
-                let mut j = serde_json::to_value(u).unwrap_or_default();
-                if let (Some(d), Some(o)) = (u.delegate, j.as_object_mut()) {
-                    o.insert("delegate".into(), self.delegate_dir(d).into());
+                let view = self.users.view(u);
+                let delegate = view.delegate;
+                let mut j = serde_json::to_value(view).unwrap_or_default();
+                if let (Some(d), Some(o)) = (delegate, j.as_object_mut()) {
+                    o.insert("delegate".into(), self.delegate_dir(d as usize).into());
                 }
                 j
             })
@@ -58,8 +58,8 @@ impl MethodMeta {
 
     /// The readable stem an anonymous value takes from its first use.
     pub fn alias_label(&self, value: usize) -> Option<String> {
-        let first = self.users.get(value)?.first()?;
-        Some(encode(&first.label()))
+        let first = self.users.of(value).first()?;
+        Some(encode(&self.users.label(first)))
     }
 }
 

@@ -49,7 +49,9 @@ impl Builder {
             self.generated(
                 &mut mdir,
                 "code.txt",
-                code_txt::render(m.plan).into_bytes().into(),
+                code_txt::render(m.plan, &meta.delegate_dirs)
+                    .into_bytes()
+                    .into(),
             );
             self.method_meta(&mut mdir, m, &meta, &files);
         }
