@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what ptefs's tests and demo need beyond the Rust toolchain:
-# fuse3 (fusermount3), attr (getfattr), jq, and NumPy. Idempotent.
+# fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot), NumPy and
+# PyYAML. Idempotent.
 set -euo pipefail
 need=()
 command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v getfattr >/dev/null || need+=(attr)
 command -v jq >/dev/null || need+=(jq)
+command -v dot >/dev/null || need+=(graphviz)
 if ((${#need[@]})); then
   if [[ $(id -u) == 0 ]]; then
     echo "setup: apt-get install ${need[*]}" >&2
@@ -17,4 +19,8 @@ fi
 if ! python3 -c "import numpy" 2>/dev/null; then
   echo "setup: pip install numpy" >&2
   python3 -m pip install --quiet numpy
+fi
+if ! python3 -c "import yaml" 2>/dev/null; then
+  echo "setup: pip install pyyaml" >&2
+  python3 -m pip install --quiet pyyaml
 fi

@@ -620,3 +620,181 @@ fn stack_trace_comments_are_one_line_each_and_bounded() {
     );
     assert!(code.contains("0: aten::relu.out %0:f32[1] out=%0 -> %0\n"));
 }
+
+/// `dtype;dim,order` of tensor value `i` of a flatc plan.
+fn kernel_part(values: &[Value], i: u64) -> Option<String> {
+    let v = &values[i as usize];
+    if v["val_type"] != "Tensor" {
+        return None;
+    }
+    let t = &v["val"];
+    let dtype = scalar_code(t["scalar_type"].as_str().unwrap_or("BYTE"));
+    let order: Vec<String> = t["dim_order"]
+        .as_array()
+        .map(|d| d.iter().map(|x| x.to_string()).collect())
+        .unwrap_or_default();
+    Some(format!("{dtype};{}", order.join(",")))
+}
+
+/// The schema's number of a scalar type name.
+fn scalar_code(name: &str) -> i8 {
+    let all = [
+        "BYTE",
+        "CHAR",
+        "SHORT",
+        "INT",
+        "LONG",
+        "HALF",
+        "FLOAT",
+        "DOUBLE",
+        "COMPLEXHALF",
+        "COMPLEXFLOAT",
+        "COMPLEXDOUBLE",
+        "BOOL",
+        "QINT8",
+        "QUINT8",
+        "QINT32",
+        "BFLOAT16",
+    ];
+    all.iter().position(|n| *n == name).unwrap() as i8
+}
+
+/// What gen_oplist lists for a flatc plan set: operators and kernel keys
+/// (without the model path it records as `debug_info`).
+fn gen_oplist(model: &str) -> Value {
+    let mut operators = serde_json::Map::new();
+    let mut keys: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for plan in flatc(model)["execution_plan"].as_array().unwrap() {
+        let ops = plan["operators"].as_array().cloned().unwrap_or_default();
+        let full = |op: &Value| match op["overload"].as_str() {
+            Some(o) if !o.is_empty() => format!("{}.{o}", op["name"].as_str().unwrap()),
+            _ => op["name"].as_str().unwrap().to_owned(),
+        };
+        for op in &ops {
+            operators.insert(
+                full(op),
+                json!({"include_all_overloads": false,
+                       "is_root_operator": true, "is_used_for_training": true}),
+            );
+        }
+        let values = plan["values"].as_array().unwrap();
+        for chain in plan["chains"].as_array().unwrap() {
+            for ins in chain["instructions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+            {
+                if ins["instr_args_type"] != "KernelCall" {
+                    continue;
+                }
+                let a = &ins["instr_args"];
+                let op = full(&ops[a["op_index"].as_u64().unwrap_or(0) as usize]);
+                let mut parts = Vec::new();
+                for arg in a["args"].as_array().unwrap() {
+                    let v = &values[arg.as_u64().unwrap() as usize];
+                    let items = v["val"]["items"].as_array().cloned().unwrap_or_default();
+                    let part = match v["val_type"].as_str().unwrap() {
+                        "Tensor" => kernel_part(values, arg.as_u64().unwrap()),
+                        "TensorList" => {
+                            items.first().and_then(|i| kernel_part(values, i.as_u64()?))
+                        }
+                        "OptionalTensorList" => items
+                            .iter()
+                            .filter_map(|i| i.as_i64().filter(|&i| i >= 0))
+                            .find_map(|i| kernel_part(values, i as u64)),
+                        _ => None,
+                    };
+                    parts.extend(part);
+                }
+                let key = if parts.is_empty() {
+                    "v1".to_owned()
+                } else {
+                    format!("v1/{}", parts.join("|"))
+                };
+                keys.entry(op).or_default().insert(key);
+            }
+        }
+    }
+    json!({
+        "build_features": [],
+        "custom_classes": [],
+        "et_kernel_metadata": keys,
+        "include_all_non_op_selectives": false,
+        "include_all_operators": false,
+        "kernel_metadata": {},
+        "operators": operators,
+    })
+}
+
+const YAML_TO_JSON: &str = "import json, sys, yaml\n\
+    print(json.dumps(yaml.safe_load(open(sys.argv[1]))))";
+
+#[test]
+fn ops_yaml_parses_to_what_gen_oplist_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut with_kernels = 0;
+    for model in pte_fixtures() {
+        let v = view(&model);
+        let path = write_file(dir.path(), "ops.yaml", &read(&v, "ops.yaml"));
+        let parsed: Value = serde_json::from_str(python(YAML_TO_JSON, &[&path]).trim()).unwrap();
+        assert_eq!(parsed, gen_oplist(&model), "{model}");
+        if !parsed["et_kernel_metadata"].as_object().unwrap().is_empty() {
+            with_kernels += 1;
+        }
+        // ops.txt counts every call of every operator and delegate.
+        let text = String::from_utf8(read(&v, "ops.txt")).unwrap();
+        let counted: u64 = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split('\t').nth(1).unwrap().parse::<u64>().unwrap())
+            .sum();
+        let instructions: usize = flatc(&model)["execution_plan"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["chains"].as_array().unwrap().clone())
+            .flat_map(|c| c["instructions"].as_array().cloned().unwrap_or_default())
+            .filter(|i| {
+                matches!(
+                    i["instr_args_type"].as_str(),
+                    Some("KernelCall" | "DelegateCall")
+                )
+            })
+            .count();
+        assert_eq!(counted, instructions as u64, "{model}\n{text}");
+    }
+    assert!(with_kernels >= 5, "{with_kernels}");
+    let v = view("mv2_xnnpack.pte");
+    let text = String::from_utf8(read(&v, "ops.txt")).unwrap();
+    assert!(
+        text.contains("forward\t1\tXnnpackBackend\tmethods/forward/delegates/0-XnnpackBackend\n"),
+        "{text}"
+    );
+    let v = view("mlp.pte");
+    let text = String::from_utf8(read(&v, "ops.txt")).unwrap();
+    assert!(
+        text.contains("forward\t2\taten::addmm.out\tkernel library\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ops_yaml_of_an_llm_export_lists_custom_ops_and_leaves_delegated_work_out() {
+    let (dir, v) = view_bytes("llm.pte", &llm().to_bytes());
+    let path = write_file(dir.path(), "ops.yaml", &read(&v, "ops.yaml"));
+    let parsed: Value = serde_json::from_str(python(YAML_TO_JSON, &[&path]).trim()).unwrap();
+    let ops: Vec<&String> = parsed["operators"].as_object().unwrap().keys().collect();
+    assert_eq!(ops, ["aten::mul.out", "llama::update_cache.out"]);
+    assert_eq!(
+        parsed["et_kernel_metadata"],
+        json!({
+            "aten::mul.out": ["v1/6;0,1,2,3|6;|6;0,1,2,3|6;0,1,2,3"],
+            "llama::update_cache.out": ["v1/6;0,1,2,3|6;0,1,2,3|6;0|6;0"],
+        })
+    );
+    let text = String::from_utf8(read(&v, "ops.txt")).unwrap();
+    assert!(text.contains("forward\t2\tllama::update_cache.out\tkernel library\n"));
+    assert!(
+        text.contains("forward\t1\tXnnpackBackend\tmethods/forward/delegates/0-XnnpackBackend\n")
+    );
+}

@@ -510,7 +510,7 @@ fn mount_t_fuse_ptefs() {
         "mount -t fuse.ptefs: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(listing, 7);
+    assert_eq!(listing, 9);
     assert_eq!(
         sha256(&seg),
         "123e96c44be97de09bbf094da890b28c84f22ffa7f1227f1aa67c9d7ada954cb"

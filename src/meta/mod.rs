@@ -5,6 +5,7 @@
 
 pub mod io;
 pub mod memory;
+pub mod oplist;
 pub mod ops;
 pub mod schemas;
 pub mod users;

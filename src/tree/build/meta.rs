@@ -9,11 +9,13 @@ use serde_json::Value;
 
 use super::index::{Entry, TensorShape};
 use super::{Builder, Dir};
-use crate::format::MethodInfo;
+use crate::format::{MethodInfo, ProgramFile};
 use crate::meta::memory::{self, PlacedValue};
+use crate::meta::oplist;
 use crate::meta::{io, users};
 use crate::tree::Ino;
 use crate::tree::names::encode;
+use crate::tree::render::ops_yaml::{self, MethodCalls};
 
 /// What the builders of one method share: the users of every value and
 /// the names of the delegate directories.
@@ -164,6 +166,31 @@ impl Builder {
                 self.add_link(vdir.ino, name.into_boxed_str(), ino);
             }
         }
+    }
+
+    /// `ops.txt` and `ops.yaml` of a program; `methods` holds each
+    /// method's directory name and its delegates' directory names.
+    pub(super) fn program_ops(
+        &mut self,
+        root: &mut Dir,
+        p: &ProgramFile<'_>,
+        methods: &[(String, Vec<String>)],
+    ) {
+        let calls: Vec<MethodCalls<'_>> = p
+            .methods
+            .iter()
+            .zip(methods)
+            .map(|(m, (dir, delegate_dirs))| MethodCalls {
+                method: dir,
+                calls: oplist::calls(m.plan),
+                delegate_dirs,
+            })
+            .collect();
+        let text = ops_yaml::text(&calls);
+        self.generated(root, "ops.txt", text.into_bytes().into());
+        let list = oplist::oplist(p.methods.iter().map(|m| m.plan));
+        let yaml = ops_yaml::yaml(&list);
+        self.generated(root, "ops.yaml", yaml.into_bytes().into());
     }
 
     /// Entry name → inode of directory `dir`.

@@ -26,6 +26,7 @@ impl Builder {
         self.json(root, "program.json", &summary(p, origin));
 
         let mut methods = self.subdir(root, "methods");
+        let mut method_dirs = Vec::new();
         for m in &p.methods {
             let name = methods.names.unique(&encode(m.name), "");
             let mut mdir = self.dir(methods.ino, name.clone());
@@ -54,7 +55,10 @@ impl Builder {
                     .into(),
             );
             self.method_meta(&mut mdir, m, &meta, &files);
+            method_dirs.push((name, meta.delegate_dirs));
         }
+
+        self.program_ops(root, p, &method_dirs);
 
         let mut cdir = self.subdir(root, "constants");
         let max = p.constants.len().saturating_sub(1) as u64;

@@ -3,6 +3,7 @@
 pub mod code_txt;
 pub mod flatc_json;
 pub mod npy;
+pub mod ops_yaml;
 pub mod readme;
 
 use serde::Serialize;
