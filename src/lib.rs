@@ -11,13 +11,15 @@
 //!   `inspect` and `diff` over the same tree.
 
 pub mod cli;
-pub mod diff;
+
 pub mod format;
 pub mod fs;
 pub mod fuse;
 pub mod meta;
+pub mod report;
 pub mod schema;
 pub mod source;
+pub mod text;
 pub mod tree;
 pub mod view;
 

@@ -80,11 +80,37 @@ pub struct Request {
     pub recursive: bool,
 }
 
-impl View {
-    /// Opens, validates and lays out everything `req` names. Any invalid
-    /// file given by name is an error; invalid files found by expanding a
-    /// directory are skipped and listed in `skipped`.
-    pub fn open(req: &Request) -> Result<View, OpenError> {
+/// Files opened and mapped for a [`Request`], not yet parsed.
+#[derive(Debug)]
+pub struct Opened {
+    /// The files shown, then the attached data files.
+    pub sources: Vec<Source>,
+    /// How many of `sources` are shown (the rest are attached).
+    shown: usize,
+    /// For each shown source, whether it was found in a directory (and so
+    /// may be skipped when it turns out invalid).
+    found: Vec<bool>,
+    /// Files skipped while expanding directories, with the reason.
+    pub skipped: Vec<(PathBuf, String)>,
+    /// The first path requested, for messages about them all.
+    first: PathBuf,
+}
+
+/// The parsed files of an [`Opened`] request.
+#[derive(Debug)]
+pub struct Inputs<'a> {
+    /// The files to show.
+    pub shown: Vec<Input<'a>>,
+    /// The data files attached to every program.
+    pub attached: Vec<Input<'a>>,
+    /// Files found in a directory that turned out invalid, with the reason.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+impl Opened {
+    /// Opens and maps everything `req` names: its files, the model files
+    /// in its directories, and the data files to attach.
+    pub fn open(req: &Request) -> Result<Opened, OpenError> {
         let mut skipped = Vec::new();
         let mut files = Vec::new();
         // Files found in a directory may be skipped when invalid; files
@@ -103,9 +129,10 @@ impl View {
                 found.push(false);
             }
         }
-        let first = || req.inputs.first().cloned().unwrap_or_default();
         if files.is_empty() {
-            return Err(OpenError::Empty { path: first() });
+            return Err(OpenError::Empty {
+                path: req.inputs.first().cloned().unwrap_or_default(),
+            });
         }
         let mut seen = std::collections::HashMap::new();
         for f in &files {
@@ -121,12 +148,27 @@ impl View {
         for f in files.iter().chain(&req.data) {
             sources.push(Source::open(f)?);
         }
-        let mut inputs = Vec::new();
-        for (id, s) in sources.iter().enumerate() {
+        Ok(Opened {
+            sources,
+            shown: files.len(),
+            found,
+            skipped,
+            first: req.inputs.first().cloned().unwrap_or_default(),
+        })
+    }
+
+    /// Parses and validates every file. Any invalid file given by name is
+    /// an error, and so is a data file to attach that is not one; invalid
+    /// files found by expanding a directory are skipped.
+    pub fn parse(&self) -> Result<Inputs<'_>, OpenError> {
+        let mut skipped = self.skipped.clone();
+        let mut shown = Vec::new();
+        let mut attached = Vec::new();
+        for (id, s) in self.sources.iter().enumerate() {
             let parsed = match format::parse(s.bytes()) {
                 Ok(p) => p,
-                Err(e) if found.get(id) == Some(&true) => {
-                    // Its source stays open but nothing in the tree refers to it.
+                Err(e) if self.found.get(id) == Some(&true) => {
+                    // Its source stays open but nothing refers to it.
                     skipped.push((s.path.clone(), e.to_string()));
                     continue;
                 }
@@ -137,28 +179,49 @@ impl View {
                     });
                 }
             };
-            if id >= files.len() && !matches!(parsed, Parsed::Data(_)) {
+            let is_shown = id < self.shown;
+            if !is_shown && !matches!(parsed, Parsed::Data(_)) {
                 return Err(OpenError::NotData {
                     path: s.path.clone(),
                 });
             }
-            inputs.push(Input {
+            let input = Input {
                 name: s.name.clone(),
                 source: id,
                 parsed,
+            };
+            if is_shown {
+                shown.push(input);
+            } else {
+                attached.push(input);
+            }
+        }
+        if shown.is_empty() {
+            return Err(OpenError::NoneValid {
+                path: self.first.clone(),
             });
         }
-        let shown = inputs.iter().take_while(|i| i.source < files.len()).count();
-        if shown == 0 {
-            return Err(OpenError::NoneValid { path: first() });
-        }
-        let attached = inputs.split_off(shown);
+        Ok(Inputs {
+            shown,
+            attached,
+            skipped,
+        })
+    }
+}
+
+impl View {
+    /// Opens, validates and lays out everything `req` names (see
+    /// [`Opened::parse`] for what is an error).
+    pub fn open(req: &Request) -> Result<View, OpenError> {
+        let opened = Opened::open(req)?;
+        let parsed = opened.parse()?;
         // A directory source shows each file in a directory of its own,
         // however many it holds.
-        let one_dir_each = shown > 1 || found.contains(&true);
-        let tree = tree::build(&inputs, &attached, one_dir_each);
+        let one_dir_each = parsed.shown.len() > 1 || opened.found.contains(&true);
+        let tree = tree::build(&parsed.shown, &parsed.attached, one_dir_each);
+        let skipped = parsed.skipped;
         Ok(View {
-            sources,
+            sources: opened.sources,
             tree,
             skipped,
         })

@@ -322,3 +322,96 @@ fn cat_of_a_source_truncated_where_the_file_starts_fails_cleanly() {
 fn cat_of_a_source_truncated_to_nothing_fails_cleanly() {
     cat_while_truncating(|_, _| 0);
 }
+
+/// Mounts `src` detached with a log file at the default log level.
+fn mount_logged(src: &Path, dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let log = dir.join("ptefs.log");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let out = Command::new(ptefs_bin())
+        .env_remove("RUST_LOG")
+        .arg("mount")
+        .arg(src)
+        .arg(&mnt)
+        .arg("--log-file")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (mnt, log)
+}
+
+fn unmount_and_read_log(mnt: &Path, log: &Path) -> String {
+    let out = Command::new(ptefs_bin())
+        .arg("umount")
+        .arg(mnt)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+#[test]
+fn ordinary_use_logs_nothing() {
+    if !fuse_or_skip("ordinary_use_logs_nothing") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy(dir.path(), "mlp.pte");
+    let (mnt, log) = mount_logged(&src, dir.path());
+    let read = read_all(&mnt);
+    assert!(read.iter().all(|(_, r)| r.is_ok()));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ls -lR {0} >/dev/null && cat {0}/segments/* >/dev/null",
+            mnt.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(out.success());
+    let text = unmount_and_read_log(&mnt, &log);
+    assert_eq!(
+        text, "",
+        "the default log has nothing to say about ordinary reads"
+    );
+}
+
+#[test]
+fn a_changed_source_is_logged_once() {
+    if !fuse_or_skip("a_changed_source_is_logged_once") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy(dir.path(), "mv2_xnnpack.pte");
+    let (mnt, log) = mount_logged(&src, dir.path());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    // Many reads of bytes that are gone, all failing with EIO.
+    let mut eio = 0;
+    for _ in 0..3 {
+        for (_, r) in read_all(&mnt) {
+            if r.is_err() {
+                eio += 1;
+            }
+        }
+    }
+    assert!(eio > 100, "{eio}");
+    let text = unmount_and_read_log(&mnt, &log);
+    let changed = text.lines().filter(|l| l.contains("changed size")).count();
+    assert_eq!(changed, 1, "{text}");
+    assert!(!text.contains("Bad address"), "{text}");
+    assert!(text.lines().count() <= 2, "{text}");
+}

@@ -10,6 +10,9 @@ use super::{NOT_FOUND, OK, Sources, TROUBLE, error, output_error};
 use crate::fs::{Data, Fs, FsError};
 
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    ptefs cat model.pte methods/forward/code.txt\n  \
+    ptefs cat model.pte --data weights.ptd methods/forward/tensors/0.npy > w.npy")]
 pub(super) struct CatArgs {
     #[command(flatten)]
     sources: Sources,
@@ -34,7 +37,7 @@ pub(super) fn run(args: &CatArgs) -> Result<i32, i32> {
     let mut out = BufWriter::with_capacity(CHUNK as usize, &stdout);
     let mut status = OK;
     for path in &args.paths {
-        let shown = super::text::escape(path);
+        let shown = crate::text::escape(path);
         let ino = match fs.resolve(path) {
             Ok(ino) => ino,
             Err(_) => {

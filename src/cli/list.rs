@@ -4,9 +4,9 @@ use std::io::{self, Write};
 
 use clap::Args;
 
-use super::text::escape;
 use super::{NOT_FOUND, OK, Sources, error, output_error};
 use crate::fs::{Attr, FileKind, Fs};
+use crate::text::escape;
 use crate::tree::Ino;
 
 #[derive(Args, Debug)]

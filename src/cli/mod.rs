@@ -9,7 +9,6 @@ mod inspect;
 mod list;
 mod mount;
 mod stat;
-mod text;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -18,7 +17,7 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::fs::Fs;
-use crate::view::{Request, View};
+use crate::view::{Opened, Request, View};
 
 /// Success.
 pub const OK: i32 = 0;
@@ -50,7 +49,7 @@ enum Command {
     /// Mount files as a read-only filesystem.
     Mount(mount::MountArgs),
     /// Unmount a ptefs mount.
-    #[command(alias = "unmount")]
+    #[command(alias = "unmount", after_help = "Example:\n  ptefs umount /tmp/m")]
     Umount {
         /// The mount point.
         mountpoint: PathBuf,
@@ -89,42 +88,29 @@ impl Sources {
     }
 }
 
+/// The command line's definition, for `--help` and for checking the
+/// documentation against it.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
 /// Prints `ptefs: message` to stderr.
 pub fn error(message: impl std::fmt::Display) {
     eprintln!("ptefs: {message}");
 }
 
-/// Opens and maps one file, printing the error.
-fn open_source(path: &std::path::Path) -> Result<crate::source::Source, i32> {
-    crate::source::Source::open(path).map_err(|e| {
-        error(format_args!("{}: {e}", path.display()));
+/// Opens and maps `files` with `data` attached, without parsing them,
+/// printing any error.
+fn open_inputs(files: &[PathBuf], data: &[PathBuf]) -> Result<Opened, i32> {
+    Opened::open(&Request {
+        inputs: files.to_vec(),
+        data: data.to_vec(),
+        recursive: false,
+    })
+    .map_err(|e| {
+        error(e);
         TROUBLE
     })
-}
-
-/// Parses an opened file, printing the error.
-fn parse_source(s: &crate::source::Source) -> Result<crate::format::Parsed<'_>, i32> {
-    crate::format::parse(s.bytes()).map_err(|e| {
-        error(format_args!("{}: {e}", s.path.display()));
-        TROUBLE
-    })
-}
-
-/// Parses `--data` files, which must be data files.
-fn parse_data(sources: &[crate::source::Source]) -> Result<Vec<crate::format::DataFile<'_>>, i32> {
-    sources
-        .iter()
-        .map(|s| match parse_source(s)? {
-            crate::format::Parsed::Data(d) => Ok(d),
-            _ => {
-                error(format_args!(
-                    "{}: is given with --data but is not a data file (.ptd)",
-                    s.path.display()
-                ));
-                Err(TROUBLE)
-            }
-        })
-        .collect()
 }
 
 /// Opens a view, printing any error and warnings.

@@ -7,9 +7,9 @@ use std::io::Write;
 use clap::Args;
 use serde::Serialize;
 
-use super::text::escape;
 use super::{NOT_FOUND, OK, Sources, error, output_error};
 use crate::fs::{Attr, FileKind, Fs};
+use crate::text::escape;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \

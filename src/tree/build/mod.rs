@@ -1,4 +1,5 @@
-//! Lays out the tree of LAYOUT.md from parsed files.
+//! Lays out the tree from parsed files, as README's "The tree" section
+//! documents it.
 
 mod bundled;
 mod data;
@@ -148,6 +149,24 @@ impl Builder {
         }
     }
 
+    /// The path of directory `ino` built so far, for messages.
+    fn path_of(&self, mut ino: Ino) -> String {
+        let mut parts = Vec::new();
+        while ino != ROOT {
+            let Some(node) = self.nodes.get(ino as usize - 1) else {
+                break;
+            };
+            let name = match &self.nodes[node.parent as usize - 1].kind {
+                NodeKind::Dir(entries) => entries.iter().find(|e| e.ino == ino).map(|e| &*e.name),
+                NodeKind::File(_) => None,
+            };
+            parts.push(name.unwrap_or("?"));
+            ino = node.parent;
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
     /// Adds `name` to directory `parent` as a name of `ino`.
     fn add_entry(&mut self, parent: Ino, name: Box<str>, ino: Ino) {
         if let Some(Node {
@@ -256,8 +275,17 @@ impl Builder {
         self.file(dir.ino, name, Content::Generated(bytes), None);
     }
 
+    /// `name` holding `v` as JSON. Should rendering fail, the file holds
+    /// `{"error": ...}` instead and the tree's warnings say so.
     fn json(&mut self, dir: &mut Dir, name: &str, v: &impl serde::Serialize) {
-        self.generated(dir, name, render::json(v));
+        let bytes = render::json(v).unwrap_or_else(|e| {
+            self.warnings.push(format!(
+                "{}: cannot render {name}: {e}",
+                self.path_of(dir.ino)
+            ));
+            render::json(&serde_json::json!({ "error": e.to_string() })).unwrap_or_default()
+        });
+        self.generated(dir, name, bytes);
     }
 
     /// `<stem>.bin`, a raw range of a source. Returns its name.

@@ -1,6 +1,6 @@
-//! Names in text output: escaped so that a name from a file cannot break a
-//! line or send control sequences to a terminal. JSON output keeps names
-//! exact.
+//! Names in text output (`ls`, `stat`, `inspect`, `diff`): escaped so that
+//! a name from a file cannot break a line or send control sequences to a
+//! terminal. JSON output keeps names exact.
 
 use std::borrow::Cow;
 use std::fmt::Write;
