@@ -798,3 +798,130 @@ fn ops_yaml_of_an_llm_export_lists_custom_ops_and_leaves_delegated_work_out() {
         text.contains("forward\t1\tXnnpackBackend\tmethods/forward/delegates/0-XnnpackBackend\n")
     );
 }
+
+/// True when Graphviz's `dot` is there; without it the test fails under
+/// CI or `PTEFS_REQUIRE_FUSE=1` and is skipped (loudly) otherwise.
+fn dot_or_skip(test: &str) -> bool {
+    if common::mounted::which("dot").is_some() {
+        return true;
+    }
+    let required = std::env::var("CI").as_deref() == Ok("true")
+        || std::env::var("PTEFS_REQUIRE_FUSE").as_deref() == Ok("1");
+    assert!(
+        !required,
+        "{test}: dot (graphviz) is missing; run scripts/setup.sh"
+    );
+    common::mounted::report_skip(test, "dot (graphviz) is missing");
+    false
+}
+
+/// `dot -Tsvg` of `text`: the SVG, or a failure with dot's message.
+fn render_svg(what: &str, text: &[u8]) -> String {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `(from, to, value)` of each edge line of a graph.dot.
+fn dot_edges(text: &str) -> Vec<(String, String, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (from, rest) = l.trim().split_once(" -> ")?;
+            let (to, label) = rest.split_once(" [label=\"%")?;
+            let v = label.split(' ').next()?.parse().ok()?;
+            Some((from.to_owned(), to.to_owned(), v))
+        })
+        .collect()
+}
+
+#[test]
+fn graph_dot_renders_and_connects_each_tensor_to_its_readers() {
+    if !dot_or_skip("graph_dot_renders_and_connects_each_tensor_to_its_readers") {
+        return;
+    }
+    for model in pte_fixtures() {
+        let v = view(&model);
+        for plan in flatc(&model)["execution_plan"].as_array().unwrap() {
+            let name = plan["name"].as_str().unwrap();
+            let text = read(&v, &format!("methods/{name}/graph.dot"));
+            let svg = render_svg(&format!("{model} {name}"), &text);
+            let text = String::from_utf8(text).unwrap();
+            let calls = plan["chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|c| c["instructions"].as_array().cloned().unwrap_or_default())
+                .filter(|i| {
+                    matches!(
+                        i["instr_args_type"].as_str(),
+                        Some("KernelCall" | "DelegateCall")
+                    )
+                })
+                .count();
+            assert!(svg.matches("class=\"node\"").count() >= calls, "{model}");
+            // Every edge into a call carries one of the call's arguments.
+            for (from, to, value) in dot_edges(&text) {
+                if to == "outputs" {
+                    assert!(plan["outputs"].as_array().unwrap().contains(&json!(value)));
+                    continue;
+                }
+                let (c, n) = to[1..].split_once('_').unwrap();
+                let ins = &plan["chains"][c.parse::<usize>().unwrap()]["instructions"]
+                    [n.parse::<usize>().unwrap()];
+                let args = ins["instr_args"]["args"].as_array().unwrap();
+                let values = plan["values"].as_array().unwrap();
+                let named = args.iter().any(|a| {
+                    a == &json!(value)
+                        || values[a.as_u64().unwrap() as usize]["val"]["items"]
+                            .as_array()
+                            .is_some_and(|i| i.contains(&json!(value)))
+                });
+                assert!(named, "{model} {name}: {from} -> {to} carries %{value}");
+            }
+            let outputs = plan["outputs"].as_array().unwrap();
+            let into_outputs = dot_edges(&text).iter().filter(|e| e.1 == "outputs").count();
+            assert_eq!(into_outputs, outputs.len(), "{model} {name}");
+        }
+    }
+    let v = view("mlp.pte");
+    let text = String::from_utf8(read(&v, "methods/forward/graph.dot")).unwrap();
+    assert!(
+        text.contains("  c0_0 -> c0_1 [label=\"%5 f32[16,32]\"];\n"),
+        "{text}"
+    );
+    assert!(text.contains("  v4 [shape=invhouse, label=\"%4 input\"];\n"));
+
+    let (_d, v) = view_bytes("llm.pte", &llm().to_bytes());
+    let text = read(&v, "methods/forward/graph.dot");
+    render_svg("llm forward", &text);
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains(
+        "  v1 [shape=cylinder, label=\"%1 buffer layers.0.attention.kv_cache.k_cache\"];\n"
+    ));
+    assert!(text.contains("  c0_3 [shape=box, label=\"0.3: delegate 0-XnnpackBackend\"];\n"));
+    let edges = dot_edges(&text);
+    for e in [
+        ("v1", "c0_0", 1),
+        ("c0_2", "c0_3", 9),
+        ("v5", "c0_3", 5),
+        ("c0_3", "outputs", 7),
+    ] {
+        assert!(
+            edges.contains(&(e.0.to_owned(), e.1.to_owned(), e.2)),
+            "{e:?} in {text}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! schemas), and input/output and memory plans. Used by the tree builders
 //! and by the `inspect` and `diff` reports; knows no files or commands.
 
+pub mod dataflow;
 pub mod external;
 pub mod io;
 pub mod memory;

@@ -1,6 +1,7 @@
-//! What a method means, laid out as files: `io.json`, `memory.json`,
-//! `value.json`, `values/`, the users of each tensor in `index.json` and
-//! readable aliases of anonymous constants.
+//! What a program means, laid out as files: per method `io.json`,
+//! `memory.json`, `value.json`, `graph.dot`, `values/`, the users of each
+//! tensor in `index.json` and readable aliases of anonymous constants; per
+//! program `ops.txt` and `ops.yaml`.
 
 use std::collections::HashMap;
 
@@ -11,10 +12,10 @@ use super::index::{Entry, TensorShape};
 use super::{Builder, Dir};
 use crate::format::{MethodInfo, ProgramFile};
 use crate::meta::memory::{self, PlacedValue};
-use crate::meta::oplist;
-use crate::meta::{io, users};
+use crate::meta::{dataflow, io, oplist, users};
 use crate::tree::Ino;
 use crate::tree::names::encode;
+use crate::tree::render::graph_dot;
 use crate::tree::render::ops_yaml::{self, MethodCalls};
 
 /// What the builders of one method share: the users of every value and
@@ -156,6 +157,9 @@ impl Builder {
                 .collect(),
         };
         self.json(mdir, "memory.json", &memory);
+        let graph = dataflow::graph(m.plan);
+        let dot = graph_dot::render(m.name, m.plan, &graph, &meta.delegate_dirs);
+        self.generated(mdir, "graph.dot", dot.into_bytes().into());
         if let Some(v) = io::constant_value(m.plan) {
             self.json(mdir, "value.json", &v);
         }

@@ -230,7 +230,7 @@ fn item(plan: fb::ExecutionPlan<'_>, index: i64, seen: &mut HashSet<i64>) -> Str
 }
 
 /// `%id:f32[2,3]` the first time `id` is seen, `%id` after.
-fn tensor(id: i64, t: fb::Tensor<'_>, seen: &mut HashSet<i64>) -> String {
+pub(super) fn tensor(id: i64, t: fb::Tensor<'_>, seen: &mut HashSet<i64>) -> String {
     if !seen.insert(id) {
         return format!("%{id}");
     }

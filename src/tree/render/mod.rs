@@ -2,6 +2,7 @@
 
 pub mod code_txt;
 pub mod flatc_json;
+pub mod graph_dot;
 pub mod npy;
 pub mod ops_yaml;
 pub mod readme;
