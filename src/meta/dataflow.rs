@@ -78,7 +78,7 @@ pub fn graph(plan: fb::ExecutionPlan<'_>) -> Graph {
             } else {
                 continue;
             };
-            let last = args.and_then(|a| a.iter().last()).map(i64::from);
+            let last = args.and_then(|a| a.iter().next_back()).map(i64::from);
             let kernel = matches!(call, Call::Kernel(_));
             g.calls.push((node.clone(), call));
             let mut written = Vec::new();
