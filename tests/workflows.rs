@@ -407,6 +407,7 @@ fn a_directory_shows_each_model_under_its_name() {
         inputs: vec![dir.path().to_owned()],
         data: vec![],
         recursive: true,
+        names: None,
     })
     .unwrap();
     assert_eq!(

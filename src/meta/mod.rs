@@ -7,6 +7,7 @@ pub mod dataflow;
 pub mod external;
 pub mod io;
 pub mod memory;
+pub mod names;
 pub mod oplist;
 pub mod ops;
 pub mod schemas;

@@ -10,7 +10,7 @@ mod build;
 pub mod names;
 mod render;
 
-pub use build::{Input, build};
+pub use build::{Input, build, build_with_names};
 
 use crate::format::Span;
 

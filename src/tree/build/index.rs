@@ -74,6 +74,9 @@ pub(super) struct Entry<'a> {
     /// Program tensors: a further name of the `.bin`, from the first use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
+    /// Checkpoint keys (`--names`) whose bytes these are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_names: Option<Vec<String>>,
     /// Program tensors: every instruction argument that is this value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub users: Option<Vec<serde_json::Value>>,

@@ -197,6 +197,36 @@ impl Builder {
         self.generated(root, "ops.yaml", yaml.into_bytes().into());
     }
 
+    /// The checkpoint keys (`--names`) whose bytes `span` of `bytes` holds.
+    pub(super) fn checkpoint_names(
+        &self,
+        span: crate::format::Span,
+        bytes: &[u8],
+    ) -> Option<Vec<String>> {
+        let names = self.names.as_ref()?;
+        let start = usize::try_from(span.offset).ok()?;
+        let end = start.checked_add(usize::try_from(span.len).ok()?)?;
+        let d = crate::meta::names::digest(bytes.get(start..end)?);
+        Some(names.get(&d).cloned().unwrap_or_default())
+    }
+
+    /// `by-name/<key>`: a further name of the file holding each checkpoint
+    /// key's bytes, for the keys found in the program just built.
+    pub(super) fn by_name_dir(&mut self, root: &mut Dir) {
+        if self.names.is_none() {
+            return;
+        }
+        let found = std::mem::take(&mut self.by_name);
+        let mut dir = self.subdir(root, "by-name");
+        let mut done = std::collections::HashSet::new();
+        for (key, ino) in found {
+            if done.insert(key.clone()) {
+                let name = dir.names.unique(&encode(&key), "");
+                self.add_link(dir.ino, name.into_boxed_str(), ino);
+            }
+        }
+    }
+
     /// Entry name → inode of directory `dir`.
     pub(super) fn entry_inos(&self, dir: Ino) -> HashMap<String, Ino> {
         match self.nodes.get(dir as usize - 1).map(|n| &n.kind) {

@@ -36,7 +36,7 @@ impl Builder {
                 &format!("methods/{name}"),
                 file_name,
                 origin,
-                (m, &meta),
+                (m, &meta, p.bytes),
                 data,
             );
             self.json(
@@ -89,6 +89,11 @@ impl Builder {
             .iter()
             .map(|n| (n.key, n.segment_index, origin, n.span, None));
         for (key, segment_index, o, span, file) in own.chain(attached) {
+            let holder = match file {
+                None => Some(p.bytes),
+                Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
+            };
+            let checkpoint_names = holder.and_then(|b| self.checkpoint_names(span, b));
             let name = self.raw(&mut ndir, &encode(key), o, span);
             index.push(Entry {
                 name: Some(name),
@@ -100,10 +105,26 @@ impl Builder {
                     offset: o.shifted(span).offset,
                 }),
                 location: Some("named"),
+                checkpoint_names,
                 ..Entry::default()
             });
         }
+        let inos = self.entry_inos(ndir.ino);
+        for e in &index {
+            let ino = e.name.as_ref().and_then(|n| inos.get(n));
+            for (key, ino) in e
+                .checkpoint_names
+                .iter()
+                .flatten()
+                .zip(std::iter::repeat(ino))
+            {
+                if let Some(&ino) = ino {
+                    self.by_name.push((key.clone(), ino));
+                }
+            }
+        }
         self.json(&mut ndir, "index.json", &index);
+        self.by_name_dir(root);
 
         let mut sdir = self.subdir(root, "segments");
         let max = p.segments.len().saturating_sub(1) as u64;
@@ -120,7 +141,7 @@ impl Builder {
         base: &str,
         file_name: &str,
         origin: Origin,
-        (m, meta): (&MethodInfo<'_>, &MethodMeta),
+        (m, meta, bytes): (&MethodInfo<'_>, &MethodMeta, &[u8]),
         data: &[Attached<'_, '_>],
     ) -> (Vec<Option<String>>, Vec<Option<Ino>>) {
         let mut tdir = self.subdir(mdir, "tensors");
@@ -164,6 +185,11 @@ impl Builder {
             };
             match found {
                 Some((o, span, file)) => {
+                    let holder = match file {
+                        None => Some(bytes),
+                        Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
+                    };
+                    entry.checkpoint_names = holder.and_then(|b| self.checkpoint_names(span, b));
                     let mut stem = padded(t.value_index as u64, max_value);
                     if let Some(fqn) = t.fqn {
                         stem = format!("{stem}.{}", encode(fqn));
@@ -208,6 +234,9 @@ impl Builder {
             let Some(&ino) = inos.get(name) else { continue };
             if let Some(f) = files.get_mut(v) {
                 *f = Some(ino);
+            }
+            for key in e.checkpoint_names.iter().flatten() {
+                self.by_name.push((key.clone(), ino));
             }
             if !matches!(e.fqn, Some(None)) {
                 continue;
