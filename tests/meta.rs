@@ -925,3 +925,91 @@ fn graph_dot_renders_and_connects_each_tensor_to_its_readers() {
         );
     }
 }
+
+/// A training export as ExecuTorch lays it out: `forward` returns the loss,
+/// then the parameters, then their gradients; three constant methods name
+/// the parameters and say where each group starts.
+fn training() -> Program {
+    let w: Vec<u8> = (0..24).collect();
+    let b: Vec<u8> = (50..58).collect();
+    let values = vec![
+        V::Tensor(planned(ScalarType::FLOAT, &[4, 3], 0)),
+        V::Tensor(planned(ScalarType::FLOAT, &[], 64)),
+        V::Tensor(Tensor::new(
+            ScalarType::FLOAT,
+            &[2, 3],
+            Data::Mutable(w.into()),
+        )),
+        V::Tensor(Tensor::new(
+            ScalarType::FLOAT,
+            &[2],
+            Data::Mutable(b.into()),
+        )),
+        V::Tensor(planned(ScalarType::FLOAT, &[2, 3], 128)),
+        V::Tensor(planned(ScalarType::FLOAT, &[2], 192)),
+    ];
+    let forward = Method {
+        inputs: vec![0],
+        outputs: vec![1, 2, 3, 4, 5],
+        non_const_buffer_sizes: vec![0, 256],
+        ..Method::new("forward", values)
+    };
+    let constant = |name: &str, values: Vec<V>| Method {
+        outputs: (0..values.len() as i32).collect(),
+        ..Method::new(name, values)
+    };
+    Program {
+        methods: vec![
+            constant(
+                "__et_training_fqn_forward",
+                vec![V::Str("linear.weight".into()), V::Str("linear.bias".into())],
+            ),
+            constant("__et_training_gradients_index_forward", vec![V::Int(3)]),
+            constant("__et_training_parameters_index_forward", vec![V::Int(1)]),
+            forward,
+        ],
+        ..Program::default()
+    }
+}
+
+#[test]
+fn a_training_exports_parameters_and_gradients_carry_their_names() {
+    let (_d, v) = view_bytes("train.pte", &training().to_bytes());
+    let idx = index(&v, "forward");
+    let by_value = |i: u64| idx.iter().find(|e| e["value_index"] == i).unwrap().clone();
+    // Parameters: their bytes, named by the FQN list.
+    let w = by_value(2);
+    assert_eq!(
+        w["training"],
+        json!({"role": "parameter", "fqn": "linear.weight", "output": 1, "value": 2})
+    );
+    assert_eq!(w["alias"], "2.linear.weight.bin");
+    assert_eq!(
+        read(&v, "methods/forward/tensors/2.linear.weight.bin"),
+        (0..24).collect::<Vec<u8>>()
+    );
+    assert_eq!(by_value(3)["training"]["fqn"], "linear.bias");
+    // Gradients: planned outputs without bytes, listed by name.
+    let gw = by_value(4);
+    assert_eq!(gw["bytes"], "none");
+    assert_eq!(
+        gw["training"],
+        json!({"role": "gradient", "fqn": "linear.weight", "output": 3, "value": 4})
+    );
+    assert_eq!(gw["mem_offset"], 128);
+    assert_eq!(by_value(5)["training"]["fqn"], "linear.bias");
+    assert_eq!(idx.len(), 4, "the loss and the input stay out");
+    assert_eq!(
+        json(&v, "methods/__et_training_fqn_forward/value.json"),
+        json!(["linear.weight", "linear.bias"])
+    );
+    // Without the index methods nothing is claimed.
+    let mut p = training();
+    p.methods.retain(|m| !m.name.contains("index"));
+    let (_d, v) = view_bytes("t.pte", &p.to_bytes());
+    assert!(
+        index(&v, "forward")
+            .iter()
+            .all(|e| e.get("training").is_none())
+    );
+}

@@ -11,4 +11,5 @@ pub mod names;
 pub mod oplist;
 pub mod ops;
 pub mod schemas;
+pub mod training;
 pub mod users;

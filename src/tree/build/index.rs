@@ -74,6 +74,9 @@ pub(super) struct Entry<'a> {
     /// Program tensors: a further name of the `.bin`, from the first use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
+    /// Training programs: the parameter or gradient this output is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<crate::meta::training::TrainingName>,
     /// Checkpoint keys (`--names`) whose bytes these are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_names: Option<Vec<String>>,

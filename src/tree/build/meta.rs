@@ -12,7 +12,9 @@ use super::index::{Entry, TensorShape};
 use super::{Builder, Dir};
 use crate::format::{MethodInfo, ProgramFile};
 use crate::meta::memory::{self, PlacedValue};
+use crate::meta::training::{self, TrainingName};
 use crate::meta::{dataflow, io, oplist, users};
+use crate::schema::program as fb;
 use crate::tree::Ino;
 use crate::tree::names::encode;
 use crate::tree::render::graph_dot;
@@ -23,13 +25,24 @@ use crate::tree::render::ops_yaml::{self, MethodCalls};
 pub(super) struct MethodMeta {
     pub users: users::Users,
     pub delegate_dirs: Vec<String>,
+    /// Training programs: the parameters and gradients among the outputs.
+    pub training: HashMap<usize, TrainingName>,
 }
 
 impl MethodMeta {
-    pub fn new(m: &MethodInfo<'_>, delegate_dirs: Vec<String>) -> MethodMeta {
+    pub fn new(
+        m: &MethodInfo<'_>,
+        delegate_dirs: Vec<String>,
+        plans: &[fb::ExecutionPlan<'_>],
+    ) -> MethodMeta {
+        let training = training::names(plans, m.name)
+            .into_iter()
+            .map(|t| (t.value, t))
+            .collect();
         MethodMeta {
             users: users::users(m.plan),
             delegate_dirs,
+            training,
         }
     }
 
@@ -59,8 +72,12 @@ impl MethodMeta {
             .collect()
     }
 
-    /// The readable stem an anonymous value takes from its first use.
+    /// The readable stem an anonymous value takes: its training name, or
+    /// else from its first use.
     pub fn alias_label(&self, value: usize) -> Option<String> {
+        if let Some(t) = self.training.get(&value) {
+            return Some(encode(&t.fqn));
+        }
         let first = self.users.of(value).first()?;
         Some(encode(&self.users.label(first)))
     }
@@ -100,7 +117,8 @@ impl Builder {
         let mut out = Vec::new();
         for (i, v) in m.plan.values().iter().flatten().enumerate() {
             let Some(t) = v.val_as_tensor() else { continue };
-            if t.extra_tensor_info().is_none() || listed.contains(&i) {
+            let named = t.extra_tensor_info().is_some() || meta.training.contains_key(&i);
+            if !named || listed.contains(&i) {
                 continue;
             }
             let spec = io::TensorSpec::of(t);
@@ -119,6 +137,7 @@ impl Builder {
                 mem_id: spec.mem_id,
                 mem_offset: spec.mem_offset,
                 users: Some(meta.users_json(i)),
+                training: meta.training.get(&i).cloned(),
                 ..Entry::default()
             });
         }

@@ -27,10 +27,11 @@ impl Builder {
 
         let mut methods = self.subdir(root, "methods");
         let mut method_dirs = Vec::new();
+        let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
         for m in &p.methods {
             let name = methods.names.unique(&encode(m.name), "");
             let mut mdir = self.dir(methods.ino, name.clone());
-            let meta = MethodMeta::new(m, self.delegates(&mut mdir, origin, m));
+            let meta = MethodMeta::new(m, self.delegates(&mut mdir, origin, m), &plans);
             let (paths, files) = self.tensors(
                 &mut mdir,
                 &format!("methods/{name}"),
@@ -163,6 +164,7 @@ impl Builder {
                 nbytes: Some(t.nbytes),
                 location: Some(t.data.location()),
                 users: Some(meta.users_json(t.value_index)),
+                training: meta.training.get(&t.value_index).cloned(),
                 ..Entry::default()
             };
             match &t.data {
