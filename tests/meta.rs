@@ -1013,3 +1013,45 @@ fn a_training_exports_parameters_and_gradients_carry_their_names() {
             .all(|e| e.get("training").is_none())
     );
 }
+
+#[test]
+fn largest_counts_each_byte_range_once() {
+    let v = view("mv2_xnnpack.pte");
+    let top = v.tree.largest(3);
+    assert_eq!(top.len(), 3);
+    assert!(top.windows(2).all(|w| w[0].bytes >= w[1].bytes));
+    assert_eq!(
+        top[0].path,
+        "named/68976bc734ee90ce0fc94ecf8fa77ec405085ac5bb5b6726ebdeb601f20cdc16.bin"
+    );
+    assert_eq!(top[0].bytes, 5_120_000);
+    // Every range once, under a raw name; sizes are the bytes served.
+    let all = v.tree.largest(usize::MAX);
+    let mut ranges = BTreeSet::new();
+    for l in &all {
+        assert!(
+            !l.path.starts_with("segments/") && !l.path.ends_with(".npy"),
+            "{l:?}"
+        );
+        let c = v.content(l.ino).unwrap();
+        assert_eq!(c.len(), l.bytes);
+        assert!(ranges.insert(format!("{c:?}")), "{} twice", l.path);
+    }
+    // mlp: the four tensors, each once though four names show it.
+    let v = view("mlp.pte");
+    let top = v.tree.largest(10);
+    let got: Vec<(String, Option<String>, Option<Vec<i64>>, u64)> = top
+        .iter()
+        .map(|l| (l.path.clone(), l.dtype.clone(), l.shape.clone(), l.bytes))
+        .collect();
+    let f = |p: &str, s: Vec<i64>, b| (p.to_owned(), Some("FLOAT".to_owned()), Some(s), b);
+    assert_eq!(
+        got,
+        [
+            f("methods/forward/tensors/0.bin", vec![32, 16], 2048),
+            f("methods/forward/tensors/2.bin", vec![8, 32], 1024),
+            f("methods/forward/tensors/1.bin", vec![32], 128),
+            f("methods/forward/tensors/3.bin", vec![8], 32),
+        ]
+    );
+}
