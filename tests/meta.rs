@@ -1040,7 +1040,8 @@ fn largest_counts_each_byte_range_once() {
     // mlp: the four tensors, each once though four names show it.
     let v = view("mlp.pte");
     let top = v.tree.largest(10);
-    let got: Vec<(String, Option<String>, Option<Vec<i64>>, u64)> = top
+    type Row = (String, Option<String>, Option<Vec<i64>>, u64);
+    let got: Vec<Row> = top
         .iter()
         .map(|l| (l.path.clone(), l.dtype.clone(), l.shape.clone(), l.bytes))
         .collect();
