@@ -256,3 +256,62 @@ fn by_name_entries_are_hard_links_in_a_mount() {
         .unwrap();
     assert_eq!(out.stdout, (100..108).collect::<Vec<u8>>());
 }
+
+#[test]
+fn a_convolution_filter_stored_ohwi_by_xnnpack_matches_its_oihw_checkpoint() {
+    let (o, i, h, w) = (2usize, 3usize, 2usize, 2usize);
+    // The checkpoint's OIHW filter: element (o, i, h, w) = its own index.
+    let oihw: Vec<f32> = (0..o * i * h * w).map(|x| x as f32).collect();
+    let mut ohwi = Vec::new();
+    for oo in 0..o {
+        for hh in 0..h {
+            for ww in 0..w {
+                for ii in 0..i {
+                    ohwi.push(oihw[((oo * i + ii) * h + hh) * w + ww]);
+                }
+            }
+        }
+    }
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let (stored, original) = (bytes(&ohwi), bytes(&oihw));
+    assert_ne!(stored, original);
+    let p = Program {
+        named: vec![("a1b2".into(), stored.clone().into())],
+        ..Program::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pte = write_file(dir.path(), "x.pte", &p.to_bytes());
+    let view =
+        safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![o, i, h, w], &original)
+            .unwrap();
+    let st = safetensors::tensor::serialize(vec![("conv.weight", view)], None).unwrap();
+    let json_map = serde_json::json!({"conv.weight": {
+        "sha256": sha256(&original), "dtype": "float32", "shape": [o, i, h, w]}});
+    for (name, names) in [
+        ("m.safetensors", st),
+        ("m.json", serde_json::to_vec(&json_map).unwrap()),
+    ] {
+        let names = write_file(dir.path(), name, &names);
+        let v = open(std::slice::from_ref(&pte), &[], &names);
+        assert_eq!(ls(&v, "by-name"), ["conv.weight"], "{name}");
+        assert_eq!(
+            v.tree.resolve("by-name/conv.weight"),
+            v.tree.resolve("named/a1b2.bin")
+        );
+        assert_eq!(read(&v, "by-name/conv.weight"), stored, "the stored layout");
+        let index = json(&v, "named/index.json");
+        assert_eq!(
+            index[0]["checkpoint_names"],
+            serde_json::json!(["conv.weight"])
+        );
+    }
+    // Without the shape there is nothing to permute by.
+    let plain = serde_json::json!({"conv.weight": sha256(&original)});
+    let names = write_file(
+        dir.path(),
+        "plain.json",
+        &serde_json::to_vec(&plain).unwrap(),
+    );
+    let v = open(&[pte], &[], &names);
+    assert!(ls(&v, "by-name").is_empty());
+}

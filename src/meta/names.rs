@@ -20,6 +20,19 @@ pub type Digest32 = [u8; 32];
 pub struct Checkpoint {
     /// Key → digest, in key order.
     pub keys: BTreeMap<String, Digest32>,
+    /// Key → the sizes and element size of 4-d fp32/fp16 tensors, whose
+    /// bytes XNNPACK may store permuted (OIHW as OHWI).
+    pub filters: BTreeMap<String, ([usize; 4], usize)>,
+}
+
+/// Sizes and element size of a 4-d fp32 or fp16 tensor.
+fn filter(dtype: &str, shape: &[usize]) -> Option<([usize; 4], usize)> {
+    let elem = match dtype {
+        "F32" | "float32" => 4,
+        "F16" | "float16" => 2,
+        _ => return None,
+    };
+    Some((shape.try_into().ok()?, elem))
 }
 
 /// A checkpoint that cannot be read.
@@ -64,12 +77,14 @@ impl Checkpoint {
     pub fn parse(bytes: &[u8]) -> Result<Checkpoint, NamesError> {
         let st = match safetensors::SafeTensors::deserialize(bytes) {
             Ok(st) => {
-                let keys = st
-                    .tensors()
-                    .into_iter()
-                    .map(|(name, view)| (name, digest(view.data())))
-                    .collect();
-                return Ok(Checkpoint { keys });
+                let mut c = Checkpoint::default();
+                for (name, view) in st.tensors() {
+                    if let Some(f) = filter(&format!("{:?}", view.dtype()), view.shape()) {
+                        c.filters.insert(name.clone(), f);
+                    }
+                    c.keys.insert(name, digest(view.data()));
+                }
+                return Ok(c);
             }
             Err(e) => e.to_string(),
         };
@@ -82,8 +97,16 @@ impl Checkpoint {
                 });
             }
         };
-        let mut keys = BTreeMap::new();
+        let mut c = Checkpoint::default();
         for (key, v) in map {
+            let shape: Option<Vec<usize>> = v
+                .get("shape")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().map(|d| d.as_u64().map(|d| d as usize)).collect());
+            let dtype = v.get("dtype").and_then(Value::as_str);
+            if let Some(f) = shape.zip(dtype).and_then(|(s, d)| filter(d, &s)) {
+                c.filters.insert(key.clone(), f);
+            }
             let hex = v
                 .as_str()
                 .or_else(|| v.get("sha256").and_then(Value::as_str));
@@ -93,14 +116,22 @@ impl Checkpoint {
                     why: "expected 64 hex digits of SHA-256, or an object with \"sha256\"".into(),
                 });
             };
-            keys.insert(key, d);
+            c.keys.insert(key, d);
         }
-        Ok(Checkpoint { keys })
+        Ok(c)
     }
 
-    /// The keys whose bytes have digest `d`, in key order.
-    pub fn names_of(&self, d: &Digest32) -> Vec<&str> {
-        self.index().get(d).cloned().unwrap_or_default()
+    /// The 4-d fp32/fp16 keys whose bytes, stored OHWI, would be `bytes`:
+    /// XNNPACK's layout of a convolution filter.
+    pub fn permuted_matches(&self, bytes: &[u8]) -> Vec<&str> {
+        let mut out = Vec::new();
+        for (key, &(oihw, elem)) in &self.filters {
+            let back = ohwi_to_oihw(bytes, oihw, elem);
+            if back.is_some_and(|b| Some(&digest(&b)) == self.keys.get(key)) {
+                out.push(key.as_str());
+            }
+        }
+        out
     }
 
     /// Digest → keys.

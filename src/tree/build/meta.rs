@@ -229,6 +229,22 @@ impl Builder {
         Some(names.get(&d).cloned().unwrap_or_default())
     }
 
+    /// The checkpoint keys whose 4-d fp32/fp16 bytes `span` of `bytes`
+    /// holds in XNNPACK's OHWI layout.
+    pub(super) fn permuted_names(&self, span: crate::format::Span, bytes: &[u8]) -> Vec<String> {
+        let Some(c) = &self.checkpoint else {
+            return Vec::new();
+        };
+        let blob = span.bytes(bytes);
+        if blob.len() as u64 != span.len {
+            return Vec::new();
+        }
+        c.permuted_matches(blob)
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// `by-name/<key>`: a further name of the file holding each checkpoint
     /// key's bytes, for the keys found in the program just built.
     pub(super) fn by_name_dir(&mut self, root: &mut Dir) {

@@ -61,6 +61,7 @@ pub fn build_with_names(
                 .map(|(d, keys)| (d, keys.into_iter().map(str::to_owned).collect()))
                 .collect()
         }),
+        checkpoint: names.cloned(),
         ..Builder::default()
     };
     for i in inputs.iter().chain(attached) {
@@ -129,6 +130,8 @@ struct Builder {
     extra_links: HashMap<Ino, u32>,
     /// Checkpoint keys by the digest of their bytes (`--names`).
     names: Option<HashMap<Digest32, Vec<String>>>,
+    /// The checkpoint, for keys matched through a permutation.
+    checkpoint: Option<Checkpoint>,
     /// Checkpoint keys found so far in the program being built, with the
     /// file holding their bytes, for its `by-name/`.
     by_name: Vec<(String, Ino)>,

@@ -94,7 +94,15 @@ impl Builder {
                 None => Some(p.bytes),
                 Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
             };
-            let checkpoint_names = holder.and_then(|b| self.checkpoint_names(span, b));
+            let checkpoint_names = holder.and_then(|b| {
+                let direct = self.checkpoint_names(span, b)?;
+                let permuted = || self.permuted_names(span, b);
+                Some(if direct.is_empty() {
+                    permuted()
+                } else {
+                    direct
+                })
+            });
             let name = self.raw(&mut ndir, &encode(key), o, span);
             index.push(Entry {
                 name: Some(name),
