@@ -2,13 +2,20 @@
 //! program (`.bpte`) files as read-only directory trees.
 //!
 //! The crate is layered so that everything a mount serves can be tested
-//! without one:
-//! - [`format`] parses and validates the files into zero-copy views;
-//! - [`tree`] builds the directory model once, with every file's size and
+//! without one; imports run downward only:
+//! - [`format`](mod@format) parses and validates the files into zero-copy views;
+//! - [`meta`] says what a program means (operator counts, external data);
+//! - [`tree`] builds the directory model, with every file's size and
 //!   content (a byte range of a source file, or text rendered up front);
-//! - [`fuse`] answers kernel requests from the tree and nothing else;
+//! - [`source`] opens and maps the files and notices when they change;
+//!   [`view`] opens, parses and lays out what a command names;
+//! - [`fs`] is the filesystem core: every question a mount answers, with
+//!   typed errors mapped to errno in one place;
+//! - [`report`] holds `inspect` and `diff` as typed, serialisable reports;
+//! - [`fuse`] converts kernel requests into [`fs`] calls and nothing else;
 //! - [`cli`] is the `ptefs` command: `mount`, and offline `ls`, `cat`,
-//!   `inspect` and `diff` over the same tree.
+//!   `stat` (through [`fs`], so they answer as the mount does), `inspect`
+//!   and `diff`.
 
 pub mod cli;
 
@@ -37,10 +44,13 @@ pub mod view;
     unused_imports,
     unsafe_op_in_unsafe_fn
 )]
-mod generated {
+pub(crate) mod generated {
     pub mod bundled_program_generated;
+    pub mod bundled_program_verify_generated;
     pub mod flat_tensor_generated;
+    pub mod flat_tensor_verify_generated;
     pub mod program_generated;
+    pub mod program_verify_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches

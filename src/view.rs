@@ -119,6 +119,19 @@ pub struct Inputs<'a> {
     pub skipped: Vec<(PathBuf, String)>,
 }
 
+impl<'a> Inputs<'a> {
+    /// The data files attached to every program.
+    pub fn attached_data(&self) -> Vec<&format::DataFile<'a>> {
+        self.attached
+            .iter()
+            .filter_map(|i| match &i.parsed {
+                Parsed::Data(d) => Some(d),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 impl Opened {
     /// Opens and maps everything `req` names: its files, the model files
     /// in its directories, and the data files to attach.

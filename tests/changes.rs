@@ -323,28 +323,6 @@ fn cat_of_a_source_truncated_to_nothing_fails_cleanly() {
     cat_while_truncating(|_, _| 0);
 }
 
-/// Mounts `src` detached with a log file at the default log level.
-fn mount_logged(src: &Path, dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let log = dir.join("ptefs.log");
-    let mnt = dir.join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let out = Command::new(ptefs_bin())
-        .env_remove("RUST_LOG")
-        .arg("mount")
-        .arg(src)
-        .arg(&mnt)
-        .arg("--log-file")
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (mnt, log)
-}
-
 fn unmount_and_read_log(mnt: &Path, log: &Path) -> String {
     let out = Command::new(ptefs_bin())
         .arg("umount")
@@ -366,7 +344,7 @@ fn ordinary_use_logs_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let src = copy(dir.path(), "mlp.pte");
-    let (mnt, log) = mount_logged(&src, dir.path());
+    let (mnt, log) = Mounted::logged(&src, dir.path(), None);
     let read = read_all(&mnt);
     assert!(read.iter().all(|(_, r)| r.is_ok()));
     let out = Command::new("sh")
@@ -392,7 +370,7 @@ fn a_changed_source_is_logged_once() {
     }
     let dir = tempfile::tempdir().unwrap();
     let src = copy(dir.path(), "mv2_xnnpack.pte");
-    let (mnt, log) = mount_logged(&src, dir.path());
+    let (mnt, log) = Mounted::logged(&src, dir.path(), None);
     std::fs::OpenOptions::new()
         .write(true)
         .open(&src)

@@ -54,6 +54,21 @@ fn readme_rows() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// Every way to spell an argument: `-l`, `--json`.
+fn spellings(a: &clap::Arg) -> Vec<String> {
+    let short = a
+        .get_short_and_visible_aliases()
+        .into_iter()
+        .flatten()
+        .map(|c| format!("-{c}"));
+    let long = a
+        .get_long_and_visible_aliases()
+        .into_iter()
+        .flatten()
+        .map(|l| format!("--{l}"));
+    short.chain(long).collect()
+}
+
 #[test]
 fn the_readme_command_table_matches_the_command_line() {
     let rows = readme_rows();
@@ -72,21 +87,7 @@ fn the_readme_command_table_matches_the_command_line() {
         let Some(sub) = subs.iter().find(|c| c.get_name() == name) else {
             continue;
         };
-        let known: BTreeSet<String> = sub
-            .get_arguments()
-            .flat_map(|a| {
-                a.get_short_and_visible_aliases()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| format!("-{c}"))
-                    .chain(
-                        a.get_long_and_visible_aliases()
-                            .into_iter()
-                            .flatten()
-                            .map(|l| format!("--{l}")),
-                    )
-            })
-            .collect();
+        let known: BTreeSet<String> = sub.get_arguments().flat_map(spellings).collect();
         for o in options {
             assert!(
                 known.contains(o),
@@ -98,21 +99,10 @@ fn the_readme_command_table_matches_the_command_line() {
             if k == "-h" || k == "--help" {
                 continue;
             }
-            let short_or_long_in_row = sub.get_arguments().any(|a| {
-                let names: Vec<String> = a
-                    .get_short_and_visible_aliases()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| format!("-{c}"))
-                    .chain(
-                        a.get_long_and_visible_aliases()
-                            .into_iter()
-                            .flatten()
-                            .map(|l| format!("--{l}")),
-                    )
-                    .collect();
-                names.contains(k) && names.iter().any(|n| options.contains(n))
-            });
+            let short_or_long_in_row = sub
+                .get_arguments()
+                .map(spellings)
+                .any(|names| names.contains(k) && names.iter().any(|n| options.contains(n)));
             assert!(
                 short_or_long_in_row,
                 "`ptefs {name}` has `{k}`, README's row does not name it"

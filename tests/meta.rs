@@ -319,7 +319,7 @@ fn users_are_every_argument_that_names_the_tensor() {
             for e in index(&v, name) {
                 let value = e["value_index"].as_u64().unwrap();
                 let mut got = BTreeSet::new();
-                for u in e["users"].as_array().unwrap() {
+                for u in e["users"].as_array().into_iter().flatten() {
                     let callee = match (u["op"].as_str(), u["delegate"].as_str()) {
                         (Some(op), _) => op.to_owned(),
                         (None, Some(dir)) => {
@@ -355,7 +355,7 @@ fn argument_names_come_from_the_operator_schemas() {
     let names: Vec<(u64, String, String)> = idx
         .iter()
         .flat_map(|e| {
-            e["users"].as_array().unwrap().iter().map(|u| {
+            e["users"].as_array().into_iter().flatten().map(|u| {
                 (
                     e["value_index"].as_u64().unwrap(),
                     u["op"].as_str().unwrap().to_owned(),

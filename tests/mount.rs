@@ -1016,3 +1016,56 @@ fn allow_other_grants_no_more_than_the_source_does() {
         assert_eq!(sha256(&seg), MLP_SEGMENT_SHA256);
     }
 }
+
+#[test]
+fn a_second_long_listing_does_not_ask_for_acls_again() {
+    if !fuse_or_skip("a_second_long_listing_does_not_ask_for_acls_again") {
+        return;
+    }
+    // The kernel caches ACLs (none here) once the daemon says it handles
+    // them, so `ls -l` costs the daemon one ACL request per file, once.
+    let tmp = tempfile::tempdir().unwrap();
+    let (mnt, log) = Mounted::logged(
+        &fixture("mv2_xnnpack.pte"),
+        tmp.path(),
+        Some("fuser::request=debug"),
+    );
+    let files = walk(&mnt).len();
+    let acl_requests = || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .matches("system.posix_acl_access")
+            .count()
+    };
+    for _ in 0..3 {
+        let ok = Command::new("ls")
+            .arg("-lR")
+            .arg(&mnt)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let n = acl_requests();
+    assert!(
+        n <= files + 1,
+        "{n} ACL requests for {files} paths listed three times"
+    );
+    let out = Command::new("getfacl")
+        .arg("-c")
+        .arg(mnt.join("header.json"))
+        .output();
+    if let Ok(out) = out {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(ptefs_bin())
+        .arg("umount")
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}

@@ -278,6 +278,16 @@ fn mutated_fixtures_open_or_fail_cleanly() {
         "mlp.bpte".into(),
         write_file(dir.path(), "mlp.bpte", &bundled.to_bytes()),
     ));
+    // Odd files the runtime loads (see tests/odd_inputs.rs and
+    // tests/names.rs), stored as fuzz seeds.
+    let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions");
+    for name in [
+        "non-utf8-names.pte",
+        "absent-vectors.pte",
+        "long-colliding-names.pte",
+    ] {
+        inputs.push((name.into(), seeds.join(name)));
+    }
     let mut total = 0;
     for (model, path) in inputs {
         let start = Instant::now();

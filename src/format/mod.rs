@@ -9,9 +9,12 @@ mod bundled;
 mod data;
 mod error;
 mod header;
+mod index;
 mod program;
 pub mod scalar;
+mod shapes;
 mod span;
+pub mod text;
 mod verify;
 
 pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
@@ -23,6 +26,7 @@ pub use program::{
     operator_name, tensor_nbytes,
 };
 pub use span::Span;
+pub use text::Name;
 
 /// What a file is, decided by the magic at byte 4 rather than by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +53,11 @@ impl Kind {
 /// Identifies a file by its magic bytes.
 pub fn sniff(bytes: &[u8]) -> Result<Kind> {
     if bytes.len() < 8 {
-        return Err(Error::new(format!(
-            "file is {} bytes, too short for a program or data file header (8 bytes)",
-            bytes.len()
-        )));
+        return Err(Error::TooShort {
+            what: "file",
+            len: bytes.len() as u64,
+            needed: "a program or data file header (8 bytes)",
+        });
     }
     let magic = &bytes[4..8];
     let digits = magic[2].is_ascii_digit() && magic[3].is_ascii_digit();
@@ -60,10 +65,9 @@ pub fn sniff(bytes: &[u8]) -> Result<Kind> {
         (b"ET", true) => Ok(Kind::Program),
         (b"FT", true) => Ok(Kind::Data),
         (b"BP", true) => Ok(Kind::Bundled),
-        _ => Err(Error::new(format!(
-            "not an ExecuTorch file: bytes 4..8 are {}, expected ET?? (program), FT?? (data) or BP?? (bundled program)",
-            header::show_magic(magic)
-        ))),
+        _ => Err(Error::NotExecuTorch {
+            magic: header::show_magic(magic),
+        }),
     }
 }
 

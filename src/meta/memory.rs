@@ -64,7 +64,21 @@ pub fn plan(plan: fb::ExecutionPlan<'_>) -> MemoryPlan {
             values: Vec::new(),
         })
         .collect();
-    for t in tensors(plan) {
+    let planned = plan
+        .values()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let t = v
+                .val_as_tensor()
+                .filter(|t| t.allocation_info().is_some())?;
+            Some(PlacedValue {
+                value: i,
+                spec: TensorSpec::of(t),
+            })
+        });
+    for t in planned {
         let Some(id) = t.spec.mem_id else { continue };
         let id = id as usize;
         match buffers.iter_mut().find(|b| b.mem_id == id) {

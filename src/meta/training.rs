@@ -10,6 +10,7 @@
 use serde::Serialize;
 
 use super::io::value;
+use crate::format::text;
 use crate::schema::program as fb;
 
 /// What an output of a training method is.
@@ -35,8 +36,16 @@ pub struct TrainingName {
     pub value: usize,
 }
 
-fn plan_named<'a>(plans: &[fb::ExecutionPlan<'a>], name: &str) -> Option<fb::ExecutionPlan<'a>> {
-    plans.iter().copied().find(|p| p.name() == Some(name))
+fn plan_named<'a>(plans: &[fb::ExecutionPlan<'a>], name: &[u8]) -> Option<fb::ExecutionPlan<'a>> {
+    plans
+        .iter()
+        .copied()
+        .find(|&p| text::plan_name(p).is_some_and(|n| n.bytes() == name))
+}
+
+/// `prefix` followed by the method name's bytes.
+fn with_prefix(prefix: &str, method: &[u8]) -> Vec<u8> {
+    [prefix.as_bytes(), method].concat()
 }
 
 /// Outputs of a constant method, as values.
@@ -48,7 +57,7 @@ fn outputs<'a>(plan: fb::ExecutionPlan<'a>) -> Vec<fb::EValue<'a>> {
         .collect()
 }
 
-fn start(plans: &[fb::ExecutionPlan<'_>], name: &str) -> Option<usize> {
+fn start(plans: &[fb::ExecutionPlan<'_>], name: &[u8]) -> Option<usize> {
     let out = outputs(plan_named(plans, name)?);
     usize::try_from(out.first()?.val_as_int()?.int_val()).ok()
 }
@@ -56,8 +65,8 @@ fn start(plans: &[fb::ExecutionPlan<'_>], name: &str) -> Option<usize> {
 /// The named parameters and gradients among the outputs of `method`, or
 /// nothing when the program does not describe them. Positions past the
 /// method's outputs are left out.
-pub fn names(plans: &[fb::ExecutionPlan<'_>], method: &str) -> Vec<TrainingName> {
-    let Some(fqn_plan) = plan_named(plans, &format!("__et_training_fqn_{method}")) else {
+pub fn names(plans: &[fb::ExecutionPlan<'_>], method: &[u8]) -> Vec<TrainingName> {
+    let Some(fqn_plan) = plan_named(plans, &with_prefix("__et_training_fqn_", method)) else {
         return Vec::new();
     };
     let Some(plan) = plan_named(plans, method) else {
@@ -67,9 +76,10 @@ pub fn names(plans: &[fb::ExecutionPlan<'_>], method: &str) -> Vec<TrainingName>
         .into_iter()
         .map(|v| {
             v.val_as_string()
-                .and_then(|s| s.string_val())
-                .unwrap_or("")
-                .to_owned()
+                .and_then(text::string_val)
+                .unwrap_or_default()
+                .show()
+                .into_owned()
         })
         .collect();
     let outs: Vec<i32> = plan.outputs().iter().flatten().collect();
@@ -79,7 +89,8 @@ pub fn names(plans: &[fb::ExecutionPlan<'_>], method: &str) -> Vec<TrainingName>
         (Role::Gradient, "gradients"),
     ];
     for (role, word) in roles {
-        let Some(first) = start(plans, &format!("__et_training_{word}_index_{method}")) else {
+        let index_method = with_prefix(&format!("__et_training_{word}_index_"), method);
+        let Some(first) = start(plans, &index_method) else {
             continue;
         };
         for (i, fqn) in fqns.iter().enumerate() {

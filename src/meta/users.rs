@@ -5,6 +5,7 @@
 //! are looked up when a use is shown.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde::Serialize;
 
@@ -67,13 +68,14 @@ pub struct UseView<'a> {
 pub struct Users {
     /// `ExecutionPlan.operators` by name, with their schemas.
     ops: Vec<(String, Option<OpSchema>)>,
-    by_value: Vec<Vec<Use>>,
+    /// Only values with uses: most of a large plan's values have none.
+    by_value: HashMap<usize, Vec<Use>>,
 }
 
 impl Users {
     /// The uses of value `value`, in instruction order.
     pub fn of(&self, value: usize) -> &[Use] {
-        self.by_value.get(value).map_or(&[], Vec::as_slice)
+        self.by_value.get(&value).map_or(&[], Vec::as_slice)
     }
 
     /// How a use is shown.
@@ -134,7 +136,7 @@ pub fn users(plan: fb::ExecutionPlan<'_>) -> Users {
             (name, schema)
         })
         .collect();
-    let mut by_value: Vec<Vec<Use>> = vec![Vec::new(); nvalues];
+    let mut by_value: HashMap<usize, Vec<Use>> = HashMap::new();
     let value = |i: i64| {
         let i = usize::try_from(i).ok().filter(|&i| i < nvalues)?;
         values.map(|v| (i, v.get(i)))
@@ -153,7 +155,7 @@ pub fn users(plan: fb::ExecutionPlan<'_>) -> Users {
                     continue;
                 };
                 let mut add = |index: usize, item: Option<usize>| {
-                    by_value[index].push(Use {
+                    by_value.entry(index).or_default().push(Use {
                         chain: c as u32,
                         instruction: n as u32,
                         callee,

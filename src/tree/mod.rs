@@ -9,7 +9,7 @@
 mod build;
 mod largest;
 pub mod names;
-mod render;
+pub mod render;
 
 pub use build::{Input, build, build_with_names};
 pub use largest::Largest;
@@ -62,7 +62,7 @@ pub enum NodeKind {
 pub struct File {
     /// The bytes.
     pub content: Content,
-    /// For a tensor's files, its entry in [`Tree::tensors`].
+    /// For a tensor's files, its entry in the tree's tensor table ([`Tree::tensor_meta`]).
     pub tensor: Option<u32>,
 }
 
@@ -71,8 +71,8 @@ pub struct File {
 pub struct TensorMeta {
     /// Element type.
     pub scalar_type: crate::schema::ScalarType,
-    /// Logical sizes.
-    pub sizes: Box<[i64]>,
+    /// Logical sizes (shared with the tensor's other files and values).
+    pub sizes: std::sync::Arc<[i64]>,
 }
 
 /// Where a file's bytes come from.
@@ -89,8 +89,8 @@ pub enum Content {
     },
     /// Rendered bytes followed by a span of a source file (`.npy`).
     Prefixed {
-        /// The rendered prefix.
-        prefix: Box<[u8]>,
+        /// The rendered prefix, shared by files with the same header.
+        prefix: std::sync::Arc<[u8]>,
         /// Which source.
         source: SourceId,
         /// The bytes after the prefix.
@@ -261,6 +261,19 @@ impl Tree {
             .binary_search_by(|e| e.name.as_bytes().cmp(name))
             .ok()
             .map(|i| entries[i].ino)
+    }
+
+    /// The name of source `id`, as the tree shows it.
+    pub fn source_name(&self, id: SourceId) -> &str {
+        self.source_names.get(id).map_or("", String::as_str)
+    }
+
+    /// Type and shape of file `ino`, if it holds a tensor.
+    pub fn tensor_meta(&self, ino: Ino) -> Option<&TensorMeta> {
+        match &self.node(ino)?.kind {
+            NodeKind::File(f) => self.tensors.get(f.tensor? as usize),
+            NodeKind::Dir(_) => None,
+        }
     }
 
     /// The `user.ptefs.*` extended attributes of file `ino`, sorted by

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::index::{Entry, TensorShape};
+use super::index::{Entry, Meaning, TensorShape};
 use super::{Builder, Dir};
-use crate::format::{MethodInfo, ProgramFile};
+use crate::format::{MethodInfo, ProgramFile, text};
 use crate::meta::memory::{self, PlacedValue};
 use crate::meta::training::{self, TrainingName};
 use crate::meta::{dataflow, io, oplist, users};
@@ -35,7 +35,7 @@ impl MethodMeta {
         delegate_dirs: Vec<String>,
         plans: &[fb::ExecutionPlan<'_>],
     ) -> MethodMeta {
-        let training = training::names(plans, m.name)
+        let training = training::names(plans, m.name.bytes())
             .into_iter()
             .map(|t| (t.value, t))
             .collect();
@@ -79,7 +79,7 @@ impl MethodMeta {
             return Some(encode(&t.fqn));
         }
         let first = self.users.of(value).first()?;
-        Some(encode(&self.users.label(first)))
+        Some(encode(self.users.label(first)))
     }
 }
 
@@ -107,7 +107,8 @@ struct PlacedJson {
 impl Builder {
     /// `index.json` entries of tensor values that have no bytes but a
     /// recorded name or location (`extra_tensor_info`), such as mutable
-    /// buffers exported with their names.
+    /// buffers exported with their names. `listed` (sorted) are the values
+    /// already listed.
     pub(super) fn byteless_entries<'a>(
         &self,
         m: &MethodInfo<'a>,
@@ -118,26 +119,30 @@ impl Builder {
         for (i, v) in m.plan.values().iter().flatten().enumerate() {
             let Some(t) = v.val_as_tensor() else { continue };
             let named = t.extra_tensor_info().is_some() || meta.training.contains_key(&i);
-            if !named || listed.contains(&i) {
+            if !named || listed.binary_search(&i).is_ok() {
                 continue;
             }
             let spec = io::TensorSpec::of(t);
             let sizes: Vec<i64> = spec.sizes.clone();
             let shape = TensorShape {
                 scalar_type: t.scalar_type(),
-                sizes: &sizes,
-                dim_order: &spec.dim_order,
+                sizes: sizes.into(),
+                dim_order: spec.dim_order.clone().into(),
             };
             out.push(Entry {
                 value_index: Some(i),
-                fqn: Some(t.extra_tensor_info().and_then(|e| e.fully_qualified_name())),
+                fqn: Some(t.extra_tensor_info().and_then(text::fully_qualified_name)),
                 shape: Some(shape.describe()),
                 nbytes: spec.nbytes,
-                bytes: Some("none"),
-                mem_id: spec.mem_id,
-                mem_offset: spec.mem_offset,
-                users: Some(meta.users_json(i)),
-                training: meta.training.get(&i).cloned(),
+                meaning: Meaning {
+                    bytes: Some("none"),
+                    mem_id: spec.mem_id,
+                    mem_offset: spec.mem_offset,
+                    users: Some(meta.users_json(i)).filter(|u| !u.is_empty()),
+                    training: meta.training.get(&i).cloned(),
+                    ..Meaning::default()
+                }
+                .boxed(),
                 ..Entry::default()
             });
         }
@@ -152,7 +157,7 @@ impl Builder {
         mdir: &mut Dir,
         m: &MethodInfo<'_>,
         meta: &MethodMeta,
-        files: &[Option<Ino>],
+        files: &[(usize, Ino)],
     ) {
         self.json(mdir, "io.json", &io::io(m.plan));
         let plan = memory::plan(m.plan);
@@ -177,17 +182,15 @@ impl Builder {
         };
         self.json(mdir, "memory.json", &memory);
         let graph = dataflow::graph(m.plan);
-        let dot = graph_dot::render(m.name, m.plan, &graph, &meta.delegate_dirs);
+        let dot = graph_dot::render(&m.name.show(), m.plan, &graph, &meta.delegate_dirs);
         self.generated(mdir, "graph.dot", dot.into_bytes().into());
         if let Some(v) = io::constant_value(m.plan) {
             self.json(mdir, "value.json", &v);
         }
-        let mut vdir = self.subdir(mdir, "values");
-        for (i, ino) in files.iter().enumerate() {
-            if let Some(ino) = *ino {
-                let name = vdir.names.unique(&i.to_string(), "");
-                self.add_link(vdir.ino, name.into_boxed_str(), ino);
-            }
+        // Value ids are distinct numbers, so the names need no uniquing.
+        let vdir = self.subdir(mdir, "values");
+        for &(i, ino) in files {
+            self.add_link(vdir.ino, i.to_string().into_boxed_str(), ino);
         }
     }
 
@@ -262,14 +265,17 @@ impl Builder {
         }
     }
 
-    /// Entry name → inode of directory `dir`.
-    pub(super) fn entry_inos(&self, dir: Ino) -> HashMap<String, Ino> {
+    /// The inode of entry `name`, one of the last two added to `dir` (a
+    /// `.bin` and its `.npy`).
+    pub(super) fn recent_entry(&self, dir: Ino, name: &str) -> Option<Ino> {
         match self.nodes.get(dir as usize - 1).map(|n| &n.kind) {
             Some(super::NodeKind::Dir(entries)) => entries
                 .iter()
-                .map(|e| (e.name.to_string(), e.ino))
-                .collect(),
-            _ => HashMap::new(),
+                .rev()
+                .take(2)
+                .find(|e| &*e.name == name)
+                .map(|e| e.ino),
+            _ => None,
         }
     }
 }

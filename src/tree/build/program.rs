@@ -4,10 +4,10 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::index::{Entry, Source, TensorShape};
+use super::index::{Entry, Meaning, Source, TensorShape};
 use super::meta::MethodMeta;
 use super::{Attached, Builder, Dir, Origin};
-use crate::format::{MethodInfo, ProgramFile, Span, TensorData, TensorInfo};
+use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::Ino;
 use crate::tree::names::{encode, padded};
 use crate::tree::render::{code_txt, flatc_json, readme};
@@ -51,7 +51,7 @@ impl Builder {
             self.generated(
                 &mut mdir,
                 "code.txt",
-                code_txt::render(m.plan, &meta.delegate_dirs)
+                code_txt::render_with_dirs(m.plan, &meta.delegate_dirs)
                     .into_bytes()
                     .into(),
             );
@@ -104,6 +104,11 @@ impl Builder {
                 })
             });
             let name = self.raw(&mut ndir, &encode(key), o, span);
+            if let Some(ino) = self.recent_entry(ndir.ino, &name) {
+                for k in checkpoint_names.iter().flatten() {
+                    self.by_name.push((k.clone(), ino));
+                }
+            }
             index.push(Entry {
                 name: Some(name),
                 key: Some(key),
@@ -114,22 +119,15 @@ impl Builder {
                     offset: o.shifted(span).offset,
                 }),
                 location: Some("named"),
-                checkpoint_names,
+                meaning: Meaning {
+                    checkpoint_names,
+                    ..Meaning::default()
+                }
+                .boxed(),
                 ..Entry::default()
             });
-        }
-        let inos = self.entry_inos(ndir.ino);
-        for e in &index {
-            let ino = e.name.as_ref().and_then(|n| inos.get(n));
-            for (key, ino) in e
-                .checkpoint_names
-                .iter()
-                .flatten()
-                .zip(std::iter::repeat(ino))
-            {
-                if let Some(&ino) = ino {
-                    self.by_name.push((key.clone(), ino));
-                }
+            if let Some(e) = index.last_mut() {
+                e.flag_escaped_names();
             }
         }
         self.json(&mut ndir, "index.json", &index);
@@ -152,18 +150,19 @@ impl Builder {
         origin: Origin,
         (m, meta, bytes): (&MethodInfo<'_>, &MethodMeta, &[u8]),
         data: &[Attached<'_, '_>],
-    ) -> (Vec<Option<String>>, Vec<Option<Ino>>) {
+    ) -> (Vec<Option<String>>, Vec<(usize, Ino)>) {
         let mut tdir = self.subdir(mdir, "tensors");
         let nvalues = m.plan.values().map_or(0, |v| v.len());
         let mut paths = vec![None; nvalues];
         let max_value = m.tensors.iter().map(|t| t.value_index).max().unwrap_or(0) as u64;
         let mut index = Vec::new();
-        let mut warned: HashSet<&str> = HashSet::new();
+        let mut inos = Vec::new();
+        let mut warned: HashSet<Name<'_>> = HashSet::new();
         for t in &m.tensors {
             let shape = TensorShape {
                 scalar_type: t.scalar_type,
-                sizes: &t.sizes,
-                dim_order: &t.dim_order,
+                sizes: t.sizes.clone(),
+                dim_order: t.dim_order.clone(),
             };
             let mut entry = Entry {
                 value_index: Some(t.value_index),
@@ -171,8 +170,12 @@ impl Builder {
                 shape: Some(shape.describe()),
                 nbytes: Some(t.nbytes),
                 location: Some(t.data.location()),
-                users: Some(meta.users_json(t.value_index)),
-                training: meta.training.get(&t.value_index).cloned(),
+                meaning: Meaning {
+                    users: Some(meta.users_json(t.value_index)).filter(|u| !u.is_empty()),
+                    training: meta.training.get(&t.value_index).cloned(),
+                    ..Meaning::default()
+                }
+                .boxed(),
                 ..Entry::default()
             };
             match &t.data {
@@ -187,8 +190,9 @@ impl Builder {
                     entry.buffer_index = Some(*buffer_index);
                     entry.mutable_data_segments_index = Some(*table);
                 }
-                TensorData::External { key } => entry.key = Some(key),
+                TensorData::External { key } => entry.key = Some(*key),
             }
+            entry.flag_escaped_names();
             let found = match t.data.span() {
                 Some(span) => Some((origin, span, None)),
                 None => self.external(file_name, m, t, data, &mut warned),
@@ -199,12 +203,17 @@ impl Builder {
                         None => Some(bytes),
                         Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
                     };
-                    entry.checkpoint_names = holder.and_then(|b| self.checkpoint_names(span, b));
+                    if let Some(names) = holder.and_then(|b| self.checkpoint_names(span, b)) {
+                        entry.meaning().checkpoint_names = Some(names);
+                    }
                     let mut stem = padded(t.value_index as u64, max_value);
                     if let Some(fqn) = t.fqn {
                         stem = format!("{stem}.{}", encode(fqn));
                     }
-                    let (bin, npy) = self.tensor_files(&mut tdir, &stem, o, span, &shape);
+                    let (bin, npy) = self.tensor_files(&mut tdir, &stem, o, Some(span), &shape);
+                    if let Some(ino) = self.recent_entry(tdir.ino, &bin) {
+                        inos.push((index.len(), ino));
+                    }
                     if let Some(p) = paths.get_mut(t.value_index) {
                         *p = Some(format!("{base}/tensors/{bin}"));
                     }
@@ -219,7 +228,7 @@ impl Builder {
             }
             index.push(entry);
         }
-        let files = self.aliases(&mut tdir, &mut index, meta, nvalues);
+        let files = self.aliases(&mut tdir, &mut index, &inos, meta);
         let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
         index.extend(self.byteless_entries(m, meta, &listed));
         self.json(&mut tdir, "index.json", &index);
@@ -232,20 +241,19 @@ impl Builder {
         &mut self,
         tdir: &mut Dir,
         index: &mut [Entry<'_>],
+        inos: &[(usize, Ino)],
         meta: &MethodMeta,
-        nvalues: usize,
-    ) -> Vec<Option<Ino>> {
-        let inos = self.entry_inos(tdir.ino);
-        let mut files = vec![None; nvalues];
-        for e in index.iter_mut() {
+    ) -> Vec<(usize, Ino)> {
+        let mut files = Vec::new();
+        for &(pos, ino) in inos {
+            let Some(e) = index.get_mut(pos) else {
+                continue;
+            };
             let (Some(v), Some(name)) = (e.value_index, e.name.as_deref()) else {
                 continue;
             };
-            let Some(&ino) = inos.get(name) else { continue };
-            if let Some(f) = files.get_mut(v) {
-                *f = Some(ino);
-            }
-            for key in e.checkpoint_names.iter().flatten() {
+            files.push((v, ino));
+            for key in e.checkpoint_names() {
                 self.by_name.push((key.clone(), ino));
             }
             if !matches!(e.fqn, Some(None)) {
@@ -255,7 +263,7 @@ impl Builder {
                 let stem = format!("{}.{label}", name.trim_end_matches(".bin"));
                 let alias = tdir.names.unique(&stem, ".bin");
                 self.add_link(tdir.ino, alias.clone().into_boxed_str(), ino);
-                e.alias = Some(alias);
+                e.meaning().alias = Some(alias);
             }
         }
         files
@@ -269,7 +277,7 @@ impl Builder {
         m: &MethodInfo<'_>,
         t: &TensorInfo<'k>,
         data: &[Attached<'d, '_>],
-        warned: &mut HashSet<&'k str>,
+        warned: &mut HashSet<Name<'k>>,
     ) -> Option<(Origin, Span, Option<&'d str>)> {
         let TensorData::External { key } = t.data else {
             return None;
@@ -322,7 +330,12 @@ impl Builder {
             let name = ddir.names.unique(&stem, "");
             names.push(name.clone());
             let mut one = self.dir(ddir.ino, name);
-            self.raw(&mut one, "processed", origin, d.processed);
+            match d.processed {
+                Some(span) => {
+                    self.raw(&mut one, "processed", origin, span);
+                }
+                None => self.generated(&mut one, "processed.bin", Box::default()),
+            }
             let specs: Vec<Value> = d
                 .compile_specs
                 .iter()
@@ -384,8 +397,12 @@ fn summary(p: &ProgramFile<'_>, origin: Origin) -> Value {
         .flatten()
         .enumerate()
         .map(|(i, d)| {
-            let span = Span::of_subslice(p.bytes, d.data().map_or(&[][..], |v| v.bytes()));
-            json!({"index": i, "size": span.len, "file_offset": origin.shifted(span).offset})
+            let span = Span::of_vector(p.bytes, d.data().map(|v| v.bytes()));
+            json!({
+                "index": i,
+                "size": span.map_or(0, |s| s.len),
+                "file_offset": span.map(|s| origin.shifted(s).offset),
+            })
         })
         .collect();
     json!({

@@ -2,7 +2,7 @@
 //!
 //! An argument names a value by index, so one value may be printed once per
 //! use. Literals are therefore bounded: lists show their first
-//! [`LIST_ITEMS`] items and a count, strings their first [`STRING_BYTES`]
+//! `LIST_ITEMS` items and a count, strings their first `STRING_BYTES`
 //! bytes, names [`NAME_LIMIT`] bytes. The text then grows with the number of
 //! arguments in the file, not with arguments × value sizes.
 //!
@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::fmt::Write;
 
-use crate::format::{NAME_LIMIT, clip, operator_name};
+use crate::format::{NAME_LIMIT, clip, operator_name, text};
 use crate::meta::schemas;
 use crate::schema::{ScalarType, program as fb};
 
@@ -28,11 +28,16 @@ const FRAMES: usize = 8;
 /// instruction at the same long trace, so the comments stop here.
 const TRACE_BYTES: usize = 1 << 20;
 
-/// Renders every chain of `plan`; `delegate_dirs` names the directory of
-/// each delegate.
-pub fn render(plan: fb::ExecutionPlan<'_>, delegate_dirs: &[String]) -> String {
+/// Renders every chain of `plan`.
+pub fn render(plan: fb::ExecutionPlan<'_>) -> String {
+    render_with_dirs(plan, &[])
+}
+
+/// [`render`], with `delegate_dirs` naming the directory of each delegate.
+pub fn render_with_dirs(plan: fb::ExecutionPlan<'_>, delegate_dirs: &[String]) -> String {
     let mut out = String::new();
-    let name = clip(plan.name().unwrap_or(""), NAME_LIMIT);
+    let shown = text::plan_name(plan).unwrap_or_default().show();
+    let name = clip(&shown, NAME_LIMIT);
     let nvalues = plan.values().map_or(0, |v| v.len());
     let noperators = plan.operators().map_or(0, |v| v.len());
     let ids = |v: Option<flatbuffers::Vector<'_, i32>>| -> String {
@@ -63,10 +68,10 @@ pub fn render(plan: fb::ExecutionPlan<'_>, delegate_dirs: &[String]) -> String {
                     let _ = writeln!(
                         out,
                         "  # {}:{} in {}: {}",
-                        one_line(f.filename().unwrap_or("?")),
+                        one_line(&text::frame_filename(f).map_or("?".into(), |n| n.show())),
                         f.lineno(),
-                        one_line(f.name().unwrap_or("?")),
-                        one_line(f.context().unwrap_or("").trim())
+                        one_line(&text::frame_name(f).map_or("?".into(), |n| n.show())),
+                        one_line(text::frame_context(f).unwrap_or_default().show().trim())
                     );
                 }
                 traced += out.len() - start;
@@ -118,7 +123,11 @@ fn instruction(plan: fb::ExecutionPlan<'_>, ins: fb::Instruction<'_>, dirs: &[St
                     .map(|ds| ds.get(i))
             })
             .map_or("<out of range>".into(), |del| {
-                clip(del.id().unwrap_or(""), NAME_LIMIT)
+                clip(
+                    &text::backend_id(del).unwrap_or_default().show(),
+                    NAME_LIMIT,
+                )
+                .into_owned()
             });
         let dir = usize::try_from(d.delegate_index())
             .ok()
@@ -173,7 +182,8 @@ fn argument(plan: fb::ExecutionPlan<'_>, id: i32, seen: &mut HashSet<i64>) -> St
     } else if let Some(x) = v.val_as_bool() {
         x.bool_val().to_string()
     } else if let Some(x) = v.val_as_string() {
-        let text = clip(x.string_val().unwrap_or(""), STRING_BYTES);
+        let shown = text::string_val(x).unwrap_or_default().show();
+        let text = clip(&shown, STRING_BYTES);
         serde_json::Value::String(text.into_owned()).to_string()
     } else if v.val_as_null().is_some() {
         "None".to_owned()

@@ -10,6 +10,7 @@
 use flatbuffers::{Follow, ForwardsUOffset, Vector};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use crate::format::text;
 use crate::schema::flat_tensor as ft;
 use crate::schema::program as fb;
 
@@ -121,7 +122,7 @@ impl Serialize for Plan<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = self.plan;
         let mut o = Fields(s.serialize_map(None)?);
-        o.opt("name", p.name())?;
+        o.opt("name", text::plan_name(p))?;
         o.opt(
             "container_meta_type",
             p.container_meta_type().map(ContainerMetadata),
@@ -148,13 +149,13 @@ impl Serialize for Plan<'_> {
 }
 
 table!(ContainerMetadata, fb::ContainerMetadata, |c, o| {
-    o.opt("encoded_inp_str", c.encoded_inp_str())?;
-    o.opt("encoded_out_str", c.encoded_out_str())?;
+    o.opt("encoded_inp_str", text::encoded_inp_str(c))?;
+    o.opt("encoded_out_str", text::encoded_out_str(c))?;
 });
 
 table!(Operator, fb::Operator, |op, o| {
-    o.opt("name", op.name())?;
-    o.opt("overload", op.overload())?;
+    o.opt("name", text::operator_name(op))?;
+    o.opt("overload", text::operator_overload(op))?;
 });
 
 table!(BufferDevice, fb::NonConstBufferDevice, |d, o| {
@@ -223,7 +224,7 @@ table!(Double, fb::Double, |x, o| {
 });
 
 table!(Str, fb::String, |x, o| {
-    o.opt("string_val", x.string_val())?;
+    o.opt("string_val", text::string_val(x))?;
 });
 
 struct Tensor<'a>(fb::Tensor<'a>, Option<&'a str>);
@@ -258,7 +259,7 @@ table!(Allocation, fb::AllocationDetails, |a, o| {
 
 table!(ExtraTensorInfo, fb::ExtraTensorInfo, |e, o| {
     o.put("mutable_data_segments_idx", &e.mutable_data_segments_idx())?;
-    o.opt("fully_qualified_name", e.fully_qualified_name())?;
+    o.opt("fully_qualified_name", text::fully_qualified_name(e))?;
     o.put("location", &enum_of!(e.location()))?;
     o.put("device_type", &enum_of!(e.device_type()))?;
     o.put("device_index", &e.device_index())?;
@@ -279,10 +280,10 @@ table!(FrameList, fb::FrameList, |l, o| {
 });
 
 table!(Frame, fb::Frame, |f, o| {
-    o.opt("filename", f.filename())?;
+    o.opt("filename", text::frame_filename(f))?;
     o.put("lineno", &f.lineno())?;
-    o.opt("name", f.name())?;
-    o.opt("context", f.context())?;
+    o.opt("name", text::frame_name(f))?;
+    o.opt("context", text::frame_context(f))?;
 });
 
 table!(Instruction, fb::Instruction, |i, o| {
@@ -325,7 +326,7 @@ table!(FreeCall, fb::FreeCall, |f, o| {
 });
 
 table!(Delegate, fb::BackendDelegate, |d, o| {
-    o.opt("id", d.id())?;
+    o.opt("id", text::backend_id(d))?;
     o.opt("processed", d.processed().map(DataReference))?;
     o.opt(
         "compile_specs",
@@ -339,7 +340,7 @@ table!(DataReference, fb::BackendDelegateDataReference, |r, o| {
 });
 
 table!(CompileSpec, fb::CompileSpec, |c, o| {
-    o.opt("key", c.key())?;
+    o.opt("key", text::compile_spec_key(c))?;
     o.opt("value", c.value().map(Scalars))?;
 });
 
@@ -378,7 +379,7 @@ impl Serialize for NamedEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let n = self.0;
         let mut o = Fields(s.serialize_map(None)?);
-        o.opt("key", n.key())?;
+        o.opt("key", text::data_key(n))?;
         o.put("segment_index", &n.segment_index())?;
         o.opt("tensor_layout", n.tensor_layout().map(Layout))?;
         o.opt("ptefs_path", self.1)?;
