@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what ptefs's tests and demo need beyond the Rust toolchain:
-# fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check the
-# graph.dot files render), and NumPy. Idempotent.
+# fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check that
+# graph.dot files render), NumPy and PyYAML. Idempotent.
 set -euo pipefail
 need=()
 command -v fusermount3 >/dev/null || need+=(fuse3)
@@ -19,4 +19,8 @@ fi
 if ! python3 -c "import numpy" 2>/dev/null; then
   echo "setup: pip install numpy" >&2
   python3 -m pip install --quiet numpy
+fi
+if ! python3 -c "import yaml" 2>/dev/null; then
+  echo "setup: pip install pyyaml" >&2
+  python3 -m pip install --quiet pyyaml
 fi

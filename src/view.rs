@@ -5,6 +5,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::format::{self, Kind, Parsed};
+use crate::meta::names::Checkpoint;
 use crate::source::{Source, SourceError, open_regular};
 use crate::tree::{self, Content, Ino, Input, NodeKind, Tree};
 
@@ -49,6 +50,14 @@ pub enum OpenError {
         /// The earlier one.
         other: PathBuf,
     },
+    /// A `--names` checkpoint that cannot be read.
+    #[error("{}: {error}", path.display())]
+    Names {
+        /// The checkpoint.
+        path: PathBuf,
+        /// What is wrong.
+        error: String,
+    },
     /// A `--data` file that is not a data file.
     #[error("{}: is given with --data but is not a data file (.ptd)", path.display())]
     NotData {
@@ -78,6 +87,9 @@ pub struct Request {
     pub data: Vec<PathBuf>,
     /// Descend into subdirectories of directory inputs.
     pub recursive: bool,
+    /// A checkpoint whose keys name the tensors holding their bytes
+    /// (`--names`: safetensors, or a JSON map of name to SHA-256).
+    pub names: Option<PathBuf>,
 }
 
 /// Files opened and mapped for a [`Request`], not yet parsed.
@@ -231,7 +243,23 @@ impl View {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || opened.found.contains(&true);
-        let tree = tree::build(&parsed.shown, &parsed.attached, one_dir_each);
+        let names = match &req.names {
+            Some(path) => {
+                let error = |error: String| OpenError::Names {
+                    path: path.clone(),
+                    error,
+                };
+                let bytes = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+                Some(Checkpoint::parse(&bytes).map_err(|e| error(e.to_string()))?)
+            }
+            None => None,
+        };
+        let tree = tree::build_with_names(
+            &parsed.shown,
+            &parsed.attached,
+            one_dir_each,
+            names.as_ref(),
+        );
         let skipped = parsed.skipped;
         Ok(View {
             sources: opened.sources,

@@ -30,7 +30,8 @@ fn read_all(root: &Path) -> Vec<(String, std::io::Result<Vec<u8>>)> {
 }
 
 fn is_raw(path: &str) -> bool {
-    path.ends_with(".bin") || path.ends_with(".npy")
+    // `values/<id>` are further names of tensor files.
+    path.ends_with(".bin") || path.ends_with(".npy") || path.contains("/values/")
 }
 
 fn copy(dir: &Path, model: &str) -> std::path::PathBuf {

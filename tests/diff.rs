@@ -130,7 +130,8 @@ fn one_changed_weight_names_the_element_and_both_values() {
     assert_eq!(r.code, 1);
     assert_eq!(
         r.out,
-        "method forward: tensor changed: methods/forward/tensors/0.w1.bin (also constants/1.bin): \
+        "method forward: tensor changed: methods/forward/tensors/0.w1.bin \
+         (also methods/forward/values/0, constants/1.bin): \
          2 of 4 elements differ; max abs diff 5.000000e-1 at [1] (2.000000e0 vs 2.500000e0); \
          max rel diff 1.000000e0; mean abs diff 3.750000e-1\n"
     );
@@ -138,7 +139,10 @@ fn one_changed_weight_names_the_element_and_both_values() {
     let c = &j["methods"]["common"]["forward"]["tensors"]["changed"][0];
     assert_eq!(c["a"]["name"], "w1");
     assert_eq!(c["a"]["path"], "methods/forward/tensors/0.w1.bin");
-    assert_eq!(c["a"]["aliases"], serde_json::json!(["constants/1.bin"]));
+    assert_eq!(
+        c["a"]["aliases"],
+        serde_json::json!(["methods/forward/values/0", "constants/1.bin"])
+    );
     let e = &c["elements"];
     assert_eq!(e["differing"], 2);
     assert_eq!(e["elements"], 4);
@@ -285,7 +289,9 @@ fn instructions_and_delegates_sections() {
         "{unified}"
     );
     assert!(
-        unified.contains("\n-0: aten::add.out %0 %2 %2\n+0: aten::mul.out %0 %2 %2\n"),
+        unified.contains(
+            "\n-0: aten::add.out %0:f32[4] %2:f32[4] %2\n+0: aten::mul.out %0:f32[4] %2:f32[4] out=%2\n"
+        ),
         "{unified}"
     );
     assert_eq!(

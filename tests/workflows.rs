@@ -297,6 +297,7 @@ fn diff_r_of_two_exports_reports_only_the_changed_bytes() {
             "constants/2.bin",
             "methods/forward/tensors/1.w1.bin",
             "methods/forward/tensors/1.w1.npy",
+            "methods/forward/values/1",
             "segments/0.bin"
         ],
         "{text}"
@@ -331,6 +332,7 @@ fn a_directory_shows_each_model_under_its_name() {
         inputs: vec![dir.path().to_owned()],
         data: vec![],
         recursive: true,
+        names: None,
     })
     .unwrap();
     assert_eq!(
@@ -473,7 +475,7 @@ fn mount_t_fuse_ptefs() {
         "mount -t fuse.ptefs: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(listing, 7);
+    assert_eq!(listing, 9);
     assert_eq!(
         sha256(&seg),
         "123e96c44be97de09bbf094da890b28c84f22ffa7f1227f1aa67c9d7ada954cb"

@@ -144,7 +144,10 @@ fn delegate_blobs_inline_and_in_segments() {
     assert_eq!(specs[1]["text"], Value::Null);
     let code = String::from_utf8(read(&v, "methods/forward/code.txt")).unwrap();
     assert!(
-        code.contains("0: delegate 0 InlineBackend %0\n1: delegate 1 Seg/Backend %0\n"),
+        code.contains(
+            "0: delegate 0 InlineBackend (delegates/0-InlineBackend) %0:f32[1]\n\
+             1: delegate 1 Seg/Backend (delegates/1-Seg%2FBackend) %0:f32[1]\n"
+        ),
         "{code}"
     );
     assert_eq!(
@@ -429,7 +432,7 @@ fn writer_keeps_every_plan_field() {
     assert_eq!(
         code,
         "# forward: 7 values, inputs none, outputs none, 1 operators, chain 0\n\
-         0: my::op %0 \"s\\\"q\" [0.5, -1.0] [true] None %5 3\n\
+         0: my::op %0:f16[3] \"s\\\"q\" [0.5, -1.0] [true] None %5=[%0] 3\n\
          1: move %0 -> %5\n\
          2: jump_false %3 -> 0\n\
          3: free %0\n"

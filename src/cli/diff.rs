@@ -171,6 +171,7 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
         inputs: vec![root.to_owned()],
         data: Vec::new(),
         recursive: true,
+        names: None,
     })
     .map_err(|e| {
         error(e);

@@ -74,6 +74,9 @@ pub struct Sources {
     /// A .ptd whose tensors and named blobs the program may use (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
+    /// A checkpoint (safetensors, or JSON {name: sha256}) naming tensors.
+    #[arg(long = "names", value_name = "FILE")]
+    names: Option<PathBuf>,
 }
 
 impl Sources {
@@ -83,6 +86,7 @@ impl Sources {
             inputs: vec![self.file.clone()],
             data: self.data.clone(),
             recursive: false,
+            names: self.names.clone(),
         })
         .map(Fs::new)
     }
@@ -106,6 +110,7 @@ fn open_inputs(files: &[PathBuf], data: &[PathBuf]) -> Result<Opened, i32> {
         inputs: files.to_vec(),
         data: data.to_vec(),
         recursive: false,
+        names: None,
     })
     .map_err(|e| {
         error(e);

@@ -1,7 +1,15 @@
 //! What a program means beyond its bytes: which operators its methods
-//! call, and (as it grows) who uses each value, checkpoint names, and
-//! input/output and memory plans. Used by the tree builders and by the
-//! `inspect` and `diff` reports; knows no files or commands.
+//! call, who uses each value (with argument names from PyTorch's operator
+//! schemas), and input/output and memory plans. Used by the tree builders
+//! and by the `inspect` and `diff` reports; knows no files or commands.
 
+pub mod dataflow;
 pub mod external;
+pub mod io;
+pub mod memory;
+pub mod names;
+pub mod oplist;
 pub mod ops;
+pub mod schemas;
+pub mod training;
+pub mod users;

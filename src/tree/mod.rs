@@ -7,10 +7,12 @@
 //! arithmetic.
 
 mod build;
+mod largest;
 pub mod names;
 pub mod render;
 
-pub use build::{Input, build};
+pub use build::{Input, build, build_with_names};
+pub use largest::Largest;
 
 use crate::format::Span;
 

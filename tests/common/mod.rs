@@ -37,6 +37,7 @@ pub fn view_of(files: &[PathBuf], data: &[PathBuf]) -> View {
         inputs: files.to_vec(),
         data: data.to_vec(),
         recursive: false,
+        names: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -36,6 +36,9 @@ pub(super) struct MountArgs {
     /// A .ptd whose tensors and named blobs programs may use (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
+    /// A checkpoint (safetensors, or JSON {name: sha256}) naming tensors.
+    #[arg(long = "names", value_name = "FILE")]
+    names: Option<PathBuf>,
     /// Take models from subdirectories of directory sources too.
     #[arg(long)]
     subdirs: bool,
@@ -81,6 +84,7 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         inputs,
         data: args.data,
         recursive: args.subdirs,
+        names: args.names,
     })?;
     let mountpoint = check_mountpoint(&mountpoint).map_err(|e| {
         error(e);

@@ -90,6 +90,10 @@ pub(super) struct Entry<'a> {
     /// Package tensors: `(method, placeholder)` of every use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub used_by: Option<Vec<(&'a str, &'a str)>>,
+    /// What the program says of the value beyond its bytes; boxed, since
+    /// most entries of a large index have none of it.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub meaning: Option<Box<Meaning>>,
 }
 
 impl Entry<'_> {
@@ -99,6 +103,63 @@ impl Entry<'_> {
         if self.key.into_iter().chain(fqn).any(Name::is_escaped) {
             self.percent_encoded = Some(true);
         }
+    }
+}
+
+/// The fields of an `index.json` entry that say what a value means.
+#[derive(Debug, Default, Serialize)]
+pub(super) struct Meaning {
+    /// `none` for a value listed for its recorded name or placement that
+    /// has no bytes in any file (a planned buffer such as a KV cache).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<&'static str>,
+    /// Planned values: the memory id of their buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_id: Option<u32>,
+    /// Planned values: the offset in that buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_offset: Option<u64>,
+    /// Program tensors: a further name of the `.bin`, from the first use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// Training programs: the parameter or gradient this output is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<crate::meta::training::TrainingName>,
+    /// Checkpoint keys (`--names`) whose bytes these are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_names: Option<Vec<String>>,
+    /// Program tensors: every instruction argument that is this value
+    /// (absent when none is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users: Option<Vec<serde_json::Value>>,
+}
+
+impl Meaning {
+    /// `None` when it says nothing, so the entry stays small.
+    pub fn boxed(self) -> Option<Box<Meaning>> {
+        let empty = self.bytes.is_none()
+            && self.mem_id.is_none()
+            && self.mem_offset.is_none()
+            && self.alias.is_none()
+            && self.training.is_none()
+            && self.checkpoint_names.is_none()
+            && self.users.is_none();
+        (!empty).then(|| Box::new(self))
+    }
+}
+
+impl Entry<'_> {
+    /// The meaning fields, made on first use.
+    pub fn meaning(&mut self) -> &mut Meaning {
+        self.meaning.get_or_insert_with(Box::default)
+    }
+
+    /// The checkpoint keys recorded for the entry.
+    pub fn checkpoint_names(&self) -> &[String] {
+        self.meaning
+            .as_ref()
+            .and_then(|m| m.checkpoint_names.as_deref())
+            .unwrap_or(&[])
     }
 }
 

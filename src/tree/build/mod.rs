@@ -4,6 +4,7 @@
 mod bundled;
 mod data;
 mod index;
+mod meta;
 mod package;
 mod program;
 
@@ -14,6 +15,7 @@ use super::names::{DirNames, encode};
 use super::render::{self, npy};
 use super::{Content, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
 use crate::format::{DataFile, Parsed, Span, scalar};
+use crate::meta::names::{Checkpoint, Digest32};
 use index::TensorShape;
 
 /// A parsed file to show, with the name it is shown under.
@@ -32,6 +34,17 @@ pub struct Input<'a> {
 /// in `attached` supplies external tensors and named blobs to every
 /// program.
 pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>], one_dir_each: bool) -> Tree {
+    build_with_names(inputs, attached, one_dir_each, None)
+}
+
+/// [`build`], with the keys of a checkpoint (`--names`) shown under
+/// `by-name/` and in `index.json` wherever a tensor holds their bytes.
+pub fn build_with_names(
+    inputs: &[Input<'_>],
+    attached: &[Input<'_>],
+    one_dir_each: bool,
+    names: Option<&Checkpoint>,
+) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -43,7 +56,16 @@ pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>], one_dir_each: bool) -
             _ => None,
         })
         .collect();
-    let mut b = Builder::default();
+    let mut b = Builder {
+        names: names.map(|c| {
+            c.index()
+                .into_iter()
+                .map(|(d, keys)| (d, keys.into_iter().map(str::to_owned).collect()))
+                .collect()
+        }),
+        checkpoint: names.cloned(),
+        ..Builder::default()
+    };
     for i in inputs.iter().chain(attached) {
         b.source_names.insert(i.source, i.name.clone());
     }
@@ -110,6 +132,13 @@ struct Builder {
     /// Entries that are further names of a file, as (directory, name).
     links: HashSet<(Ino, Box<str>)>,
     extra_links: HashMap<Ino, u32>,
+    /// Checkpoint keys by the digest of their bytes (`--names`).
+    names: Option<HashMap<Digest32, Vec<String>>>,
+    /// The checkpoint, for keys matched through a permutation.
+    checkpoint: Option<Checkpoint>,
+    /// Checkpoint keys found so far in the program being built, with the
+    /// file holding their bytes, for its `by-name/`.
+    by_name: Vec<(String, Ino)>,
 }
 
 /// Source, offset, length and prefix length of a file's bytes.

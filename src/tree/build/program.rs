@@ -4,9 +4,11 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::index::{Entry, Source, TensorShape};
+use super::index::{Entry, Meaning, Source, TensorShape};
+use super::meta::MethodMeta;
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
+use crate::tree::Ino;
 use crate::tree::names::{encode, padded};
 use crate::tree::render::{code_txt, flatc_json, readme};
 
@@ -24,18 +26,20 @@ impl Builder {
         self.json(root, "program.json", &summary(p, origin));
 
         let mut methods = self.subdir(root, "methods");
+        let mut method_dirs = Vec::new();
+        let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
         for m in &p.methods {
             let name = methods.names.unique(&encode(m.name), "");
             let mut mdir = self.dir(methods.ino, name.clone());
-            let paths = self.tensors(
+            let meta = MethodMeta::new(m, self.delegates(&mut mdir, origin, m), &plans);
+            let (paths, files) = self.tensors(
                 &mut mdir,
                 &format!("methods/{name}"),
                 file_name,
                 origin,
-                m,
+                (m, &meta, p.bytes),
                 data,
             );
-            self.delegates(&mut mdir, origin, m);
             self.json(
                 &mut mdir,
                 "plan.json",
@@ -47,9 +51,15 @@ impl Builder {
             self.generated(
                 &mut mdir,
                 "code.txt",
-                code_txt::render(m.plan).into_bytes().into(),
+                code_txt::render_with_dirs(m.plan, &meta.delegate_dirs)
+                    .into_bytes()
+                    .into(),
             );
+            self.method_meta(&mut mdir, m, &meta, &files);
+            method_dirs.push((name, meta.delegate_dirs));
         }
+
+        self.program_ops(root, p, &method_dirs);
 
         let mut cdir = self.subdir(root, "constants");
         let max = p.constants.len().saturating_sub(1) as u64;
@@ -80,7 +90,25 @@ impl Builder {
             .iter()
             .map(|n| (n.key, n.segment_index, origin, n.span, None));
         for (key, segment_index, o, span, file) in own.chain(attached) {
+            let holder = match file {
+                None => Some(p.bytes),
+                Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
+            };
+            let checkpoint_names = holder.and_then(|b| {
+                let direct = self.checkpoint_names(span, b)?;
+                let permuted = || self.permuted_names(span, b);
+                Some(if direct.is_empty() {
+                    permuted()
+                } else {
+                    direct
+                })
+            });
             let name = self.raw(&mut ndir, &encode(key), o, span);
+            if let Some(ino) = self.recent_entry(ndir.ino, &name) {
+                for k in checkpoint_names.iter().flatten() {
+                    self.by_name.push((k.clone(), ino));
+                }
+            }
             index.push(Entry {
                 name: Some(name),
                 key: Some(key),
@@ -91,6 +119,11 @@ impl Builder {
                     offset: o.shifted(span).offset,
                 }),
                 location: Some("named"),
+                meaning: Meaning {
+                    checkpoint_names,
+                    ..Meaning::default()
+                }
+                .boxed(),
                 ..Entry::default()
             });
             if let Some(e) = index.last_mut() {
@@ -98,6 +131,7 @@ impl Builder {
             }
         }
         self.json(&mut ndir, "index.json", &index);
+        self.by_name_dir(root);
 
         let mut sdir = self.subdir(root, "segments");
         let max = p.segments.len().saturating_sub(1) as u64;
@@ -107,21 +141,22 @@ impl Builder {
     }
 
     /// `tensors/` of a method. Returns each value's file path (relative to
-    /// the file's root), by value index, for `plan.json`.
+    /// the file's root) for `plan.json`, and its `.bin`, by value index.
     fn tensors(
         &mut self,
         mdir: &mut Dir,
         base: &str,
         file_name: &str,
         origin: Origin,
-        m: &MethodInfo<'_>,
+        (m, meta, bytes): (&MethodInfo<'_>, &MethodMeta, &[u8]),
         data: &[Attached<'_, '_>],
-    ) -> Vec<Option<String>> {
+    ) -> (Vec<Option<String>>, Vec<(usize, Ino)>) {
         let mut tdir = self.subdir(mdir, "tensors");
         let nvalues = m.plan.values().map_or(0, |v| v.len());
         let mut paths = vec![None; nvalues];
         let max_value = m.tensors.iter().map(|t| t.value_index).max().unwrap_or(0) as u64;
         let mut index = Vec::new();
+        let mut inos = Vec::new();
         let mut warned: HashSet<Name<'_>> = HashSet::new();
         for t in &m.tensors {
             let shape = TensorShape {
@@ -135,6 +170,12 @@ impl Builder {
                 shape: Some(shape.describe()),
                 nbytes: Some(t.nbytes),
                 location: Some(t.data.location()),
+                meaning: Meaning {
+                    users: Some(meta.users_json(t.value_index)).filter(|u| !u.is_empty()),
+                    training: meta.training.get(&t.value_index).cloned(),
+                    ..Meaning::default()
+                }
+                .boxed(),
                 ..Entry::default()
             };
             match &t.data {
@@ -158,11 +199,21 @@ impl Builder {
             };
             match found {
                 Some((o, span, file)) => {
+                    let holder = match file {
+                        None => Some(bytes),
+                        Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
+                    };
+                    if let Some(names) = holder.and_then(|b| self.checkpoint_names(span, b)) {
+                        entry.meaning().checkpoint_names = Some(names);
+                    }
                     let mut stem = padded(t.value_index as u64, max_value);
                     if let Some(fqn) = t.fqn {
                         stem = format!("{stem}.{}", encode(fqn));
                     }
                     let (bin, npy) = self.tensor_files(&mut tdir, &stem, o, Some(span), &shape);
+                    if let Some(ino) = self.recent_entry(tdir.ino, &bin) {
+                        inos.push((index.len(), ino));
+                    }
                     if let Some(p) = paths.get_mut(t.value_index) {
                         *p = Some(format!("{base}/tensors/{bin}"));
                     }
@@ -177,8 +228,45 @@ impl Builder {
             }
             index.push(entry);
         }
+        let files = self.aliases(&mut tdir, &mut index, &inos, meta);
+        let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
+        index.extend(self.byteless_entries(m, meta, &listed));
         self.json(&mut tdir, "index.json", &index);
-        paths
+        (paths, files)
+    }
+
+    /// Gives each anonymous tensor file a further name from its first use
+    /// (`05.convolution.weight.bin`). Returns each value's `.bin`.
+    fn aliases(
+        &mut self,
+        tdir: &mut Dir,
+        index: &mut [Entry<'_>],
+        inos: &[(usize, Ino)],
+        meta: &MethodMeta,
+    ) -> Vec<(usize, Ino)> {
+        let mut files = Vec::new();
+        for &(pos, ino) in inos {
+            let Some(e) = index.get_mut(pos) else {
+                continue;
+            };
+            let (Some(v), Some(name)) = (e.value_index, e.name.as_deref()) else {
+                continue;
+            };
+            files.push((v, ino));
+            for key in e.checkpoint_names() {
+                self.by_name.push((key.clone(), ino));
+            }
+            if !matches!(e.fqn, Some(None)) {
+                continue;
+            }
+            if let Some(label) = meta.alias_label(v) {
+                let stem = format!("{}.{label}", name.trim_end_matches(".bin"));
+                let alias = tdir.names.unique(&stem, ".bin");
+                self.add_link(tdir.ino, alias.clone().into_boxed_str(), ino);
+                e.meaning().alias = Some(alias);
+            }
+        }
+        files
     }
 
     /// Where an external tensor's bytes are among the attached data files:
@@ -232,12 +320,15 @@ impl Builder {
         }
     }
 
-    fn delegates(&mut self, mdir: &mut Dir, origin: Origin, m: &MethodInfo<'_>) {
+    /// `delegates/` of a method. Returns each delegate's directory name.
+    fn delegates(&mut self, mdir: &mut Dir, origin: Origin, m: &MethodInfo<'_>) -> Vec<String> {
         let mut ddir = self.subdir(mdir, "delegates");
+        let mut names = Vec::new();
         let max = m.delegates.len().saturating_sub(1) as u64;
         for d in &m.delegates {
             let stem = format!("{}-{}", padded(d.index as u64, max), encode(d.id));
             let name = ddir.names.unique(&stem, "");
+            names.push(name.clone());
             let mut one = self.dir(ddir.ino, name);
             match d.processed {
                 Some(span) => {
@@ -252,6 +343,7 @@ impl Builder {
                 .collect();
             self.json(&mut one, "compile_specs.json", &specs);
         }
+        names
     }
 }
 

@@ -3,9 +3,11 @@
 pub mod code_txt;
 pub mod dot;
 pub mod flatc_json;
+pub mod graph_dot;
 mod json_style;
 pub mod nptg_json;
 pub mod npy;
+pub mod ops_yaml;
 pub mod ptn_code;
 pub mod readme;
 

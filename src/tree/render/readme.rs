@@ -7,12 +7,21 @@ This directory shows an ExecuTorch program (.pte), read-only.
 header.json          the file header and extended header
 program.json         schema version, methods, segments, constant and mutable
                      segment tables, named data keys (no bulk bytes)
+ops.txt              each operator and delegate, its call count, where it runs
+ops.yaml             the operators as ExecuTorch's gen_oplist lists them
+by-name/<key>        (with --names) the file holding each checkpoint key's bytes
 methods/<m>/         one directory per method (execution plan)
   plan.json          the whole ExecutionPlan as flatc prints it; tensor values
                      with stored bytes gain \"ptefs_path\"
-  code.txt           the instructions, one per line
+  code.txt           the instructions, one per line, with types
+  io.json            inputs and outputs as the exporter recorded them
+  memory.json        planned buffers and the tensors placed in each
+  value.json         (constant methods) the values they return
+  graph.dot          the instruction graph, for Graphviz
+  values/<id>        the file of each tensor value, by id
   tensors/           <value>[.<name>].bin raw bytes, .npy the same with a NumPy
-                     header, index.json what each one is and where it lives
+                     header, <value>.<first use>.bin another name of an unnamed
+                     one, index.json what each one is, who uses it, where it lives
   delegates/<i>-<id>/processed.bin and compile_specs.json
 constants/<i>.bin    constant buffer i (index 0 is reserved)
 named/<key>.bin      named data blobs; index.json
