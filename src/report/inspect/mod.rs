@@ -67,8 +67,8 @@ pub struct Largest {
 
 /// The `n` largest tensors and blobs of `tree`, whose sources have
 /// `source_sizes` bytes: every file that is a byte range of a source, each
-/// range once whatever its names, segments left out as the containers they
-/// are.
+/// range once whatever its names, segments and package members left out as
+/// the containers they are.
 pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<Largest> {
     use std::collections::BTreeMap;
 
@@ -79,7 +79,7 @@ pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<
             continue;
         };
         if let Content::Source { source, .. } = f.content
-            && !path.split('/').any(|c| c == "segments")
+            && !path.split('/').any(|c| c == "segments" || c == "members")
         {
             by_ino.entry(ino).or_default().push((source, path));
         }
