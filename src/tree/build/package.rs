@@ -53,7 +53,11 @@ impl Builder {
                 "code.txt",
                 ptn_code::render(m).into_bytes().into(),
             );
-            self.generated(&mut dir, "graph.dot", dot::render(m).into_bytes().into());
+            self.generated(
+                &mut dir,
+                "graph.dot",
+                dot::package::render(m).into_bytes().into(),
+            );
         }
     }
 

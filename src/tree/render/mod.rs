@@ -3,7 +3,6 @@
 pub mod code_txt;
 pub mod dot;
 pub mod flatc_json;
-pub mod graph_dot;
 mod json_style;
 pub mod nptg_json;
 pub mod npy;

@@ -6,10 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use super::ptn_code::meta;
+use super::quote;
 use crate::format::ptn::graph;
 use crate::format::{NAME_LIMIT, clip};
 use crate::schema::native_graph as ng;
+use crate::tree::render::ptn_code::meta;
 
 /// Renders method `m`.
 pub fn render(m: ng::Method<'_>) -> String {
@@ -115,31 +116,4 @@ fn short(target: &str) -> String {
         NAME_LIMIT,
     )
     .into_owned()
-}
-
-/// A DOT quoted string: quotes and backslashes escaped, newlines as `\n`.
-fn quote(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\r' | '\0' => {}
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
-
-#[cfg(test)]
-mod tests {
-    use super::quote;
-
-    #[test]
-    fn quotes_what_dot_would_misread() {
-        assert_eq!(quote("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
-    }
 }
