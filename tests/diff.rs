@@ -131,7 +131,7 @@ fn one_changed_weight_names_the_element_and_both_values() {
     assert_eq!(
         r.out,
         "method forward: tensor changed: methods/forward/tensors/0.w1.bin \
-         (also methods/forward/values/0, constants/1.bin): \
+         (also constants/1.bin, methods/forward/values/0): \
          2 of 4 elements differ; max abs diff 5.000000e-1 at [1] (2.000000e0 vs 2.500000e0); \
          max rel diff 1.000000e0; mean abs diff 3.750000e-1\n"
     );
@@ -141,7 +141,7 @@ fn one_changed_weight_names_the_element_and_both_values() {
     assert_eq!(c["a"]["path"], "methods/forward/tensors/0.w1.bin");
     assert_eq!(
         c["a"]["aliases"],
-        serde_json::json!(["methods/forward/values/0", "constants/1.bin"])
+        serde_json::json!(["constants/1.bin", "methods/forward/values/0"])
     );
     let e = &c["elements"];
     assert_eq!(e["differing"], 2);
@@ -450,4 +450,28 @@ fn directories_pair_files_by_relative_path() {
         "{}",
         r.out
     );
+}
+
+#[test]
+fn packages_pair_their_tensors_by_data_key() {
+    let r = ptefs(&[], &[&fixture("kv.ptn"), &fixture("kv.ptn")]);
+    assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
+    let (code, j) = json(&[], &fixture("mlp.ptn"), &fixture("tied.ptn"));
+    assert_eq!(code, 1);
+    let t = &j["tensors"];
+    let names = |k: &str| -> Vec<String> {
+        t[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(names("removed").contains(&"fc1.weight".to_owned()), "{t}");
+    // An alias is another name of its owner's bytes: listed once.
+    let added = t["added"].as_array().unwrap();
+    let pos = added
+        .iter()
+        .find(|r| r["path"] == "tensors/pos_a.bin")
+        .unwrap();
+    assert_eq!(pos["aliases"], serde_json::json!(["tensors/pos_b.bin"]));
 }

@@ -144,7 +144,15 @@ pub fn compare(a: &Side<'_, '_>, b: &Side<'_, '_>, names: (&str, &str), opt: &Op
         r.methods.added = Some(added);
         r.methods.removed = Some(removed);
     }
-    let (ia, ib) = (tensors::items(a), tensors::items(b));
+    let (mut ia, mut ib) = (tensors::items(a), tensors::items(b));
+    // A package keeps its tensors at its root: against one, a program's
+    // tensors are compared as program-wide data too, by name then bytes.
+    let package = |s: &Side<'_, '_>| matches!(s.input.parsed, Parsed::Package(_));
+    if package(a) || package(b) {
+        for t in ia.iter_mut().chain(ib.iter_mut()) {
+            t.method = None;
+        }
+    }
     let (mut ta, mut tb) = (by_method(ia), by_method(ib));
     if let (Some(pa), Some(pb)) = (pa, pb) {
         for (name, ma, mb) in methods::common(pa, pb) {

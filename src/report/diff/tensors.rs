@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::values::{self, Elements, Tolerance};
-use crate::format::{Parsed, TensorData, scalar};
+use crate::format::ptn::PackageFile;
+use crate::format::{DataFile, Parsed, ProgramFile, TensorData, scalar};
 use crate::schema::ScalarType;
 use crate::tree::Input;
 use crate::tree::{Content, NodeKind, ROOT, SourceId, Tree};
@@ -71,43 +72,37 @@ fn paths_by_range(tree: &Tree) -> HashMap<(SourceId, u64, u64), Vec<String>> {
     out
 }
 
-/// The tensors and blobs of a side, each byte range once: under its fully
-/// qualified name where it has one, else the first method's value, else
-/// its key, with every path it has.
-pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
-    let index = paths_by_range(side.tree);
-    let mut out: Vec<Item<'a>> = Vec::new();
-    let mut seen: HashMap<(SourceId, u64, u64), usize> = HashMap::new();
-    let mut add = |item: Item<'a>, key: (SourceId, u64, u64)| {
-        if let Some(&i) = seen.get(&key) {
-            // Another name for bytes already listed: keep the better name.
-            let better =
-                matches!(item.place, Place::Fqn(_)) && !matches!(out[i].place, Place::Fqn(_));
-            if better {
-                out[i].place = item.place;
+/// Items gathered from a side, each byte range once.
+struct Collector<'a> {
+    index: HashMap<(SourceId, u64, u64), Vec<String>>,
+    out: Vec<Item<'a>>,
+    seen: HashMap<(SourceId, u64, u64), usize>,
+}
+
+impl<'a> Collector<'a> {
+    /// Adds `item`, whose bytes are `key`; bytes already listed only get
+    /// the better name (a fully qualified one).
+    fn add(&mut self, item: Item<'a>, key: (SourceId, u64, u64)) {
+        if let Some(&i) = self.seen.get(&key) {
+            let known = &mut self.out[i];
+            if matches!(item.place, Place::Fqn(_)) && !matches!(known.place, Place::Fqn(_)) {
+                known.place = item.place;
             }
             return;
         }
-        let mut paths = index.get(&key).cloned().unwrap_or_default();
-        paths.sort_by_key(|p| !p.starts_with("methods/"));
-        seen.insert(key, out.len());
-        out.push(Item { paths, ..item });
-    };
-    let data: Vec<_> = side
-        .attached
-        .iter()
-        .filter_map(|i| match &i.parsed {
-            Parsed::Data(d) => Some((i.source, d)),
-            _ => None,
-        })
-        .collect();
-    let program = match &side.input.parsed {
-        Parsed::Program(p) => Some((p, 0)),
-        Parsed::Bundled(b) => Some((&b.program, b.program_span.offset)),
-        Parsed::Data(_) | Parsed::Package(_) => None,
-    };
-    let own = side.input.source;
-    if let Some((p, shift)) = program {
+        let mut paths = self.index.get(&key).cloned().unwrap_or_default();
+        paths.sort_by_key(|p| !p.contains("/tensors/") && !p.starts_with("tensors/"));
+        self.seen.insert(key, self.out.len());
+        self.out.push(Item { paths, ..item });
+    }
+
+    fn program(
+        &mut self,
+        p: &ProgramFile<'a>,
+        own: SourceId,
+        shift: u64,
+        data: &[(SourceId, &DataFile<'a>)],
+    ) {
         for m in &p.methods {
             for t in &m.tensors {
                 let found = match &t.data {
@@ -137,42 +132,83 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
                     bytes,
                     paths: Vec::new(),
                 };
-                add(item, key);
+                self.add(item, key);
             }
         }
         for n in &p.named {
-            let item = Item {
-                place: Place::Key(n.key.to_string()),
-                method: None,
-                scalar_type: None,
-                sizes: Vec::new(),
-                dim_order: Vec::new(),
-                bytes: n.span.bytes(p.bytes),
-                paths: Vec::new(),
-            };
-            add(item, (own, n.span.offset + shift, n.span.len));
+            let item = blob(Place::Key(n.key.to_string()), n.span.bytes(p.bytes));
+            self.add(item, (own, n.span.offset + shift, n.span.len));
         }
     }
-    let shown_data = match &side.input.parsed {
-        Parsed::Data(d) => Some((own, d)),
-        _ => None,
-    };
-    for (source, d) in shown_data.into_iter().chain(data.iter().copied()) {
+
+    fn data(&mut self, d: &DataFile<'a>, source: SourceId) {
         for e in &d.entries {
             let layout = e.layout.as_ref();
             let item = Item {
-                place: Place::Key(e.key.to_string()),
-                method: None,
                 scalar_type: layout.map(|l| l.scalar_type),
                 sizes: layout.map(|l| l.sizes.to_vec()).unwrap_or_default(),
                 dim_order: layout.map(|l| l.dim_order.to_vec()).unwrap_or_default(),
-                bytes: e.span.bytes(d.bytes),
-                paths: Vec::new(),
+                ..blob(Place::Key(e.key.to_string()), e.span.bytes(d.bytes))
             };
-            add(item, (source, e.span.offset, e.span.len));
+            self.add(item, (source, e.span.offset, e.span.len));
         }
     }
-    out
+
+    /// A package's stored tensors by data key, which is the fully
+    /// qualified name, so that they pair with a program's.
+    fn package(&mut self, p: &PackageFile<'a>, source: SourceId) {
+        for (key, t, _) in p.keys() {
+            let item = Item {
+                scalar_type: t.scalar_type,
+                sizes: t.shape.iter().map(|&d| d as i64).collect(),
+                ..blob(Place::Fqn(key.to_owned()), t.span.bytes(p.bytes))
+            };
+            self.add(item, (source, t.span.offset, t.span.len));
+        }
+    }
+}
+
+/// Program-wide bytes at `place`, without a type.
+fn blob(place: Place, bytes: &[u8]) -> Item<'_> {
+    Item {
+        place,
+        method: None,
+        scalar_type: None,
+        sizes: Vec::new(),
+        dim_order: Vec::new(),
+        bytes,
+        paths: Vec::new(),
+    }
+}
+
+/// The tensors and blobs of a side, each byte range once: under its fully
+/// qualified name where it has one, else the first method's value, else
+/// its key, with every path it has.
+pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
+    let mut c = Collector {
+        index: paths_by_range(side.tree),
+        out: Vec::new(),
+        seen: HashMap::new(),
+    };
+    let data: Vec<(SourceId, &DataFile<'a>)> = side
+        .attached
+        .iter()
+        .filter_map(|i| match &i.parsed {
+            Parsed::Data(d) => Some((i.source, d)),
+            _ => None,
+        })
+        .collect();
+    let own = side.input.source;
+    match &side.input.parsed {
+        Parsed::Program(p) => c.program(p, own, 0, &data),
+        Parsed::Bundled(b) => c.program(&b.program, own, b.program_span.offset, &data),
+        Parsed::Data(d) => c.data(d, own),
+        Parsed::Package(p) => c.package(p, own),
+    }
+    for (source, d) in &data {
+        c.data(d, *source);
+    }
+    c.out
 }
 
 /// A tensor or blob as the report names it.
