@@ -37,6 +37,8 @@ impl Place {
 #[derive(Debug, Clone)]
 pub(super) struct Item<'a> {
     place: Place,
+    /// Its index among its method's values.
+    value: Option<usize>,
     /// The method whose tensor it is; `None` for program-wide data.
     pub(super) method: Option<String>,
     scalar_type: Option<ScalarType>,
@@ -57,16 +59,21 @@ pub struct Side<'s, 'a> {
     pub tree: &'s Tree,
 }
 
-/// Every name each source range has in the tree.
+/// Every name each source range has in the tree: the file's first name,
+/// then its others in tree order.
 fn paths_by_range(tree: &Tree) -> HashMap<(SourceId, u64, u64), Vec<String>> {
     let mut out: HashMap<_, Vec<String>> = HashMap::new();
     for (path, ino) in tree.walk(ROOT) {
         if let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind)
             && let Content::Source { source, span } = &f.content
         {
-            out.entry((*source, span.offset, span.len))
-                .or_default()
-                .push(path);
+            let paths = out.entry((*source, span.offset, span.len)).or_default();
+            if paths.is_empty() {
+                paths.push(tree.path(ino));
+            }
+            if paths[0] != path {
+                paths.push(path);
+            }
         }
     }
     out
@@ -90,8 +97,7 @@ impl<'a> Collector<'a> {
             }
             return;
         }
-        let mut paths = self.index.get(&key).cloned().unwrap_or_default();
-        paths.sort_by_key(|p| !p.contains("/tensors/") && !p.starts_with("tensors/"));
+        let paths = self.index.get(&key).cloned().unwrap_or_default();
         self.seen.insert(key, self.out.len());
         self.out.push(Item { paths, ..item });
     }
@@ -125,6 +131,7 @@ impl<'a> Collector<'a> {
                 };
                 let item = Item {
                     place,
+                    value: Some(t.value_index),
                     method: Some(m.name.to_string()),
                     scalar_type: Some(t.scalar_type),
                     sizes: t.sizes.to_vec(),
@@ -172,6 +179,7 @@ impl<'a> Collector<'a> {
 fn blob(place: Place, bytes: &[u8]) -> Item<'_> {
     Item {
         place,
+        value: None,
         method: None,
         scalar_type: None,
         sizes: Vec::new(),
@@ -229,6 +237,9 @@ pub struct Ref {
     pub sizes: Option<Vec<i64>>,
     /// Bytes.
     pub nbytes: u64,
+    /// For a method's tensor: its index among the plan's values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_index: Option<usize>,
 }
 
 fn reference(i: &Item<'_>) -> Ref {
@@ -240,6 +251,7 @@ fn reference(i: &Item<'_>) -> Ref {
         scalar_type: i.scalar_type.map(scalar::name),
         sizes: i.scalar_type.map(|_| i.sizes.clone()),
         nbytes: i.bytes.len() as u64,
+        value_index: i.value,
     }
 }
 
@@ -263,6 +275,10 @@ pub struct Changed {
     /// For blobs without a type: bytes that differ, and the sizes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<BytesChange>,
+    /// The calls that use the tensor (in A): `convolution.weight`,
+    /// `delegate-0.arg2`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub used_by: Vec<String>,
 }
 
 /// How two untyped blobs differ.
@@ -390,6 +406,7 @@ fn change(a: &Item<'_>, b: &Item<'_>, tol: Tolerance) -> Option<Changed> {
         reshaped: None,
         elements: None,
         bytes: None,
+        used_by: Vec::new(),
     };
     if a.scalar_type != b.scalar_type {
         let name = |t: Option<ScalarType>| t.map_or_else(|| "untyped".to_owned(), scalar::name);
