@@ -16,6 +16,8 @@ trap 'rm -rf "$out"' EXIT
 # points at the program's module so that there is one ScalarType type.
 flatc --rust --gen-all -o "$out" -I schema schema/program.fbs
 flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs
+# The XNNPACK delegate graph stands alone (no includes).
+flatc --rust -o "$out" schema/xnnpack.fbs
 if [[ "${1:-}" == "--check" ]]; then
   if ! diff -r "$out" src/generated; then
     echo "src/generated/ is stale: run scripts/gen-schema.sh" >&2

@@ -11,6 +11,7 @@
 //!   `inspect` and `diff` over the same tree.
 
 pub mod cli;
+pub mod delegate;
 pub mod diff;
 pub mod format;
 pub mod fuse;
@@ -37,12 +38,15 @@ mod generated {
     pub mod bundled_program_generated;
     pub mod flat_tensor_generated;
     pub mod program_generated;
+    pub mod xnnpack_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches
 // `ScalarType` through `scalar_type_generated`, which the program's module
 // carries.
-use generated::{bundled_program_generated, flat_tensor_generated, program_generated};
+use generated::{
+    bundled_program_generated, flat_tensor_generated, program_generated, xnnpack_generated,
+};
 mod scalar_type_generated {
     pub use crate::program_generated::*;
 }

@@ -4,6 +4,7 @@ mod bundled;
 mod data;
 mod index;
 mod program;
+mod xnnpack;
 
 use std::collections::HashMap;
 

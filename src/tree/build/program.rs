@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use super::index::{Entry, Source, TensorShape};
+use super::xnnpack::{NamedIndex, Place};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::names::{encode, padded};
@@ -24,6 +25,7 @@ impl Builder {
         self.json(root, "program.json", &summary(p, origin));
 
         let mut methods = self.subdir(root, "methods");
+        let named = NamedIndex::new(p, origin, data);
         for m in &p.methods {
             let name = methods.names.unique(&encode(m.name), "");
             let mut mdir = self.dir(methods.ino, name.clone());
@@ -35,7 +37,7 @@ impl Builder {
                 m,
                 data,
             );
-            self.delegates(&mut mdir, origin, m);
+            self.delegates(&mut mdir, &format!("methods/{name}"), origin, p, m, &named);
             self.json(
                 &mut mdir,
                 "plan.json",
@@ -233,13 +235,21 @@ impl Builder {
         }
     }
 
-    fn delegates(&mut self, mdir: &mut Dir, origin: Origin, m: &MethodInfo<'_>) {
+    fn delegates(
+        &mut self,
+        mdir: &mut Dir,
+        base: &str,
+        origin: Origin,
+        p: &ProgramFile<'_>,
+        m: &MethodInfo<'_>,
+        named: &NamedIndex<'_>,
+    ) {
         let mut ddir = self.subdir(mdir, "delegates");
         let max = m.delegates.len().saturating_sub(1) as u64;
         for d in &m.delegates {
             let stem = format!("{}-{}", padded(d.index as u64, max), encode(d.id));
             let name = ddir.names.unique(&stem, "");
-            let mut one = self.dir(ddir.ino, name);
+            let mut one = self.dir(ddir.ino, name.clone());
             self.raw(&mut one, "processed", origin, d.processed);
             let specs: Vec<Value> = d
                 .compile_specs
@@ -247,6 +257,13 @@ impl Builder {
                 .map(|(k, v)| json!({"key": k, "value": v, "text": std::str::from_utf8(v).ok()}))
                 .collect();
             self.json(&mut one, "compile_specs.json", &specs);
+            let place = Place {
+                dir_path: format!("{base}/delegates/{name}"),
+                origin,
+                program: p,
+                processed: d.processed,
+            };
+            self.decoded_delegate(&mut one, d.id, &place, named);
         }
     }
 }

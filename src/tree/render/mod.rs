@@ -4,6 +4,8 @@ pub mod code_txt;
 pub mod flatc_json;
 pub mod npy;
 pub mod readme;
+pub mod xnnpack_code;
+pub mod xnnpack_json;
 
 use serde::Serialize;
 

@@ -1,0 +1,321 @@
+//! `xnnpack/` inside an XNNPACK delegate's directory: the payload header,
+//! the graph as JSON and text, and every constant as typed, named files
+//! that are byte ranges of the source (payload, named data or a `.ptd`).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::index::Source;
+use super::{Attached, Builder, Dir, Origin};
+use crate::delegate::xnnpack::{self, Bytes, Payload, Weight, datatype};
+use crate::delegate::{self, Decoded};
+use crate::format::{ProgramFile, Span};
+use crate::tree::Content;
+use crate::tree::render::{npy, xnnpack_code, xnnpack_json};
+
+/// Named-data entries a payload may refer to: the program's own first,
+/// then each attached data file's.
+pub(super) struct NamedIndex<'d> {
+    by_key: HashMap<&'d str, (Origin, Span, Option<&'d str>)>,
+}
+
+impl<'d> NamedIndex<'d> {
+    pub(super) fn new(
+        p: &'d ProgramFile<'_>,
+        origin: Origin,
+        data: &'d [Attached<'d, '_>],
+    ) -> Self {
+        let mut by_key = HashMap::new();
+        for n in &p.named {
+            by_key.entry(n.key).or_insert((origin, n.span, None));
+        }
+        for d in data {
+            let o = Origin {
+                source: d.source,
+                shift: 0,
+            };
+            for e in &d.file.entries {
+                by_key.entry(e.key).or_insert((o, e.span, Some(d.name)));
+            }
+        }
+        NamedIndex { by_key }
+    }
+}
+
+/// Where a delegate's payload is in the tree's source.
+pub(super) struct Place<'p, 'a> {
+    /// Path of the delegate directory from the root.
+    pub dir_path: String,
+    pub origin: Origin,
+    pub program: &'p ProgramFile<'a>,
+    pub processed: Span,
+}
+
+/// A weight file's source: which file, the span, and the attached file's
+/// name (`None` for the file the tree shows).
+type Located<'d> = (Origin, Span, Option<&'d str>);
+
+impl Builder {
+    /// Decodes the payload of a delegate whose backend has a decoder and
+    /// lays out what it holds; opaque backends get nothing more.
+    pub(super) fn decoded_delegate(
+        &mut self,
+        ddir: &mut Dir,
+        backend: &str,
+        place: &Place<'_, '_>,
+        named: &NamedIndex<'_>,
+    ) {
+        let payload = place.processed.bytes(place.program.bytes);
+        let len = |k: &str| named.by_key.get(k).map(|(_, s, _)| s.len);
+        let Some(decoded) = delegate::decode(backend, payload, &len) else {
+            return;
+        };
+        let mut x = self.subdir(ddir, "xnnpack");
+        match decoded {
+            Ok(Decoded::Xnnpack(p)) => self.xnnpack(&mut x, place, named, &p),
+            Err(e) => {
+                if let Ok(h) = xnnpack::header::parse(payload) {
+                    self.json(&mut x, "header.json", &header_json(&h, payload, place));
+                }
+                self.warnings.push(format!(
+                    "{}: delegate payload not decoded: {e}",
+                    place.dir_path
+                ));
+                let text = format!(
+                    "The payload of this delegate ({} bytes at file offset {}) could not be decoded:\n{e}\n",
+                    place.processed.len,
+                    place.origin.shifted(place.processed).offset
+                );
+                self.generated(&mut x, "ERROR.txt", text.into_bytes().into());
+            }
+        }
+    }
+
+    fn xnnpack(
+        &mut self,
+        x: &mut Dir,
+        place: &Place<'_, '_>,
+        named: &NamedIndex<'_>,
+        p: &Payload<'_>,
+    ) {
+        self.json(x, "header.json", &header_json(&p.header, p.bytes, place));
+        let base = format!("{}/xnnpack/weights", place.dir_path);
+        let mut wdir = self.subdir(x, "weights");
+        let mut paths: HashMap<usize, String> = HashMap::new();
+        let mut index = Vec::with_capacity(p.weights.len());
+        for w in &p.weights {
+            let entry = self.weight(&mut wdir, place, named, w);
+            if let Some(bin) = &entry.name {
+                paths.insert(w.value_index, format!("{base}/{bin}"));
+            }
+            index.push(entry);
+        }
+        self.json(&mut wdir, "index.json", &index);
+        self.json(
+            x,
+            "graph.json",
+            &xnnpack_json::Graph {
+                payload: p,
+                paths: &paths,
+            },
+        );
+        let code = xnnpack_code::render(p);
+        self.generated(x, "code.txt", code.into_bytes().into());
+    }
+
+    /// `<name>.bin`, `<name>.npy` and the scale files of one weight.
+    fn weight<'w>(
+        &mut self,
+        wdir: &mut Dir,
+        place: &Place<'_, '_>,
+        named: &NamedIndex<'w>,
+        w: &'w Weight<'_>,
+    ) -> IndexEntry<'w> {
+        let mut e = IndexEntry::new(w);
+        match w.bytes.as_ref().map(|b| locate(b, place, named)) {
+            Ok(Some((o, span, file))) => {
+                let npy = w
+                    .storage
+                    .zip(w.size.as_ref())
+                    .filter(|(_, (n, _))| *n == span.len);
+                let (bin, npy) = self.typed_pair(
+                    wdir,
+                    &w.name,
+                    o,
+                    span,
+                    npy.map(|(s, (_, sh))| (s.numpy, sh.as_slice())),
+                );
+                e.name = Some(bin);
+                e.npy = Some(npy);
+                e.nbytes = Some(span.len);
+                e.source = Some(Source {
+                    file,
+                    offset: o.shifted(span).offset,
+                });
+            }
+            Ok(None) => e.missing = Some("named data entry vanished".to_owned()),
+            Err(why) => {
+                self.warnings.push(format!(
+                    "{}: weight {} (value {}): {why}",
+                    place.dir_path, w.name, w.value_id
+                ));
+                e.missing = Some(why.clone());
+            }
+        }
+        if let Some(scales) = &w.scales {
+            e.scales = Some(
+                match scales.as_ref().map(|s| (s, locate(&s.bytes, place, named))) {
+                    Ok((s, Some((o, span, file)))) => {
+                        let stem = format!("{}.scale", w.name);
+                        let (bin, npy) =
+                            self.typed_pair(wdir, &stem, o, span, Some((s.numpy, &[s.count][..])));
+                        json!({
+                            "name": bin,
+                            "npy": npy,
+                            "count": s.count,
+                            "numpy_dtype": s.numpy,
+                            "raw_bits": s.raw_bits,
+                            "nbytes": span.len,
+                            "buffer_index": s.buffer_index,
+                            "source": Source { file, offset: o.shifted(span).offset },
+                        })
+                    }
+                    Ok((_, None)) => json!({"missing": "named data entry vanished"}),
+                    Err(why) => {
+                        self.warnings
+                            .push(format!("{}: scales of {}: {why}", place.dir_path, w.name));
+                        json!({ "missing": why })
+                    }
+                },
+            );
+        }
+        e
+    }
+
+    /// `<stem>.bin` and, given a NumPy descr and shape, `<stem>.npy`.
+    fn typed_pair(
+        &mut self,
+        dir: &mut Dir,
+        stem: &str,
+        o: Origin,
+        span: Span,
+        numpy: Option<(&str, &[u64])>,
+    ) -> (String, Option<String>) {
+        let header = numpy.and_then(|(descr, shape)| npy::header(descr, shape));
+        let Some(header) = header else {
+            return (self.raw(dir, stem, o, span), None);
+        };
+        let mut names = dir.names.unique_family(stem, &[".bin", ".npy"]).into_iter();
+        let (bin, npy) = (
+            names.next().unwrap_or_default(),
+            names.next().unwrap_or_default(),
+        );
+        self.file(dir.ino, bin.clone(), o.content(span), None);
+        let content = Content::Prefixed {
+            prefix: header.into_boxed_slice(),
+            source: o.source,
+            span: o.shifted(span),
+        };
+        self.file(dir.ino, npy.clone(), content, None);
+        (bin, Some(npy))
+    }
+}
+
+/// The source span of decoded bytes.
+fn locate<'d>(b: &Bytes<'_>, place: &Place<'_, '_>, named: &NamedIndex<'d>) -> Option<Located<'d>> {
+    match b {
+        Bytes::Payload(s) => Some((
+            place.origin,
+            Span {
+                offset: place.processed.offset + s.offset,
+                len: s.len,
+            },
+            None,
+        )),
+        Bytes::Named { key, len } => named
+            .by_key
+            .get(key)
+            .filter(|(_, s, _)| s.len >= *len)
+            .map(|&(o, s, f)| (o, Span { len: *len, ..s }, f)),
+    }
+}
+
+fn header_json(h: &xnnpack::Header, payload: &[u8], place: &Place<'_, '_>) -> serde_json::Value {
+    let file = |s: Span| place.origin.shifted(place.processed).offset + s.offset;
+    let at = h.flatbuffer.offset as usize + 4;
+    json!({
+        "magic": h.magic,
+        "header_length": h.header_length,
+        "identifier": payload.get(at..at + 4).map(|id| String::from_utf8_lossy(id).into_owned()),
+        "payload_size": payload.len(),
+        "payload_file_offset": place.origin.shifted(place.processed).offset,
+        "flatbuffer_offset": h.flatbuffer.offset,
+        "flatbuffer_size": h.flatbuffer.len,
+        "flatbuffer_file_offset": file(h.flatbuffer),
+        "constant_data_offset": h.constant_data.offset,
+        "constant_data_size": h.constant_data.len,
+        "constant_data_file_offset": file(h.constant_data),
+    })
+}
+
+/// One entry of `weights/index.json`.
+#[derive(Serialize)]
+struct IndexEntry<'w> {
+    name: Option<String>,
+    npy: Option<Option<String>>,
+    value_id: u32,
+    value_index: usize,
+    constant_index: u32,
+    layer: Option<&'w str>,
+    role: &'static str,
+    datatype: String,
+    dims: &'w [u32],
+    numpy_dtype: Option<&'static str>,
+    raw_bits: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    packed: Option<&'static str>,
+    npy_shape: Option<&'w [u64]>,
+    nbytes: Option<u64>,
+    source: Option<Source<'w>>,
+    key: Option<&'w str>,
+    quantization: Option<&'w xnnpack::Quant>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scales: Option<serde_json::Value>,
+    users: &'w [xnnpack::Use],
+    layout: Option<&'w xnnpack::Layout>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    missing: Option<String>,
+}
+
+impl<'w> IndexEntry<'w> {
+    fn new(w: &'w Weight<'_>) -> Self {
+        let packed = w.storage.filter(|s| s.bits == 4).map(|_| {
+            "two 4-bit values per byte along the last dimension: element 2k in the low nibble, 2k+1 in the high, each stored as value + 8"
+        });
+        IndexEntry {
+            name: None,
+            npy: None,
+            value_id: w.value_id,
+            value_index: w.value_index,
+            constant_index: w.constant_index,
+            layer: w.layer.as_deref(),
+            role: w.role,
+            datatype: datatype::name(w.datatype),
+            dims: &w.dims,
+            numpy_dtype: w.storage.map(|s| s.numpy),
+            raw_bits: w.storage.is_some_and(|s| s.raw_bits),
+            packed,
+            npy_shape: w.size.as_ref().map(|(_, s)| s.as_slice()),
+            nbytes: None,
+            source: None,
+            key: w.key,
+            quantization: w.quant.as_ref(),
+            scales: None,
+            users: &w.users,
+            layout: w.layout.as_ref(),
+            missing: None,
+        }
+    }
+}

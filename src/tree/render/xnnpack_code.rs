@@ -1,0 +1,151 @@
+//! `code.txt` of an XNNPACK graph: one line per node, deterministic.
+//!
+//! ```text
+//! # XNNGraph 0: 67 nodes, 174 values, inputs %0, outputs %173, 106 constants
+//! 1: conv2d %1:fp32[1,224,224,3] filter=%2:fp32[32,3,3,3] bias=%4:fp32[32] -> %3:fp32[1,112,112,32] kernel=3x3 stride=2x2 padding=1,1,1,1 dilation=1x1 groups=1 min=0 max=6
+//! ```
+//! The main input(s) print bare, other inputs as `role=%id`; each id with
+//! its datatype and dims (`?` when no value has that id).
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::delegate::xnnpack::{Field, Node, Payload, Value, datatype};
+
+/// The text of `code.txt`.
+pub fn render(p: &Payload<'_>) -> String {
+    let by_id: HashMap<u32, &Value<'_>> = p.values.iter().rev().map(|v| (v.id(), v)).collect();
+    let ids = |v: Option<flatbuffers::Vector<'_, u32>>| -> String {
+        let ids: Vec<String> = v.iter().flatten().map(|i| format!("%{i}")).collect();
+        if ids.is_empty() {
+            "none".into()
+        } else {
+            ids.join(" ")
+        }
+    };
+    let g = p.graph;
+    let mut out = format!(
+        "# XNNGraph {}: {} nodes, {} values, inputs {}, outputs {}, {} constants\n",
+        g.version().unwrap_or(""),
+        p.nodes.len(),
+        p.values.len(),
+        ids(g.input_ids()),
+        ids(g.output_ids()),
+        p.weights.len(),
+    );
+    for n in &p.nodes {
+        line(&mut out, n, &by_id);
+    }
+    out
+}
+
+fn value(id: u32, by_id: &HashMap<u32, &Value<'_>>) -> String {
+    match by_id.get(&id) {
+        Some(v) => {
+            let dims: Vec<String> = v.dims().iter().map(u32::to_string).collect();
+            format!(
+                "%{id}:{}[{}]",
+                datatype::short(v.tensor.datatype()),
+                dims.join(",")
+            )
+        }
+        None => format!("%{id}:?"),
+    }
+}
+
+fn float(v: f32) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        format!("{v}")
+    }
+}
+
+fn line(out: &mut String, n: &Node, by_id: &HashMap<u32, &Value<'_>>) {
+    let _ = write!(out, "{}: {}", n.index, n.short_op());
+    for (role, id) in n.inputs() {
+        let v = value(id, by_id);
+        if role.starts_with("input") {
+            let _ = write!(out, " {v}");
+        } else {
+            let _ = write!(out, " {role}={v}");
+        }
+    }
+    out.push_str(" ->");
+    for (role, id) in n.outputs() {
+        match role {
+            "output" => {
+                let _ = write!(out, " {}", value(id, by_id));
+            }
+            _ => {
+                let _ = write!(out, " {role}={}", value(id, by_id));
+            }
+        }
+    }
+    for a in attributes(n) {
+        let _ = write!(out, " {a}");
+    }
+    if let Some((lo, hi)) = n.output_min_max {
+        let _ = write!(out, " min={} max={}", float(lo), float(hi));
+    }
+    out.push('\n');
+}
+
+/// Attributes, with height/width pairs and the four paddings joined.
+fn attributes(n: &Node) -> Vec<String> {
+    let get = |k: &str| {
+        n.fields.iter().find_map(|(f, v)| match v {
+            Field::U32(x) if *f == k => Some(*x),
+            _ => None,
+        })
+    };
+    let pairs = [
+        ("kernel", "kernel_height", "kernel_width"),
+        ("pool", "pooling_height", "pooling_width"),
+        ("stride", "subsampling_height", "subsampling_width"),
+        ("stride", "stride_height", "stride_width"),
+        ("dilation", "dilation_height", "dilation_width"),
+        ("adjustment", "adjustment_height", "adjustment_width"),
+        ("size", "new_height", "new_width"),
+    ];
+    let mut used: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for (name, h, w) in pairs {
+        if let (Some(a), Some(b)) = (get(h), get(w)) {
+            if name != "adjustment" || a != 0 || b != 0 {
+                out.push(format!("{name}={a}x{b}"));
+            }
+            used.extend([h, w]);
+        }
+    }
+    let pads = [
+        "padding_top",
+        "padding_right",
+        "padding_bottom",
+        "padding_left",
+    ];
+    if let [Some(t), Some(r), Some(b), Some(l)] = pads.map(get) {
+        out.push(format!("padding={t},{r},{b},{l}"));
+        used.extend(pads);
+    }
+    for (k, v) in n.attributes() {
+        if used.contains(k) || (*k == "flags" && *v == Field::U32(0)) || *k == "num_dims" {
+            continue;
+        }
+        let v = match v {
+            Field::U32(x) if *k == "flags" => format!("{x:#x}"),
+            Field::U32(x) => x.to_string(),
+            Field::F32(x) => float(*x),
+            Field::List(None) => continue,
+            Field::List(Some(xs)) => {
+                let xs: Vec<String> = xs.iter().map(u32::to_string).collect();
+                format!("[{}]", xs.join(","))
+            }
+        };
+        let k = k.strip_prefix("group_").unwrap_or(k);
+        out.push(format!("{k}={v}"));
+    }
+    out
+}
