@@ -7,6 +7,8 @@
 //! to build large programs for the benchmarks.
 #![allow(dead_code)]
 
+pub mod xnnpack;
+
 use std::collections::HashMap;
 use std::io::{self, Write};
 

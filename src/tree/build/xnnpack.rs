@@ -179,6 +179,10 @@ impl Builder {
                             "raw_bits": s.raw_bits,
                             "nbytes": span.len,
                             "buffer_index": s.buffer_index,
+                        "key": match &s.bytes {
+                            Bytes::Named { key, .. } => Some(*key),
+                            Bytes::Payload(_) => None,
+                        },
                             "source": Source { file, offset: o.shifted(span).offset },
                         })
                     }
