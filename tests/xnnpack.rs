@@ -470,3 +470,40 @@ fn without_its_data_file_the_weights_are_listed_as_missing() {
         2
     );
 }
+
+/// NumPy loads every delegate weight and scale file with the dtype and
+/// shape index.json gives, and the values of the `.bin` beside it.
+const NUMPY_XNNPACK: &str = r#"
+import json, pathlib, sys
+import numpy as np
+root = pathlib.Path(sys.argv[1])
+n = 0
+for index in sorted(root.rglob("xnnpack/weights/index.json")):
+    d = index.parent
+    for e in json.loads(index.read_text()):
+        files = [(e["name"], e["npy"], e["numpy_dtype"], e["npy_shape"])]
+        if e.get("scales"):
+            s = e["scales"]
+            files.append((s["name"], s["npy"], s["numpy_dtype"], [s["count"]]))
+        for name, npy, dtype, shape in files:
+            want = np.frombuffer((d / name).read_bytes(), dtype=np.dtype(dtype)).reshape(shape)
+            got = np.load(d / npy, mmap_mode="r")
+            assert got.dtype == np.dtype(dtype) and list(got.shape) == shape, (npy, got.dtype, got.shape)
+            assert np.array_equal(got, want, equal_nan=True), npy
+            n += 1
+print("checked", n)
+"#;
+
+#[test]
+fn numpy_loads_every_weight_and_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    for (model, v) in fixtures() {
+        let out = dir.path().join(model);
+        extract(&v, &out);
+    }
+    let text = python(NUMPY_XNNPACK, &[dir.path()]);
+    assert!(
+        text.contains(&format!("checked {}", 106 + 4 + 4 + 4)),
+        "{text}"
+    );
+}
