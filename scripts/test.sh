@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, lints, generated code, unit,
-# integration and mount tests. Mount tests skip loudly without FUSE unless
-# PTEFS_REQUIRE_FUSE=1.
+# integration and mount tests. Every test binary runs even when one fails,
+# and the last line sums up what passed, failed and was skipped, naming the
+# failed and skipped tests. Mount tests skip loudly without FUSE, and fail
+# instead when PTEFS_REQUIRE_FUSE=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --quiet -- -D warnings
 scripts/gen-schema.sh --check
-cargo test --all-targets
+
+log=$(mktemp)
+skips=$(mktemp)
+trap 'rm -f "$log" "$skips"' EXIT
+set +e
+PTEFS_SKIP_LOG=$skips cargo test --all-targets --no-fail-fast 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+scripts/test-summary.sh "$log" "$skips" "$status"

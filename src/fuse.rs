@@ -33,8 +33,6 @@ pub struct PtefsFs {
     uid: u32,
     gid: u32,
     mtime: SystemTime,
-    /// Subdirectory count of each node, for directory link counts.
-    subdirs: Vec<u32>,
     /// Whether each source's change was already logged.
     change_logged: Vec<AtomicBool>,
 }
@@ -56,15 +54,6 @@ impl PtefsFs {
             .map(|s| s.opened.mtime)
             .max()
             .unwrap_or(SystemTime::UNIX_EPOCH);
-        let subdirs = (1..=view.tree.len() as Ino)
-            .map(|ino| {
-                let entries = view.tree.entries(ino).unwrap_or_default();
-                entries
-                    .iter()
-                    .filter(|&&c| view.tree.entries(c).is_some())
-                    .count() as u32
-            })
-            .collect();
         // Building the tree freed more than it kept; hand that back.
         // SAFETY: malloc_trim only releases free heap memory.
         unsafe { libc::malloc_trim(0) };
@@ -78,7 +67,6 @@ impl PtefsFs {
             uid,
             gid,
             mtime,
-            subdirs,
             change_logged,
         }
     }
@@ -88,12 +76,10 @@ impl PtefsFs {
     }
 
     fn attr(&self, ino: Ino, node: &Node) -> FileAttr {
-        let (kind, size, perm, nlink) = match &node.kind {
-            NodeKind::Dir(_) => {
-                let subdirs = self.subdirs.get(ino as usize - 1).copied().unwrap_or(0);
-                (FileType::Directory, 0, 0o555, 2 + subdirs)
-            }
-            NodeKind::File(f) => (FileType::RegularFile, f.content.len(), 0o444, 1),
+        let nlink = self.view.tree.nlink(ino);
+        let (kind, size, perm) = match &node.kind {
+            NodeKind::Dir(_) => (FileType::Directory, 0, 0o555),
+            NodeKind::File(f) => (FileType::RegularFile, f.content.len(), 0o444),
         };
         FileAttr {
             ino: INodeNo(ino),
@@ -128,7 +114,7 @@ impl PtefsFs {
             return Err(Errno::ENOTDIR);
         };
         let dots = [(ino, "."), (node.parent, "..")].into_iter();
-        let named = children.iter().map(|&i| (i, self.view.tree.name(i)));
+        let named = children.iter().map(|e| (e.ino, &*e.name));
         let skip = usize::try_from(offset).unwrap_or(usize::MAX);
         let (dots_skip, named_skip) = (skip.min(2), skip.saturating_sub(2));
         Ok(dots
@@ -267,9 +253,9 @@ impl Filesystem for PtefsFs {
             Err(e) => return reply.error(e),
         };
         for (next, child, name) in entries {
-            let kind = match self.view.tree.entries(child) {
-                Some(_) => FileType::Directory,
-                None => FileType::RegularFile,
+            let kind = match self.view.tree.is_dir(child) {
+                true => FileType::Directory,
+                false => FileType::RegularFile,
             };
             if reply.add(INodeNo(child), next, kind, name) {
                 break;

@@ -63,10 +63,10 @@ fn sixty_four_readers_for_thirty_seconds() {
     let v = view_of(std::slice::from_ref(&src), &[]);
     let mut file_list = Vec::new();
     let mut dirs = Vec::new();
-    for ino in v.tree.walk(ROOT) {
+    for (path, ino) in v.tree.walk(ROOT) {
         match v.tree.entries(ino) {
-            Some(e) => dirs.push((v.tree.path(ino), e.len())),
-            None => file_list.push((v.tree.path(ino), ino, v.content(ino).unwrap().len())),
+            Some(e) => dirs.push((path, e.len())),
+            None => file_list.push((path, ino, v.content(ino).unwrap().len())),
         }
     }
     let m = Mounted::new(&[src.as_os_str()]);

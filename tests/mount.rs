@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::mounted::*;
@@ -41,12 +41,12 @@ fn offline(v: &ptefs::view::View) -> BTreeMap<String, Option<Vec<u8>>> {
         .walk(ROOT)
         .into_iter()
         .skip(1)
-        .map(|i| {
+        .map(|(path, i)| {
             let bytes = match v.tree.node(i).unwrap().kind {
                 NodeKind::File(_) => Some(read_ino(v, i)),
                 NodeKind::Dir(_) => None,
             };
-            (v.tree.path(i), bytes)
+            (path, bytes)
         })
         .collect()
 }
@@ -82,6 +82,8 @@ fn attributes_tell_the_truth() {
     let src_meta = std::fs::metadata(&src).unwrap();
     let mut total = 0;
     let mut blocks = 0;
+    // du and statfs count a file with several names once.
+    let mut seen = std::collections::HashSet::new();
     for (rel, bytes) in walk(&m.dir) {
         let meta = std::fs::metadata(m.path(&rel)).unwrap();
         assert_eq!(meta.mtime(), src_meta.mtime(), "{rel}");
@@ -96,8 +98,10 @@ fn attributes_tell_the_truth() {
             Some(b) => {
                 assert_eq!(meta.permissions().mode() & 0o777, 0o444, "{rel}");
                 assert_eq!(meta.blocks(), (b.len() as u64).div_ceil(512), "{rel}");
-                total += b.len() as u64;
-                blocks += meta.blocks();
+                if seen.insert(meta.ino()) {
+                    total += b.len() as u64;
+                    blocks += meta.blocks();
+                }
             }
             None => assert_eq!(meta.permissions().mode() & 0o777, 0o555, "{rel}"),
         }
@@ -148,6 +152,40 @@ fn attributes_tell_the_truth() {
     assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
     let e = std::fs::remove_file(m.path("header.json")).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
+}
+
+#[test]
+fn files_with_the_same_bytes_are_one_inode() {
+    if !fuse_or_skip("files_with_the_same_bytes_are_one_inode") {
+        return;
+    }
+    let m = Mounted::new(&[fixture("mlp.pte").as_os_str()]);
+    let a = std::fs::metadata(m.path("constants/1.bin")).unwrap();
+    let b = std::fs::metadata(m.path("methods/forward/tensors/0.bin")).unwrap();
+    assert_eq!(a.ino(), b.ino());
+    assert_eq!((a.nlink(), b.nlink()), (2, 2));
+    let out = Command::new("find")
+        .arg(&m.dir)
+        .args(["-samefile"])
+        .arg(m.path("constants/1.bin"))
+        .output()
+        .unwrap();
+    let mut found: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            l.strip_prefix(&format!("{}/", m.dir.display()))
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found, ["constants/1.bin", "methods/forward/tensors/0.bin"]);
+    // Either name tells the tensor's type.
+    let out = python(
+        "import os,sys\nprint(os.getxattr(sys.argv[1], 'user.ptefs.dtype').decode())",
+        &[&m.path("constants/1.bin")],
+    );
+    assert_eq!(out.trim(), "FLOAT");
 }
 
 #[test]
@@ -408,6 +446,17 @@ fn create_test_user() -> Option<(String, u32)> {
     ))
 }
 
+/// A copy of the `ptefs` binary in `dir`, for tests that run it as another
+/// user: the checkout may lie under a directory that user cannot enter
+/// (root's home, or any `mktemp -d`). `dir` must be reachable by them; the
+/// copy goes with it.
+fn binary_for_others(dir: &Path) -> PathBuf {
+    let copy = dir.join("ptefs");
+    std::fs::copy(ptefs_bin(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy
+}
+
 fn as_user(user: &str, cmd: &str) -> std::process::Output {
     Command::new("runuser")
         .args(["-u", user, "--", "sh", "-c", cmd])
@@ -421,8 +470,9 @@ fn an_unprivileged_user_mounts_and_unmounts() {
         return;
     }
     let Some((user, uid)) = test_user() else {
-        eprintln!(
-            "!!!!!!!! SKIPPED an_unprivileged_user_mounts_and_unmounts: not root, cannot create a user !!!!!!!!"
+        report_skip(
+            "an_unprivileged_user_mounts_and_unmounts",
+            "not root, cannot create a user",
         );
         return;
     };
@@ -442,7 +492,8 @@ fn an_unprivileged_user_mounts_and_unmounts() {
     if dev & 0o006 != 0o006 {
         std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666)).unwrap();
     }
-    let bin = ptefs_bin();
+    let bin = binary_for_others(tmp.path());
+    let bin = bin.display();
     let out = as_user(
         &user,
         &format!("{bin} mount {} {}", pte.display(), mnt.display()),
@@ -586,7 +637,7 @@ fn a_dev_fuse_not_permitted_gives_a_clear_error() {
     // A private /dev whose fuse node only root may open.
     let script = format!(
         "mount -t tmpfs none /dev && mknod -m 600 /dev/fuse c 10 229 && mknod -m 666 /dev/null c 1 3 && exec runuser -u {user} -- {} mount {} {}",
-        ptefs_bin(),
+        binary_for_others(tmp.path()).display(),
         pte.display(),
         mnt.display()
     );

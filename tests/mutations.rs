@@ -184,7 +184,7 @@ fn exercise(bytes: &[u8]) -> bool {
             return false;
         }
     };
-    for ino in tree.walk(ROOT) {
+    for (_, ino) in tree.walk(ROOT) {
         let _ = tree.xattrs(ino);
         let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else {
             continue;

@@ -28,7 +28,7 @@ fn every_expected_hash_is_a_file_at_its_offset() {
         }
         // Raw files carry user.ptefs.offset: where their bytes start.
         let mut at: HashSet<(u64, u64)> = HashSet::new();
-        for ino in v.tree.walk(ROOT) {
+        for (_, ino) in v.tree.walk(ROOT) {
             if let NodeKind::File(f) = &v.tree.node(ino).unwrap().kind
                 && let Some((_, off)) = v
                     .tree

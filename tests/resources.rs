@@ -43,7 +43,7 @@ fn child(path: &str) {
     let before = status_kb("self", "VmRSS:");
     let outcome = match Tree::from_bytes("x.pte", &bytes) {
         Ok(tree) => {
-            for ino in tree.walk(ROOT) {
+            for (_, ino) in tree.walk(ROOT) {
                 let _ = tree.xattrs(ino);
                 if let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) {
                     std::hint::black_box(f.content.read(0, f.content.len()).len());

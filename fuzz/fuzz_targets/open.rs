@@ -9,7 +9,7 @@ use ptefs::tree::{ROOT, Tree};
 fuzz_target!(|bytes: &[u8]| {
     let Ok(tree) = Tree::from_bytes("fuzz.pte", bytes) else { return };
     let mut sum = 0u64;
-    for ino in tree.walk(ROOT) {
+    for (_, ino) in tree.walk(ROOT) {
         let _ = tree.xattrs(ino);
         let Some(ptefs::tree::NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else { continue };
         let len = f.content.len();

@@ -39,11 +39,11 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
             .walk(ino)
             .into_iter()
             .skip(1)
-            .map(|i| (i, tree.path(i)))
+            .map(|(path, i)| (i, path))
             .collect(),
         Some(NodeKind::Dir(entries)) => entries
             .iter()
-            .map(|&i| (i, tree.name(i).to_owned()))
+            .map(|e| (e.ino, e.name.to_string()))
             .collect(),
         _ => vec![(ino, path.trim_end_matches('/').to_owned())],
     };

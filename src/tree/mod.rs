@@ -23,22 +23,34 @@ pub const ROOT: Ino = 1;
 /// Which source file a span refers to (an index into the caller's list).
 pub type SourceId = usize;
 
-/// A node of the tree.
+/// A node of the tree: a directory or a file. A file may have several names
+/// (hard links: the same bytes seen at two paths); its first name is the
+/// one [`Tree::path`] gives.
 #[derive(Debug)]
 pub struct Node {
-    /// The entry's name in its parent (empty for the root).
-    pub name: Box<str>,
-    /// The parent directory (the root is its own parent).
+    /// The directory holding the node's first name (the root is its own
+    /// parent).
     pub parent: Ino,
+    /// Where that name stands among the parent's entries.
+    slot: u32,
     /// Directory or file.
     pub kind: NodeKind,
+}
+
+/// A name in a directory.
+#[derive(Debug)]
+pub struct Entry {
+    /// The name.
+    pub name: Box<str>,
+    /// What it names.
+    pub ino: Ino,
 }
 
 /// What a node is.
 #[derive(Debug)]
 pub enum NodeKind {
     /// A directory with its entries sorted by name.
-    Dir(Vec<Ino>),
+    Dir(Vec<Entry>),
     /// A regular file.
     File(File),
 }
@@ -159,6 +171,8 @@ impl Piece<'_> {
 #[derive(Debug)]
 pub struct Tree {
     nodes: Vec<Node>,
+    /// Names beyond the first of files that have several, by inode.
+    extra_links: std::collections::HashMap<Ino, u32>,
     /// Tensor types and shapes, for extended attributes.
     tensors: Vec<TensorMeta>,
     /// Source base names by [`SourceId`].
@@ -202,25 +216,48 @@ impl Tree {
     }
 
     /// The entries of directory `ino`, sorted by name; `None` for a file.
-    pub fn entries(&self, ino: Ino) -> Option<&[Ino]> {
+    pub fn entries(&self, ino: Ino) -> Option<&[Entry]> {
         match &self.node(ino)?.kind {
             NodeKind::Dir(entries) => Some(entries),
             NodeKind::File(_) => None,
         }
     }
 
-    /// The name of `ino` in its directory.
+    /// The first name of `ino` (empty for the root).
     pub fn name(&self, ino: Ino) -> &str {
-        self.node(ino).map_or("", |n| &n.name)
+        if ino == ROOT {
+            return "";
+        }
+        self.node(ino)
+            .and_then(|n| self.entries(n.parent)?.get(n.slot as usize))
+            .map_or("", |e| &e.name)
+    }
+
+    /// How many names `ino` has: 1 for most files, more for files whose
+    /// bytes appear at several paths; for a directory, 2 plus its
+    /// subdirectories, as on disk.
+    pub fn nlink(&self, ino: Ino) -> u32 {
+        match self.entries(ino) {
+            Some(entries) => {
+                let subdirs = entries.iter().filter(|e| self.is_dir(e.ino)).count();
+                2 + subdirs as u32
+            }
+            None => 1 + self.extra_links.get(&ino).copied().unwrap_or(0),
+        }
+    }
+
+    /// True for a directory.
+    pub fn is_dir(&self, ino: Ino) -> bool {
+        self.entries(ino).is_some()
     }
 
     /// The entry `name` of directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Option<Ino> {
         let entries = self.entries(parent)?;
         entries
-            .binary_search_by(|&i| self.name(i).as_bytes().cmp(name))
+            .binary_search_by(|e| e.name.as_bytes().cmp(name))
             .ok()
-            .map(|i| entries[i])
+            .map(|i| entries[i].ino)
     }
 
     /// The `user.ptefs.*` extended attributes of file `ino`, sorted by
@@ -271,28 +308,37 @@ impl Tree {
             })
     }
 
-    /// The path of `ino` relative to the root.
+    /// The path of the first name of `ino`, relative to the root.
     pub fn path(&self, ino: Ino) -> String {
         let mut parts = Vec::new();
         let mut cur = ino;
         while cur != ROOT {
             let Some(n) = self.node(cur) else { break };
-            parts.push(&*n.name);
+            parts.push(self.name(cur));
             cur = n.parent;
         }
         parts.reverse();
         parts.join("/")
     }
 
-    /// Every inode in depth-first order with entries sorted, root first.
-    pub fn walk(&self, from: Ino) -> Vec<Ino> {
+    /// Every path under `from` in depth-first order with entries sorted,
+    /// `from` itself first, each with the inode it names. A file with
+    /// several names appears once per name.
+    pub fn walk(&self, from: Ino) -> Vec<(String, Ino)> {
         let mut out = Vec::new();
-        let mut stack = vec![from];
-        while let Some(ino) = stack.pop() {
-            out.push(ino);
+        let mut stack = vec![(self.path(from), from)];
+        while let Some((path, ino)) = stack.pop() {
             if let Some(entries) = self.entries(ino) {
-                stack.extend(entries.iter().rev());
+                stack.extend(entries.iter().rev().map(|e| {
+                    let child = if path.is_empty() {
+                        e.name.to_string()
+                    } else {
+                        format!("{path}/{}", e.name)
+                    };
+                    (child, e.ino)
+                }));
             }
+            out.push((path, ino));
         }
         out
     }

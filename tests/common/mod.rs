@@ -74,8 +74,8 @@ pub fn files(v: &View) -> BTreeMap<String, Vec<u8>> {
     v.tree
         .walk(ROOT)
         .into_iter()
-        .filter(|&i| matches!(v.tree.node(i).unwrap().kind, NodeKind::File(_)))
-        .map(|i| (v.tree.path(i), read_ino(v, i)))
+        .filter(|&(_, i)| matches!(v.tree.node(i).unwrap().kind, NodeKind::File(_)))
+        .map(|(path, i)| (path, read_ino(v, i)))
         .collect()
 }
 
@@ -126,7 +126,7 @@ pub fn ls(v: &View, path: &str) -> Vec<String> {
         .tree
         .entries(ino)
         .unwrap_or_else(|| panic!("{path} is a file"));
-    entries.iter().map(|&i| v.tree.name(i).to_owned()).collect()
+    entries.iter().map(|e| e.name.to_string()).collect()
 }
 
 /// Writes every file of the tree under `dir`, as a mount would show it.

@@ -6,11 +6,11 @@ mod index;
 mod program;
 mod xnnpack;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::names::{DirNames, encode};
 use super::render::{self, npy};
-use super::{Content, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
+use super::{Content, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
 use crate::format::{DataFile, Parsed, Span, scalar};
 use index::TensorShape;
 
@@ -99,16 +99,38 @@ struct Builder {
     tensors: Vec<TensorMeta>,
     warnings: Vec<String>,
     source_names: HashMap<SourceId, String>,
+    /// Files by the source bytes they serve, so that the same bytes seen at
+    /// another path become another name of the same file.
+    by_bytes: HashMap<BytesKey, Ino>,
+    /// Entries that are further names of a file, as (directory, name).
+    links: HashSet<(Ino, Box<str>)>,
+    extra_links: HashMap<Ino, u32>,
 }
+
+/// Source, offset, length and prefix length of a file's bytes.
+type BytesKey = (SourceId, u64, u64, usize);
 
 impl Builder {
     fn finish(mut self) -> Tree {
-        let names: Vec<Box<str>> = self.nodes.iter().map(|n| n.name.clone()).collect();
-        let name = |i: &Ino| names[*i as usize - 1].as_bytes();
         for node in &mut self.nodes {
             if let NodeKind::Dir(entries) = &mut node.kind {
-                entries.sort_by(|a, b| name(a).cmp(name(b)));
+                entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
                 entries.shrink_to_fit();
+            }
+        }
+        // Each node's first name now stands somewhere else in its parent.
+        for dir in 1..=self.nodes.len() as Ino {
+            let NodeKind::Dir(entries) = &self.nodes[dir as usize - 1].kind else {
+                continue;
+            };
+            let slots: Vec<(Ino, u32)> = entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !self.links.contains(&(dir, e.name.clone())))
+                .map(|(pos, e)| (e.ino, pos as u32))
+                .collect();
+            for (ino, slot) in slots {
+                self.nodes[ino as usize - 1].slot = slot;
             }
         }
         let count = self.source_names.keys().max().map_or(0, |m| m + 1);
@@ -118,25 +140,32 @@ impl Builder {
         }
         Tree {
             nodes: self.nodes,
+            extra_links: self.extra_links,
             tensors: self.tensors,
             source_names,
             warnings: self.warnings,
         }
     }
 
+    /// Adds `name` to directory `parent` as a name of `ino`.
+    fn add_entry(&mut self, parent: Ino, name: Box<str>, ino: Ino) {
+        if let Some(Node {
+            kind: NodeKind::Dir(entries),
+            ..
+        }) = self.nodes.get_mut(parent as usize - 1)
+        {
+            entries.push(Entry { name, ino });
+        }
+    }
+
     fn push(&mut self, parent: Ino, name: String, kind: NodeKind) -> Ino {
         let ino = self.nodes.len() as Ino + 1;
-        if ino != ROOT
-            && let Some(Node {
-                kind: NodeKind::Dir(entries),
-                ..
-            }) = self.nodes.get_mut(parent as usize - 1)
-        {
-            entries.push(ino);
+        if ino != ROOT {
+            self.add_entry(parent, name.into_boxed_str(), ino);
         }
         self.nodes.push(Node {
-            name: name.into_boxed_str(),
             parent,
+            slot: 0,
             kind,
         });
         ino
@@ -155,8 +184,70 @@ impl Builder {
         self.dir(parent.ino, name)
     }
 
-    fn file(&mut self, dir: Ino, name: String, content: Content, tensor: Option<u32>) {
-        self.push(dir, name, NodeKind::File(File { content, tensor }));
+    /// Adds file `name` to `dir`. Source bytes already served by another
+    /// file (same range, same rendered prefix, no conflicting tensor type)
+    /// make `name` another name of that file. Returns the file's inode.
+    fn file(&mut self, dir: Ino, name: String, content: Content, tensor: Option<u32>) -> Ino {
+        let key = match &content {
+            Content::Source { source, span } => Some((*source, span.offset, span.len, 0)),
+            Content::Prefixed {
+                prefix,
+                source,
+                span,
+            } => Some((*source, span.offset, span.len, prefix.len())),
+            Content::Generated(_) => None,
+        }
+        .filter(|k| k.2 > 0);
+        if let Some(key) = key {
+            if let Some(&ino) = self.by_bytes.get(&key)
+                && self.same_file(ino, &content, tensor)
+            {
+                self.add_link(dir, name.into_boxed_str(), ino);
+                return ino;
+            }
+            let ino = self.push(dir, name, NodeKind::File(File { content, tensor }));
+            self.by_bytes.entry(key).or_insert(ino);
+            return ino;
+        }
+        self.push(dir, name, NodeKind::File(File { content, tensor }))
+    }
+
+    /// Whether file `ino` can stand for `content` typed as `tensor`; takes
+    /// on the tensor type if it had none.
+    fn same_file(&mut self, ino: Ino, content: &Content, tensor: Option<u32>) -> bool {
+        let Some(Node {
+            kind: NodeKind::File(f),
+            ..
+        }) = self.nodes.get_mut(ino as usize - 1)
+        else {
+            return false;
+        };
+        let prefix = |c: &Content| match c {
+            Content::Prefixed { prefix, .. } => Some(prefix.clone()),
+            _ => None,
+        };
+        if prefix(&f.content) != prefix(content) {
+            return false;
+        }
+        let meta = |t: Option<u32>| t.and_then(|t| self.tensors.get(t as usize));
+        match (f.tensor, tensor) {
+            (Some(a), Some(b)) => {
+                let (a, b) = (meta(Some(a)), meta(Some(b)));
+                a.zip(b)
+                    .is_some_and(|(a, b)| a.scalar_type == b.scalar_type && a.sizes == b.sizes)
+            }
+            (None, Some(_)) => {
+                f.tensor = tensor;
+                true
+            }
+            _ => true,
+        }
+    }
+
+    fn add_link(&mut self, dir: Ino, name: Box<str>, target: Ino) {
+        self.links.insert((dir, name.clone()));
+        *self.extra_links.entry(target).or_default() += 1;
+        self.add_entry(dir, name, target);
     }
 
     fn generated(&mut self, dir: &mut Dir, name: &str, bytes: Box<[u8]>) {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Sums up a `cargo test` log: one line of passed, failed and skipped tests,
+# after the names of those that failed or were skipped.
+#   scripts/test-summary.sh LOG SKIP_LOG CARGO_STATUS
+# A test that skipped (no FUSE, not root) passed as far as cargo knows: it is
+# listed in SKIP_LOG and counted as skipped, not passed. Exits non-zero when
+# anything failed or cargo itself failed.
+set -euo pipefail
+log=$1 skips=$2 status=$3
+read -r passed failed ignored < <(awk '
+  /^test result:/ {
+    for (i = 1; i <= NF; i++) {
+      if ($(i+1) ~ /^passed;?$/) p += $i
+      if ($(i+1) ~ /^failed;?$/) f += $i
+      if ($(i+1) ~ /^ignored;?$/) g += $i
+    }
+  }
+  END { print p + 0, f + 0, g + 0 }' "$log")
+failed_names=$(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log" | sort -u)
+ignored_names=$(sed -n 's/^test \(.*\) \.\.\. ignored.*$/\1/p' "$log" | sort -u)
+skipped_names=$(sort -u "$skips")
+nskipped=$(( $(grep -c . <<<"$skipped_names" || true) + ignored ))
+passed=$(( passed - $(grep -c . <<<"$skipped_names" || true) ))
+if [[ $status != 0 && $failed == 0 ]]; then
+  # A test binary that did not build or crashed reports no result line.
+  failed=1
+  failed_names="cargo test exited with status $status before reporting a failure (see above)"
+fi
+echo
+list() { [[ -z $2 ]] || { echo "$1:"; sed 's/^/  /' <<<"$2"; }; }
+list failed "$failed_names"
+list skipped "$skipped_names"
+list ignored "$ignored_names"
+echo "tests: $passed passed, $failed failed, $nskipped skipped"
+[[ $failed == 0 ]]
