@@ -9,26 +9,9 @@ mod writer;
 
 use std::collections::{BTreeMap, HashMap};
 
+use common::xnnpack::*;
 use common::*;
-use ptefs::view::View;
 use serde_json::Value;
-
-const DELEGATE: &str = "methods/forward/delegates/0-XnnpackBackend";
-
-/// The three XNNPACK fixtures, with the data file each needs.
-fn fixtures() -> Vec<(&'static str, View)> {
-    vec![
-        ("mv2_xnnpack.pte", view("mv2_xnnpack.pte")),
-        ("quant_xnnpack.pte", view("quant_xnnpack.pte")),
-        (
-            "xnnpack_external.pte",
-            view_of(
-                &[fixture("xnnpack_external.pte")],
-                &[fixture("xnnpack_external.ptd")],
-            ),
-        ),
-    ]
-}
 
 fn oracle(model: &str) -> Vec<Value> {
     let path = fixture(&format!("expected/xnnpack/{model}.jsonl"));

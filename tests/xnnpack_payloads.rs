@@ -414,7 +414,7 @@ fn every_truncation_and_byte_flip_of_a_payload_is_survived() {
         assert_eq!(cat(&t, &bytes, &format!("{DIR}/processed.bin")), payload);
         assert_eq!(cat(&t, &bytes, "named/b.bin"), vec![3; 8]);
         // Every file of the tree reads within the source.
-        for ino in t.walk(ptefs::tree::ROOT) {
+        for (_, ino) in t.walk(ptefs::tree::ROOT) {
             if let NodeKind::File(f) = &t.node(ino).unwrap().kind
                 && let Some((_, span)) = f.content.read(0, f.content.len()).tail
             {

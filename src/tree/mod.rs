@@ -67,8 +67,9 @@ pub struct File {
 /// Type and shape of a tensor, shared by its `.bin` and `.npy`.
 #[derive(Debug)]
 pub struct TensorMeta {
-    /// Element type.
-    pub scalar_type: crate::schema::ScalarType,
+    /// Element type by name: the program schema's (`FLOAT`) or, for
+    /// delegate weights, the backend's (`xnn_datatype_fp32`).
+    pub dtype: Box<str>,
     /// Logical sizes.
     pub sizes: Box<[i64]>,
 }
@@ -278,10 +279,7 @@ impl Tree {
         };
         let mut x = Vec::with_capacity(4);
         if let Some(t) = f.tensor.and_then(|t| self.tensors.get(t as usize)) {
-            x.push((
-                "user.ptefs.dtype",
-                crate::format::scalar::name(t.scalar_type).into_bytes(),
-            ));
+            x.push(("user.ptefs.dtype", t.dtype.as_bytes().to_vec()));
             let dims: Vec<String> = t.sizes.iter().map(i64::to_string).collect();
             x.push((
                 "user.ptefs.shape",

@@ -234,7 +234,7 @@ impl Builder {
             (Some(a), Some(b)) => {
                 let (a, b) = (meta(Some(a)), meta(Some(b)));
                 a.zip(b)
-                    .is_some_and(|(a, b)| a.scalar_type == b.scalar_type && a.sizes == b.sizes)
+                    .is_some_and(|(a, b)| a.dtype == b.dtype && a.sizes == b.sizes)
             }
             (None, Some(_)) => {
                 f.tensor = tensor;
@@ -279,7 +279,7 @@ impl Builder {
             .and_then(|np| npy::header(np.descr, &shape.physical()));
         let meta = Some(self.tensors.len() as u32);
         self.tensors.push(TensorMeta {
-            scalar_type: shape.scalar_type,
+            dtype: scalar::name(shape.scalar_type).into(),
             sizes: shape.sizes.into(),
         });
         let Some(header) = header else {

@@ -9,11 +9,11 @@ use serde_json::json;
 
 use super::index::Source;
 use super::{Attached, Builder, Dir, Origin};
-use crate::delegate::xnnpack::{self, Bytes, Payload, Weight, datatype};
+use crate::delegate::xnnpack::{self, Bytes, Payload, Scales, Weight, datatype};
 use crate::delegate::{self, Decoded};
 use crate::format::{ProgramFile, Span};
-use crate::tree::Content;
 use crate::tree::render::{npy, xnnpack_code, xnnpack_json};
+use crate::tree::{Content, TensorMeta};
 
 /// Named-data entries a payload may refer to: the program's own first,
 /// then each attached data file's.
@@ -136,17 +136,15 @@ impl Builder {
         let mut e = IndexEntry::new(w);
         match w.bytes.as_ref().map(|b| locate(b, place, named)) {
             Ok(Some((o, span, file))) => {
-                let npy = w
+                // A .npy only when the bytes are exactly what the dims need.
+                let numpy = w
                     .storage
                     .zip(w.size.as_ref())
-                    .filter(|(_, (n, _))| *n == span.len);
-                let (bin, npy) = self.typed_pair(
-                    wdir,
-                    &w.name,
-                    o,
-                    span,
-                    npy.map(|(s, (_, sh))| (s.numpy, sh.as_slice())),
-                );
+                    .filter(|(_, (n, _))| *n == span.len)
+                    .map(|(s, (_, shape))| (s.numpy, shape.as_slice()));
+                let dims = w.dims.iter().map(|&d| i64::from(d)).collect();
+                let meta = self.meta(datatype::name(w.datatype), dims);
+                let (bin, npy) = self.typed_pair(wdir, &w.name, (o, span), numpy, meta);
                 e.name = Some(bin);
                 e.npy = Some(npy);
                 e.nbytes = Some(span.len);
@@ -165,65 +163,91 @@ impl Builder {
             }
         }
         if let Some(scales) = &w.scales {
-            e.scales = Some(
-                match scales.as_ref().map(|s| (s, locate(&s.bytes, place, named))) {
-                    Ok((s, Some((o, span, file)))) => {
-                        let stem = format!("{}.scale", w.name);
-                        let (bin, npy) =
-                            self.typed_pair(wdir, &stem, o, span, Some((s.numpy, &[s.count][..])));
-                        json!({
-                            "name": bin,
-                            "npy": npy,
-                            "count": s.count,
-                            "numpy_dtype": s.numpy,
-                            "raw_bits": s.raw_bits,
-                            "nbytes": span.len,
-                            "buffer_index": s.buffer_index,
-                        "key": match &s.bytes {
-                            Bytes::Named { key, .. } => Some(*key),
-                            Bytes::Payload(_) => None,
-                        },
-                            "source": Source { file, offset: o.shifted(span).offset },
-                        })
-                    }
-                    Ok((_, None)) => json!({"missing": "named data entry vanished"}),
-                    Err(why) => {
-                        self.warnings
-                            .push(format!("{}: scales of {}: {why}", place.dir_path, w.name));
-                        json!({ "missing": why })
-                    }
-                },
-            );
+            e.scales = Some(self.scale_files(wdir, place, named, &w.name, scales));
         }
         e
     }
 
-    /// `<stem>.bin` and, given a NumPy descr and shape, `<stem>.npy`.
+    /// `<name>.scale.bin` and `.npy`, and their `index.json` object.
+    fn scale_files(
+        &mut self,
+        wdir: &mut Dir,
+        place: &Place<'_, '_>,
+        named: &NamedIndex<'_>,
+        name: &str,
+        scales: &Result<Scales<'_>, String>,
+    ) -> serde_json::Value {
+        let s = match scales {
+            Ok(s) => s,
+            Err(why) => {
+                self.warnings
+                    .push(format!("{}: scales of {name}: {why}", place.dir_path));
+                return json!({ "missing": why });
+            }
+        };
+        let Some((o, span, file)) = locate(&s.bytes, place, named) else {
+            return json!({"missing": "named data entry vanished"});
+        };
+        let dtype = if s.raw_bits { "bfloat16" } else { "float32" };
+        let meta = self.meta(dtype.to_owned(), vec![s.count as i64]);
+        let numpy = Some((s.numpy, &[s.count][..]));
+        let stem = format!("{name}.scale");
+        let (bin, npy) = self.typed_pair(wdir, &stem, (o, span), numpy, meta);
+        let key = match &s.bytes {
+            Bytes::Named { key, .. } => Some(*key),
+            Bytes::Payload(_) => None,
+        };
+        json!({
+            "name": bin,
+            "npy": npy,
+            "count": s.count,
+            "numpy_dtype": s.numpy,
+            "raw_bits": s.raw_bits,
+            "nbytes": span.len,
+            "buffer_index": s.buffer_index,
+            "key": key,
+            "source": Source { file, offset: o.shifted(span).offset },
+        })
+    }
+
+    /// `<stem>.bin` and, given a NumPy descr and shape, `<stem>.npy`, both
+    /// typed by tensor record `meta` for the extended attributes.
     fn typed_pair(
         &mut self,
         dir: &mut Dir,
         stem: &str,
-        o: Origin,
-        span: Span,
+        (o, span): (Origin, Span),
         numpy: Option<(&str, &[u64])>,
+        meta: u32,
     ) -> (String, Option<String>) {
         let header = numpy.and_then(|(descr, shape)| npy::header(descr, shape));
         let Some(header) = header else {
-            return (self.raw(dir, stem, o, span), None);
+            let name = dir.names.unique(stem, ".bin");
+            self.file(dir.ino, name.clone(), o.content(span), Some(meta));
+            return (name, None);
         };
         let mut names = dir.names.unique_family(stem, &[".bin", ".npy"]).into_iter();
         let (bin, npy) = (
             names.next().unwrap_or_default(),
             names.next().unwrap_or_default(),
         );
-        self.file(dir.ino, bin.clone(), o.content(span), None);
+        self.file(dir.ino, bin.clone(), o.content(span), Some(meta));
         let content = Content::Prefixed {
             prefix: header.into_boxed_slice(),
             source: o.source,
             span: o.shifted(span),
         };
-        self.file(dir.ino, npy.clone(), content, None);
+        self.file(dir.ino, npy.clone(), content, Some(meta));
         (bin, Some(npy))
+    }
+
+    /// Records a type and shape for the extended attributes of files.
+    fn meta(&mut self, dtype: String, sizes: Vec<i64>) -> u32 {
+        self.tensors.push(TensorMeta {
+            dtype: dtype.into(),
+            sizes: sizes.into(),
+        });
+        (self.tensors.len() - 1) as u32
     }
 }
 
