@@ -3,6 +3,7 @@
 //! header, inline scales, 4-bit group quantization) and hostile bytes,
 //! which must leave the rest of the tree intact and say what is wrong.
 
+mod common;
 mod writer;
 
 use ptefs::tree::{NodeKind, Tree};
@@ -439,4 +440,127 @@ fn every_truncation_and_byte_flip_of_a_payload_is_survived() {
         errors > good.len(),
         "only {errors} of the damaged payloads were reported"
     );
+}
+
+/// Every byte of the real fixtures' payloads flipped (all of them for the
+/// small fixtures, a deterministic sample of MobileNetV2's): the tree
+/// builds, the delegate keeps `processed.bin`, and damage the decoder sees
+/// is reported in `ERROR.txt` or `index.json`.
+#[test]
+fn flipped_bytes_in_the_fixtures_payloads_are_survived() {
+    for (name, stride) in [
+        ("quant_xnnpack.pte", 1),
+        ("xnnpack_external.pte", 1),
+        ("mv2_xnnpack.pte", 263),
+    ] {
+        let mut bytes = std::fs::read(common::fixture(name)).unwrap();
+        let t = tree(&bytes);
+        let h = json_at(&t, &bytes, &format!("{DIR}/xnnpack/header.json"));
+        let start = h["payload_file_offset"].as_u64().unwrap() as usize;
+        let len = h["payload_size"].as_u64().unwrap() as usize;
+        let mut reported = 0;
+        for at in (start..start + len).step_by(stride) {
+            for flip in [0xff, 0x01] {
+                bytes[at] ^= flip;
+                let t = tree(&bytes);
+                assert_eq!(
+                    cat(&t, &bytes, &format!("{DIR}/processed.bin")),
+                    &bytes[start..start + len]
+                );
+                if t.resolve(&format!("{DIR}/xnnpack/ERROR.txt")).is_some() {
+                    reported += 1;
+                }
+                bytes[at] ^= flip;
+            }
+        }
+        assert!(reported > 0, "{name}: no flip was reported");
+    }
+}
+
+/// A program exercising most of the decoder (payload constant data,
+/// inline and bf16 scale blobs, 4-bit weights, unclamped bounds), small
+/// enough for the fuzzer's length limit: `tests/fuzz-seeds/xnnpack.pte`.
+fn fuzz_seed() -> Vec<u8> {
+    let mut g = fc_graph();
+    g.values
+        .push(Value::new(5, QBINT4, &[2, 4], 3).quant(Quant::Group {
+            scale: vec![],
+            channel_dim: 0,
+            group_size: 2,
+            scale_bf16: vec![],
+            buffer: 4,
+            num_scales: 4,
+        }));
+    g.values
+        .push(Value::new(6, QCINT8, &[2, 4], 1).quant(Quant::PerChannel {
+            scale: vec![0.5, 0.25],
+            channel_dim: 0,
+            buffer: 0,
+            num_scales: 0,
+        }));
+    g.nodes.push((
+        Node::FullyConnected {
+            input: 3,
+            filter: 5,
+            bias: u32::MAX,
+            output: 0,
+        },
+        None,
+    ));
+    g.nodes.push((
+        Node::Add {
+            a: 6,
+            b: 3,
+            output: 0,
+        },
+        Some((0.0, 6.0)),
+    ));
+    g.constant_data = vec![
+        (0, 0, String::new()),
+        (0, 32, String::new()),
+        (32, 8, String::new()),
+        (u64::MAX, 4, "w4".into()),
+        (u64::MAX, 8, "s4".into()),
+    ];
+    let payload = g.payload(true, &[0x3c; 48]);
+    program(
+        "XnnpackBackend",
+        payload,
+        vec![("w4", vec![0x98; 4]), ("s4", vec![0x3f; 8])],
+    )
+}
+
+#[test]
+fn the_fuzz_seed_is_current_and_decodes() {
+    let seed = fuzz_seed();
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-seeds/xnnpack.pte");
+    if std::env::var_os("PTEFS_WRITE_SEEDS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &seed).unwrap();
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        seed,
+        "run with PTEFS_WRITE_SEEDS=1 to rewrite {}",
+        path.display()
+    );
+    let t = tree(&seed);
+    let index = json_at(&t, &seed, &format!("{DIR}/xnnpack/weights/index.json"));
+    let names: Vec<&str> = index
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "000-fully_connected.filter.bin",
+            "000-fully_connected.bias.bin",
+            "001-fully_connected.filter.bin",
+            "002-add.input1.bin"
+        ]
+    );
+    assert!(seed.len() < 65536);
 }
