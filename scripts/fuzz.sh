@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the format and tree layers (fuzz/fuzz_targets/open.rs), seeded
 # with every fixture and tests/fuzz-seeds (writer-made files for what the
-# fixtures lack, e.g. XNNPACK payload layouts). cargo fuzz needs nightly features; the stable
-# toolchain accepts them with RUSTC_BOOTSTRAP=1.
+# fixtures lack, e.g. XNNPACK payload layouts). cargo fuzz needs nightly
+# features; the stable toolchain accepts them with RUSTC_BOOTSTRAP=1.
 #   scripts/fuzz.sh [SECONDS]   (default 1800)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -14,6 +14,8 @@ methods/<m>/         one directory per method (execution plan)
   tensors/           <value>[.<name>].bin raw bytes, .npy the same with a NumPy
                      header, index.json what each one is and where it lives
   delegates/<i>-<id>/processed.bin and compile_specs.json
+    xnnpack/         for XNNPACK: header.json, graph.json, code.txt, and
+                     weights/ (each constant as .bin/.npy, index.json)
 constants/<i>.bin    constant buffer i (index 0 is reserved)
 named/<key>.bin      named data blobs; index.json
 segments/<i>.bin     each raw segment

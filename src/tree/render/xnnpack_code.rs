@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! # XNNGraph 0: 67 nodes, 174 values, inputs %0, outputs %173, 106 constants
-//! 1: conv2d %1:fp32[1,224,224,3] filter=%2:fp32[32,3,3,3] bias=%4:fp32[32] -> %3:fp32[1,112,112,32] kernel=3x3 stride=2x2 padding=1,1,1,1 dilation=1x1 groups=1 min=0 max=6
+//! 1: conv2d %1:fp32[1,224,224,3] filter=%2:fp32[32,3,3,3] bias=%4:fp32[32] -> %3:fp32[1,112,112,32] kernel=3x3 stride=2x2 dilation=1x1 padding=1,1,1,1 group_input_channels=3 group_output_channels=32 groups=1 min=0 max=6
 //! ```
 //! The main input(s) print bare, other inputs as `role=%id`; each id with
 //! its datatype and dims (`?` when no value has that id).
@@ -144,7 +144,6 @@ fn attributes(n: &Node) -> Vec<String> {
                 format!("[{}]", xs.join(","))
             }
         };
-        let k = k.strip_prefix("group_").unwrap_or(k);
         out.push(format!("{k}={v}"));
     }
     out
