@@ -564,3 +564,34 @@ fn the_fuzz_seed_is_current_and_decodes() {
     );
     assert!(seed.len() < 65536);
 }
+
+/// A value of rank 1,000 named by 2,000 node inputs: `code.txt` shows 16
+/// dims per use, so it grows with the uses, not with uses × rank.
+#[test]
+fn code_txt_does_not_multiply_rank_by_uses() {
+    let mut g = fc_graph();
+    g.values[0].dims = vec![1; 1000];
+    g.nodes = (0..1000)
+        .map(|_| {
+            (
+                Node::Add {
+                    a: 0,
+                    b: 0,
+                    output: 3,
+                },
+                None,
+            )
+        })
+        .collect();
+    let bytes = program("XnnpackBackend", g.payload(true, &[]), vec![]);
+    let t = tree(&bytes);
+    let code = cat(&t, &bytes, &format!("{DIR}/xnnpack/code.txt"));
+    let text = String::from_utf8(code).unwrap();
+    assert_eq!(text.lines().count(), 1001);
+    assert!(
+        text.contains("%0:fp32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,… 1000 dims]"),
+        "{}",
+        &text[..400]
+    );
+    assert!(text.len() < 1000 * 200, "{} bytes", text.len());
+}

@@ -39,18 +39,26 @@ pub fn render(p: &Payload<'_>) -> String {
     out
 }
 
+/// Most dims shown per use of a value: nodes may name one value a million
+/// times, so a line must not grow with its rank.
+const MAX_DIMS: usize = 16;
+
 fn value(id: u32, by_id: &HashMap<u32, &Value<'_>>) -> String {
-    match by_id.get(&id) {
-        Some(v) => {
-            let dims: Vec<String> = v.dims().iter().map(u32::to_string).collect();
-            format!(
-                "%{id}:{}[{}]",
-                datatype::short(v.tensor.datatype()),
-                dims.join(",")
-            )
-        }
-        None => format!("%{id}:?"),
+    let Some(v) = by_id.get(&id) else {
+        return format!("%{id}:?");
+    };
+    let dims = v.tensor.dims();
+    let rank = dims.map_or(0, |d| d.len());
+    let mut shown: Vec<String> = dims
+        .iter()
+        .flat_map(|d| d.iter().take(MAX_DIMS))
+        .map(|d| d.to_string())
+        .collect();
+    if rank > MAX_DIMS {
+        shown.push(format!("… {rank} dims"));
     }
+    let dtype = datatype::short(v.tensor.datatype());
+    format!("%{id}:{dtype}[{}]", shown.join(","))
 }
 
 fn float(v: f32) -> String {
