@@ -490,3 +490,54 @@ fn numpy_loads_every_weight_and_scale() {
         "{text}"
     );
 }
+
+/// The report-side API (`delegate::decode_program`, `Decoded::summary`,
+/// `weights_with_bytes`) agrees with the oracle too.
+#[test]
+fn summaries_and_weight_bytes_for_reports_match_the_oracle() {
+    use ptefs::delegate::{NamedData, decode_program};
+    use ptefs::format::{DataFile, ProgramFile};
+    let ptd = std::fs::read(fixture("xnnpack_external.ptd")).unwrap();
+    let ptd = DataFile::parse(&ptd).unwrap();
+    for model in [
+        "mv2_xnnpack.pte",
+        "quant_xnnpack.pte",
+        "xnnpack_external.pte",
+    ] {
+        let bytes = std::fs::read(fixture(model)).unwrap();
+        let p = ProgramFile::parse(&bytes).unwrap();
+        let named = NamedData::of(&p, &[&ptd]);
+        let all = decode_program(&p, &named);
+        assert_eq!(all.len(), 1);
+        let d = all[0].decoded.as_ref().unwrap().as_ref().unwrap();
+        let records = oracle(model);
+        let s = d.summary();
+        assert_eq!(s.nodes as u64, records[0]["xnodes"].as_u64().unwrap());
+        assert_eq!(s.values as u64, records[0]["xvalues"].as_u64().unwrap());
+        let want: BTreeMap<String, usize> =
+            serde_json::from_value(records[0]["ops"].clone()).unwrap();
+        assert_eq!(s.ops, want, "{model}");
+        let weights = d.weights_with_bytes(&named);
+        let mut total = 0;
+        for rec in records.iter().filter(|r| r["value"].is_u64()) {
+            let (name, b) = weights
+                .iter()
+                .find(|(w, _)| u64::from(w.value_id) == rec["value"].as_u64().unwrap())
+                .unwrap();
+            assert_eq!(
+                sha256(b.unwrap()),
+                rec["sha256"].as_str().unwrap(),
+                "{model}: {name:?}"
+            );
+            assert_eq!(name.datatype, rec["datatype"].as_str().unwrap());
+            total += rec["nbytes"].as_u64().unwrap();
+        }
+        let counted: u64 = s
+            .constant_bytes
+            .iter()
+            .filter(|(k, _)| *k != "scales")
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(counted, total, "{model}");
+    }
+}

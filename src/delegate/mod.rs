@@ -3,7 +3,10 @@
 //! named data, and returns a decoded view, an error, or nothing for a
 //! backend without a decoder (whose payload stays opaque).
 
+mod program;
 pub mod xnnpack;
+
+pub use program::{NamedData, ProgramDelegate, decode_program};
 
 use std::collections::BTreeMap;
 
