@@ -5,6 +5,7 @@
 pub mod datatype;
 pub mod graph;
 pub mod header;
+pub mod names;
 pub mod nodes;
 pub mod weights;
 
@@ -12,8 +13,9 @@ use std::collections::BTreeMap;
 
 pub use graph::Value;
 pub use header::Header;
+pub use names::{Layout, Use};
 pub use nodes::{Field, Node};
-pub use weights::{Bytes, Layout, Quant, Scales, Use, Weight};
+pub use weights::{Bytes, Quant, Scales, Weight};
 
 use crate::format::Result;
 use crate::schema::xnnpack as fb;

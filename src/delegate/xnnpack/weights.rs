@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::datatype::{self, Storage};
 use super::graph::Value;
+use super::names::{self, Layout, Use};
 use super::nodes::Node;
 use crate::format::Span;
 use crate::schema::xnnpack as fb;
@@ -39,26 +40,6 @@ impl Bytes<'_> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-/// A node using a constant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Use {
-    /// Node index.
-    pub node: usize,
-    /// Operator (`conv2d`).
-    pub op: String,
-    /// Role (`filter`, `bias`, `input1`).
-    pub role: &'static str,
-}
-
-/// How a weight is stored compared with the PyTorch tensor it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Layout {
-    /// Dimension letters as stored (`OHWI`).
-    pub stored: &'static str,
-    /// Dimension letters of the PyTorch parameter (`OIHW`).
-    pub pytorch: &'static str,
 }
 
 /// Quantization scales kept as bytes of their own.
@@ -224,21 +205,7 @@ pub fn collect<'a>(
     values: &[Value<'a>],
     by_id: &HashMap<u32, usize>,
 ) -> Vec<Weight<'a>> {
-    let mut users: HashMap<usize, Vec<Use>> = HashMap::new();
-    for n in nodes {
-        for (role, id) in n.inputs() {
-            if let Some(&v) = by_id.get(&id)
-                && values[v].tensor.constant_buffer_idx() != 0
-            {
-                users.entry(v).or_default().push(Use {
-                    node: n.index,
-                    op: n.short_op(),
-                    role,
-                });
-            }
-        }
-    }
-    let width = nodes.len().saturating_sub(1).max(999).to_string().len();
+    let mut users = names::users(nodes, values, by_id);
     let mut out = Vec::new();
     for (v, value) in values.iter().enumerate() {
         let t = value.tensor;
@@ -246,13 +213,7 @@ pub fn collect<'a>(
             continue;
         }
         let users = users.remove(&v).unwrap_or_default();
-        let (name, layer, role) = match users.first() {
-            Some(u) => {
-                let layer = format!("{:0width$}-{}", u.node, u.op);
-                (format!("{layer}.{}", u.role), Some(layer), u.role)
-            }
-            None => (format!("unused.{}", t.id_out()), None, "unused"),
-        };
+        let (name, layer, role) = names::name(users.first(), nodes.len(), t.id_out());
         let dims = value.dims();
         let storage = datatype::storage(t.datatype());
         let size = storage.and_then(|s| datatype::layout(s, &dims));
@@ -264,7 +225,7 @@ pub fn collect<'a>(
         });
         let first = users.first();
         out.push(Weight {
-            layout: first.and_then(|u| layout(u, nodes)),
+            layout: first.and_then(|u| names::layout(u, nodes)),
             name,
             layer,
             role,
@@ -370,28 +331,5 @@ fn scales<'a>(
                     .and_then(|s| inline(s.bytes(), s.len(), "<u2", true))
             }),
         idx => blob(idx, p.num_scales(), 2, "<u2", true),
-    }
-}
-
-/// How the first user stores the weight, compared with PyTorch.
-fn layout(u: &Use, nodes: &[Node]) -> Option<Layout> {
-    let l = |stored, pytorch| Some(Layout { stored, pytorch });
-    match (u.op.as_str(), u.role) {
-        ("conv2d", "filter") => l("OHWI", "OIHW"),
-        ("depthwise_conv2d", "filter") => l("1HWO", "O1HW"),
-        ("conv_transpose2d", "filter") => l("OHWI", "IOHW"),
-        ("fully_connected", "filter") => {
-            let transposed = nodes
-                .get(u.node)
-                .and_then(|n| n.fields.iter().find(|(f, _)| *f == "flags"))
-                .is_some_and(|(_, f)| matches!(f, super::nodes::Field::U32(x) if x & 1 != 0));
-            if transposed {
-                l("IO", "OI")
-            } else {
-                l("OI", "OI")
-            }
-        }
-        (_, "bias") => l("O", "O"),
-        _ => None,
     }
 }
