@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use super::index::{Entry, Source, TensorShape};
-use super::xnnpack::{NamedIndex, Place};
+use super::xnnpack::{NamedIndex, Place, Shown};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::names::{encode, padded};
@@ -37,7 +37,12 @@ impl Builder {
                 m,
                 data,
             );
-            self.delegates(&mut mdir, &format!("methods/{name}"), origin, p, m, &named);
+            let shown = Shown {
+                file_name,
+                origin,
+                program: p,
+            };
+            self.delegates(&mut mdir, &format!("methods/{name}"), &shown, m, &named);
             self.json(
                 &mut mdir,
                 "plan.json",
@@ -239,11 +244,11 @@ impl Builder {
         &mut self,
         mdir: &mut Dir,
         base: &str,
-        origin: Origin,
-        p: &ProgramFile<'_>,
+        shown: &Shown<'_, '_>,
         m: &MethodInfo<'_>,
         named: &NamedIndex<'_>,
     ) {
+        let origin = shown.origin;
         let mut ddir = self.subdir(mdir, "delegates");
         let max = m.delegates.len().saturating_sub(1) as u64;
         for d in &m.delegates {
@@ -260,7 +265,8 @@ impl Builder {
             let place = Place {
                 dir_path: format!("{base}/delegates/{name}"),
                 origin,
-                program: p,
+                program: shown.program,
+                file_name: shown.file_name,
                 processed: d.processed,
             };
             self.decoded_delegate(&mut one, d.id, &place, named);

@@ -44,12 +44,21 @@ impl<'d> NamedIndex<'d> {
     }
 }
 
+/// The program whose delegates are shown.
+pub(super) struct Shown<'p, 'a> {
+    /// Its file name, for warnings.
+    pub file_name: &'p str,
+    pub origin: Origin,
+    pub program: &'p ProgramFile<'a>,
+}
+
 /// Where a delegate's payload is in the tree's source.
 pub(super) struct Place<'p, 'a> {
-    /// Path of the delegate directory from the root.
+    /// Path of the delegate directory from the program's root.
     pub dir_path: String,
     pub origin: Origin,
     pub program: &'p ProgramFile<'a>,
+    pub file_name: &'p str,
     pub processed: Span,
 }
 
@@ -80,8 +89,8 @@ impl Builder {
                     self.json(&mut x, "header.json", &header_json(&h, payload, place));
                 }
                 self.warnings.push(format!(
-                    "{}: delegate payload not decoded: {e}",
-                    place.dir_path
+                    "{}: {}: delegate payload not decoded: {e}",
+                    place.file_name, place.dir_path
                 ));
                 let text = format!(
                     "The payload of this delegate ({} bytes at file offset {}) could not be decoded:\n{e}\n",
@@ -111,6 +120,17 @@ impl Builder {
                 paths.insert(w.value_index, format!("{base}/{bin}"));
             }
             index.push(entry);
+        }
+        // One warning per delegate: a program without its .ptd would
+        // otherwise print a line per weight.
+        let missing: Vec<(u32, String)> = index.iter().filter_map(IndexEntry::missing).collect();
+        if let Some((id, why)) = missing.first() {
+            self.warnings.push(format!(
+                "{}: {base}: {} of {} weights lack files for their bytes or scales (see index.json); value {id}: {why}",
+                place.file_name,
+                missing.len(),
+                index.len(),
+            ));
         }
         self.json(&mut wdir, "index.json", &index);
         self.json(
@@ -155,10 +175,6 @@ impl Builder {
             }
             Ok(None) => e.missing = Some("named data entry vanished".to_owned()),
             Err(why) => {
-                self.warnings.push(format!(
-                    "{}: weight {} (value {}): {why}",
-                    place.dir_path, w.name, w.value_id
-                ));
                 e.missing = Some(why.clone());
             }
         }
@@ -179,11 +195,7 @@ impl Builder {
     ) -> serde_json::Value {
         let s = match scales {
             Ok(s) => s,
-            Err(why) => {
-                self.warnings
-                    .push(format!("{}: scales of {name}: {why}", place.dir_path));
-                return json!({ "missing": why });
-            }
+            Err(why) => return json!({ "missing": why }),
         };
         let Some((o, span, file)) = locate(&s.bytes, place, named) else {
             return json!({"missing": "named data entry vanished"});
@@ -318,6 +330,13 @@ struct IndexEntry<'w> {
 }
 
 impl<'w> IndexEntry<'w> {
+    /// The value id and why its bytes or scales have no file, if so.
+    fn missing(&self) -> Option<(u32, String)> {
+        let scales = self.scales.as_ref().and_then(|s| s["missing"].as_str());
+        let why = self.missing.as_deref().or(scales)?;
+        Some((self.value_id, why.to_owned()))
+    }
+
     fn new(w: &'w Weight<'_>) -> Self {
         let packed = w.storage.filter(|s| s.bits == 4).map(|_| {
             "two 4-bit values per byte along the last dimension: element 2k in the low nibble, 2k+1 in the high, each stored as value + 8"
