@@ -45,7 +45,7 @@ pub fn users(
             {
                 users.entry(v).or_default().push(Use {
                     node: n.index,
-                    op: n.short_op(),
+                    op: n.short.clone(),
                     role,
                 });
             }

@@ -30,6 +30,9 @@ pub struct Node {
     pub tag: u8,
     /// The union member name (`XNNConv2d`), `None` for an unknown tag.
     pub op: Option<&'static str>,
+    /// The operator in snake case without the `XNN` prefix
+    /// (`depthwise_conv2d`), or `op<tag>` for an unknown one.
+    pub short: String,
     /// The node table's fields in schema order (empty for an unknown tag).
     pub fields: Vec<(&'static str, Field)>,
     /// `XNode.debug_handle`.
@@ -39,13 +42,6 @@ pub struct Node {
 }
 
 impl Node {
-    /// The operator in snake case without the `XNN` prefix
-    /// (`depthwise_conv2d`), or `op<tag>` for an unknown one.
-    pub fn short_op(&self) -> String {
-        self.op
-            .map_or_else(|| format!("op{}", self.tag), |op| snake(&op[3..]))
-    }
-
     /// Ids the node reads, with their role (`input1`, `filter`, `bias`),
     /// in field order, leaving out "none" ids and unused concatenation
     /// inputs.
@@ -271,10 +267,12 @@ fn fields(x: fb::XNode<'_>) -> Option<Vec<(&'static str, Field)>> {
 pub fn read(index: usize, x: fb::XNode<'_>) -> Node {
     let tag = x.xnode_union_type();
     let fields = fields(x);
+    let op = fields.as_ref().and(tag.variant_name());
     Node {
         index,
         tag: tag.0,
-        op: fields.as_ref().and(tag.variant_name()),
+        op,
+        short: op.map_or_else(|| format!("op{}", tag.0), |op| snake(&op[3..])),
         fields: fields.unwrap_or_default(),
         debug_handle: x.debug_handle(),
         output_min_max: x.output_min_max().map(|m| (m.output_min(), m.output_max())),
@@ -303,6 +301,7 @@ mod tests {
             index: 3,
             tag: 32,
             op: Some("XNNConcatenate2"),
+            short: "concatenate2".into(),
             fields: vec![
                 ("axis", Field::U32(1)),
                 ("input1_id", Field::U32(4)),
@@ -318,7 +317,6 @@ mod tests {
         };
         assert_eq!(n.inputs(), vec![("input1", 4), ("input2", 5)]);
         assert_eq!(n.outputs(), vec![("output", 6)]);
-        assert_eq!(n.short_op(), "concatenate2");
         assert_eq!(n.attributes().count(), 2);
     }
 }

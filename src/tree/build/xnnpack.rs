@@ -185,20 +185,20 @@ impl Builder {
     }
 
     /// `<name>.scale.bin` and `.npy`, and their `index.json` object.
-    fn scale_files(
+    fn scale_files<'w>(
         &mut self,
         wdir: &mut Dir,
         place: &Place<'_, '_>,
-        named: &NamedIndex<'_>,
+        named: &NamedIndex<'w>,
         name: &str,
-        scales: &Result<Scales<'_>, String>,
-    ) -> serde_json::Value {
+        scales: &'w Result<Scales<'_>, String>,
+    ) -> ScaleEntry<'w> {
         let s = match scales {
             Ok(s) => s,
-            Err(why) => return json!({ "missing": why }),
+            Err(why) => return ScaleEntry::missing(why.clone()),
         };
         let Some((o, span, file)) = locate(&s.bytes, place, named) else {
-            return json!({"missing": "named data entry vanished"});
+            return ScaleEntry::missing("named data entry vanished".into());
         };
         let dtype = if s.raw_bits { "bfloat16" } else { "float32" };
         let meta = self.meta(dtype.to_owned(), vec![s.count as i64]);
@@ -209,17 +209,21 @@ impl Builder {
             Bytes::Named { key, .. } => Some(*key),
             Bytes::Payload(_) => None,
         };
-        json!({
-            "name": bin,
-            "npy": npy,
-            "count": s.count,
-            "numpy_dtype": s.numpy,
-            "raw_bits": s.raw_bits,
-            "nbytes": span.len,
-            "buffer_index": s.buffer_index,
-            "key": key,
-            "source": Source { file, offset: o.shifted(span).offset },
-        })
+        ScaleEntry {
+            name: Some(bin),
+            npy,
+            count: Some(s.count),
+            numpy_dtype: Some(s.numpy),
+            raw_bits: Some(s.raw_bits),
+            nbytes: Some(span.len),
+            buffer_index: s.buffer_index,
+            key,
+            source: Some(Source {
+                file,
+                offset: o.shifted(span).offset,
+            }),
+            missing: None,
+        }
     }
 
     /// `<stem>.bin` and, given a NumPy descr and shape, `<stem>.npy`, both
@@ -300,6 +304,41 @@ fn header_json(h: &xnnpack::Header, payload: &[u8], place: &Place<'_, '_>) -> se
     })
 }
 
+/// The `scales` object of an `index.json` entry: the scale files, or why
+/// there are none.
+#[derive(Default, Serialize)]
+struct ScaleEntry<'w> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    npy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    numpy_dtype: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_bits: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nbytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    buffer_index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<&'w str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<Source<'w>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    missing: Option<String>,
+}
+
+impl ScaleEntry<'_> {
+    fn missing(why: String) -> Self {
+        ScaleEntry {
+            missing: Some(why),
+            ..ScaleEntry::default()
+        }
+    }
+}
+
 /// One entry of `weights/index.json`.
 #[derive(Serialize)]
 struct IndexEntry<'w> {
@@ -322,7 +361,7 @@ struct IndexEntry<'w> {
     key: Option<&'w str>,
     quantization: Option<&'w xnnpack::Quant>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    scales: Option<serde_json::Value>,
+    scales: Option<ScaleEntry<'w>>,
     users: &'w [xnnpack::Use],
     layout: Option<&'w xnnpack::Layout>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -332,7 +371,7 @@ struct IndexEntry<'w> {
 impl<'w> IndexEntry<'w> {
     /// The value id and why its bytes or scales have no file, if so.
     fn missing(&self) -> Option<(u32, String)> {
-        let scales = self.scales.as_ref().and_then(|s| s["missing"].as_str());
+        let scales = self.scales.as_ref().and_then(|s| s.missing.as_deref());
         let why = self.missing.as_deref().or(scales)?;
         Some((self.value_id, why.to_owned()))
     }

@@ -14,51 +14,75 @@ use crate::delegate::xnnpack::{Field, Node, Payload, Value, datatype};
 
 /// The text of `code.txt`.
 pub fn render(p: &Payload<'_>) -> String {
-    let by_id: HashMap<u32, &Value<'_>> = p.values.iter().rev().map(|v| (v.id(), v)).collect();
-    let ids = |v: Option<flatbuffers::Vector<'_, u32>>| -> String {
-        let ids: Vec<String> = v.iter().flatten().map(|i| format!("%{i}")).collect();
-        if ids.is_empty() {
-            "none".into()
-        } else {
-            ids.join(" ")
-        }
-    };
+    // Each value's `:dtype[dims]`, written once however often it is used.
+    let mut labels: HashMap<u32, String> = HashMap::with_capacity(p.values.len());
+    for v in p.values.iter().rev() {
+        labels.insert(v.id(), label(v));
+    }
     let g = p.graph;
-    let mut out = format!(
-        "# XNNGraph {}: {} nodes, {} values, inputs {}, outputs {}, {} constants\n",
+    let mut out = String::with_capacity(64 + p.nodes.len() * 160);
+    let _ = write!(
+        out,
+        "# XNNGraph {}: {} nodes, {} values, inputs ",
         g.version().unwrap_or(""),
         p.nodes.len(),
         p.values.len(),
-        ids(g.input_ids()),
-        ids(g.output_ids()),
-        p.weights.len(),
     );
+    ids(&mut out, g.input_ids());
+    out.push_str(", outputs ");
+    ids(&mut out, g.output_ids());
+    let _ = writeln!(out, ", {} constants", p.weights.len());
     for n in &p.nodes {
-        line(&mut out, n, &by_id);
+        line(&mut out, n, &labels);
     }
     out
+}
+
+fn ids(out: &mut String, v: Option<flatbuffers::Vector<'_, u32>>) {
+    let mut any = false;
+    for (k, id) in v.iter().flatten().enumerate() {
+        let sep = if k == 0 { "" } else { " " };
+        let _ = write!(out, "{sep}%{id}");
+        any = true;
+    }
+    if !any {
+        out.push_str("none");
+    }
 }
 
 /// Most dims shown per use of a value: nodes may name one value a million
 /// times, so a line must not grow with its rank.
 const MAX_DIMS: usize = 16;
 
-fn value(id: u32, by_id: &HashMap<u32, &Value<'_>>) -> String {
-    let Some(v) = by_id.get(&id) else {
-        return format!("%{id}:?");
-    };
+/// `:dtype[d0,d1,…]` of a value, at most [`MAX_DIMS`] dims.
+fn label(v: &Value<'_>) -> String {
+    let mut s = format!(":{}[", datatype::short(v.tensor.datatype()));
     let dims = v.tensor.dims();
-    let rank = dims.map_or(0, |d| d.len());
-    let mut shown: Vec<String> = dims
+    for (k, d) in dims
         .iter()
         .flat_map(|d| d.iter().take(MAX_DIMS))
-        .map(|d| d.to_string())
-        .collect();
-    if rank > MAX_DIMS {
-        shown.push(format!("… {rank} dims"));
+        .enumerate()
+    {
+        let sep = if k == 0 { "" } else { "," };
+        let _ = write!(s, "{sep}{d}");
     }
-    let dtype = datatype::short(v.tensor.datatype());
-    format!("%{id}:{dtype}[{}]", shown.join(","))
+    let rank = dims.map_or(0, |d| d.len());
+    if rank > MAX_DIMS {
+        let _ = write!(s, ",… {rank} dims");
+    }
+    s.push(']');
+    s
+}
+
+/// ` role=%id:dtype[dims]` (no `role=` for `bare`).
+fn value(out: &mut String, role: &str, bare: bool, id: u32, labels: &HashMap<u32, String>) {
+    out.push(' ');
+    if !bare {
+        out.push_str(role);
+        out.push('=');
+    }
+    let _ = write!(out, "%{id}");
+    out.push_str(labels.get(&id).map_or(":?", String::as_str));
 }
 
 fn float(v: f32) -> String {
@@ -71,29 +95,18 @@ fn float(v: f32) -> String {
     }
 }
 
-fn line(out: &mut String, n: &Node, by_id: &HashMap<u32, &Value<'_>>) {
-    let _ = write!(out, "{}: {}", n.index, n.short_op());
+fn line(out: &mut String, n: &Node, labels: &HashMap<u32, String>) {
+    let _ = write!(out, "{}: {}", n.index, n.short);
     for (role, id) in n.inputs() {
-        let v = value(id, by_id);
-        if role.starts_with("input") {
-            let _ = write!(out, " {v}");
-        } else {
-            let _ = write!(out, " {role}={v}");
-        }
+        value(out, role, role.starts_with("input"), id, labels);
     }
     out.push_str(" ->");
     for (role, id) in n.outputs() {
-        match role {
-            "output" => {
-                let _ = write!(out, " {}", value(id, by_id));
-            }
-            _ => {
-                let _ = write!(out, " {role}={}", value(id, by_id));
-            }
-        }
+        value(out, role, role == "output", id, labels);
     }
     for a in attributes(n) {
-        let _ = write!(out, " {a}");
+        out.push(' ');
+        out.push_str(&a);
     }
     if let Some((lo, hi)) = n.output_min_max {
         let _ = write!(out, " min={} max={}", float(lo), float(hi));

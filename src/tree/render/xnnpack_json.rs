@@ -4,12 +4,16 @@
 //! plus `<field>`), with two differences: a constant value with a file
 //! gains `ptefs_path`, and non-finite floats are the strings `"inf"`,
 //! `"-inf"` and `"nan"`, since JSON has no literal for them.
+//!
+//! Serialized straight from the verified flatbuffer and the decoded nodes,
+//! without building a JSON tree first.
 
 use std::collections::HashMap;
 
+use flatbuffers::{Follow, Vector};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::delegate::xnnpack::{Field, Node, Payload, Value};
+use crate::delegate::xnnpack::{Field, Node, Payload};
 use crate::schema::xnnpack as fb;
 
 /// What `graph.json` shows: the payload's graph and, by value index, the
@@ -21,244 +25,273 @@ pub struct Graph<'a, 'p> {
     pub paths: &'a HashMap<usize, String>,
 }
 
-/// A small JSON tree that keeps `f32` as `f32`, so numbers print as
-/// flatc prints them (`0.024605`, not the widened double).
-enum J {
-    U(u64),
-    I(i64),
-    F(f32),
-    S(String),
-    Arr(Vec<J>),
-    Obj(Vec<(&'static str, J)>),
+/// An `f32` as flatc prints it (shortest form, not the widened double),
+/// non-finite values as strings.
+#[derive(Clone, Copy)]
+struct F(f32);
+
+impl Serialize for F {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            v if v.is_nan() => s.serialize_str("nan"),
+            v if v.is_infinite() => s.serialize_str(if v > 0.0 { "inf" } else { "-inf" }),
+            v => s.serialize_f32(v),
+        }
+    }
 }
 
-impl Serialize for J {
+/// An enum or union tag by name, or by number when the schema has none.
+struct Tag(Option<&'static str>, i64);
+
+impl Serialize for Tag {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            J::U(v) => s.serialize_u64(*v),
-            J::I(v) => s.serialize_i64(*v),
-            J::F(v) if v.is_nan() => s.serialize_str("nan"),
-            J::F(v) if v.is_infinite() => s.serialize_str(if *v > 0.0 { "inf" } else { "-inf" }),
-            J::F(v) => s.serialize_f32(*v),
-            J::S(v) => s.serialize_str(v),
-            J::Arr(v) => s.collect_seq(v),
-            J::Obj(fields) => {
-                let mut m = s.serialize_map(Some(fields.len()))?;
-                for (k, v) in fields {
-                    m.serialize_entry(k, v)?;
-                }
-                m.end()
+        match self.0 {
+            Some(name) => s.serialize_str(name),
+            None => s.serialize_i64(self.1),
+        }
+    }
+}
+
+fn datatype(t: fb::XNNDatatype) -> Tag {
+    Tag(t.variant_name(), i64::from(t.0))
+}
+
+/// A vector of scalars (floats through [`F`]).
+struct Scalars<'a, T: Follow<'a> + 'a>(Vector<'a, T>);
+
+impl<'a, T> Serialize for Scalars<'a, T>
+where
+    T: Follow<'a> + 'a,
+    T::Inner: Serialize,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+struct Floats<'a>(Vector<'a, f32>);
+
+impl Serialize for Floats<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(F))
+    }
+}
+
+/// Writes an object's fields in order; `opt` leaves absent ones out.
+struct Fields<M>(M);
+
+impl<M: SerializeMap> Fields<M> {
+    fn put<V: Serialize + ?Sized>(&mut self, k: &str, v: &V) -> Result<(), M::Error> {
+        self.0.serialize_entry(k, v)
+    }
+    fn opt<V: Serialize>(&mut self, k: &str, v: Option<V>) -> Result<(), M::Error> {
+        v.map_or(Ok(()), |v| self.0.serialize_entry(k, &v))
+    }
+}
+
+/// A node's table, from its decoded fields (already in schema order).
+struct NodeFields<'a>(&'a [(&'static str, Field)]);
+
+impl Serialize for NodeFields<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut o = Fields(s.serialize_map(None)?);
+        for (k, f) in self.0 {
+            match f {
+                Field::U32(v) => o.put(k, v)?,
+                Field::F32(v) => o.put(k, &F(*v))?,
+                Field::List(v) => o.opt(k, v.as_ref())?,
             }
         }
+        o.0.end()
     }
 }
 
-/// An object under construction; `opt` leaves absent fields out.
-#[derive(Default)]
-struct Obj(Vec<(&'static str, J)>);
+struct XNode<'a>(&'a Node, fb::XNode<'a>);
 
-impl Obj {
-    fn put(mut self, k: &'static str, v: J) -> Self {
-        self.0.push((k, v));
-        self
-    }
-    fn opt(mut self, k: &'static str, v: Option<J>) -> Self {
-        if let Some(v) = v {
-            self.0.push((k, v));
-        }
-        self
-    }
-    fn done(self) -> J {
-        J::Obj(self.0)
-    }
-}
-
-fn u(v: impl Into<u64>) -> J {
-    J::U(v.into())
-}
-
-fn name_or_number(name: Option<&str>, n: i64) -> J {
-    name.map_or(J::I(n), |s| J::S(s.to_owned()))
-}
-
-fn uints(v: Option<flatbuffers::Vector<'_, u32>>) -> Option<J> {
-    v.map(|v| J::Arr(v.iter().map(u).collect()))
-}
-
-fn floats(v: Option<flatbuffers::Vector<'_, f32>>) -> Option<J> {
-    v.map(|v| J::Arr(v.iter().map(J::F).collect()))
-}
-
-fn datatype(t: fb::XNNDatatype) -> J {
-    name_or_number(t.variant_name(), i64::from(t.0))
-}
-
-fn node(n: &Node, x: fb::XNode<'_>) -> J {
-    let tag = x.xnode_union_type();
-    let fields = n.fields.iter().filter_map(|(k, f)| {
-        let v = match f {
-            Field::U32(v) => u(*v),
-            Field::F32(v) => J::F(*v),
-            Field::List(v) => J::Arr(v.as_ref()?.iter().map(|&e| u(e)).collect()),
-        };
-        Some((*k, v))
-    });
-    Obj::default()
-        .put(
+impl Serialize for XNode<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (n, x) = (self.0, self.1);
+        let tag = x.xnode_union_type();
+        let mut o = Fields(s.serialize_map(None)?);
+        o.put(
             "xnode_union_type",
-            name_or_number(tag.variant_name(), i64::from(tag.0)),
-        )
-        .opt("xnode_union", n.op.map(|_| J::Obj(fields.collect())))
-        .put("debug_handle", u(n.debug_handle))
-        .opt(
-            "output_min_max",
-            n.output_min_max.map(|(lo, hi)| {
-                Obj::default()
-                    .put("output_min", J::F(lo))
-                    .put("output_max", J::F(hi))
-                    .done()
-            }),
-        )
-        .done()
+            &Tag(tag.variant_name(), i64::from(tag.0)),
+        )?;
+        o.opt("xnode_union", n.op.map(|_| NodeFields(&n.fields)))?;
+        o.put("debug_handle", &n.debug_handle)?;
+        o.opt("output_min_max", n.output_min_max.map(MinMax))?;
+        o.0.end()
+    }
 }
 
-fn tensor(t: fb::XNNTensorValue<'_>, path: Option<&String>) -> J {
-    Obj::default()
-        .put("datatype", datatype(t.datatype()))
-        .put("num_dims", u(t.num_dims()))
-        .opt("dims", uints(t.dims()))
-        .put("constant_buffer_idx", u(t.constant_buffer_idx()))
-        .put("external_id", u(t.external_id()))
-        .put("flags", u(t.flags()))
-        .put("id_out", u(t.id_out()))
-        .put("dq_datatype", datatype(t.dq_datatype()))
-        .opt("ptefs_path", path.map(|p| J::S(p.clone())))
-        .done()
+struct MinMax((f32, f32));
+
+impl Serialize for MinMax {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut o = Fields(s.serialize_map(Some(2))?);
+        o.put("output_min", &F(self.0.0))?;
+        o.put("output_max", &F(self.0.1))?;
+        o.0.end()
+    }
 }
 
-fn quant_params(q: fb::XNNQuantizedTensorValue<'_>) -> Option<J> {
-    if let Some(p) = q.quant_params_as_per_channel_quant() {
-        return Some(
-            Obj::default()
-                .opt("scale", floats(p.scale()))
-                .put("channel_dim", J::I(p.channel_dim().into()))
-                .put("scale_buffer_idx", u(p.scale_buffer_idx()))
-                .put("num_scales", u(p.num_scales()))
-                .done(),
-        );
+struct Tensor<'a>(fb::XNNTensorValue<'a>, Option<&'a str>);
+
+impl Serialize for Tensor<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        let mut o = Fields(s.serialize_map(None)?);
+        o.put("datatype", &datatype(t.datatype()))?;
+        o.put("num_dims", &t.num_dims())?;
+        o.opt("dims", t.dims().map(Scalars))?;
+        o.put("constant_buffer_idx", &t.constant_buffer_idx())?;
+        o.put("external_id", &t.external_id())?;
+        o.put("flags", &t.flags())?;
+        o.put("id_out", &t.id_out())?;
+        o.put("dq_datatype", &datatype(t.dq_datatype()))?;
+        o.opt("ptefs_path", self.1)?;
+        o.0.end()
     }
-    if let Some(p) = q.quant_params_as_per_tensor_quant() {
-        return Some(
-            Obj::default()
-                .put("scale", J::F(p.scale()))
-                .put("zero_point", J::I(p.zero_point().into()))
-                .done(),
-        );
-    }
-    if let Some(p) = q.quant_params_as_per_token_dynamic_quant() {
-        return Some(
-            Obj::default()
-                .put("num_nonbatch_dims", J::I(p.num_nonbatch_dims().into()))
-                .done(),
-        );
-    }
-    let p = q.quant_params_as_per_channel_group_quant()?;
-    Some(
-        Obj::default()
-            .opt("scale", floats(p.scale()))
-            .put("channel_dim", J::I(p.channel_dim().into()))
-            .put("group_size", J::I(p.group_size().into()))
-            .opt(
-                "scale_bf16",
-                p.scale_bf16().map(|v| J::Arr(v.iter().map(u).collect())),
-            )
-            .put("scale_buffer_idx", u(p.scale_buffer_idx()))
-            .put("num_scales", u(p.num_scales()))
-            .done(),
-    )
 }
 
-fn value(x: fb::XValue<'_>, v: Option<&Value<'_>>, paths: &HashMap<usize, String>) -> J {
-    let tag = x.xvalue_union_type();
-    let path = v.and_then(|v| paths.get(&v.index));
-    let body = if let Some(q) = x.xvalue_union_as_xnnquantized_tensor_value() {
+/// The member of `XNNQuantParams`, whichever it is.
+struct QuantParams<'a>(fb::XNNQuantizedTensorValue<'a>);
+
+impl Serialize for QuantParams<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let q = self.0;
+        let mut o = Fields(s.serialize_map(None)?);
+        if let Some(p) = q.quant_params_as_per_channel_quant() {
+            o.opt("scale", p.scale().map(Floats))?;
+            o.put("channel_dim", &p.channel_dim())?;
+            o.put("scale_buffer_idx", &p.scale_buffer_idx())?;
+            o.put("num_scales", &p.num_scales())?;
+        } else if let Some(p) = q.quant_params_as_per_tensor_quant() {
+            o.put("scale", &F(p.scale()))?;
+            o.put("zero_point", &p.zero_point())?;
+        } else if let Some(p) = q.quant_params_as_per_token_dynamic_quant() {
+            o.put("num_nonbatch_dims", &p.num_nonbatch_dims())?;
+        } else if let Some(p) = q.quant_params_as_per_channel_group_quant() {
+            o.opt("scale", p.scale().map(Floats))?;
+            o.put("channel_dim", &p.channel_dim())?;
+            o.put("group_size", &p.group_size())?;
+            o.opt("scale_bf16", p.scale_bf16().map(Scalars))?;
+            o.put("scale_buffer_idx", &p.scale_buffer_idx())?;
+            o.put("num_scales", &p.num_scales())?;
+        }
+        o.0.end()
+    }
+}
+
+fn has_params(q: fb::XNNQuantizedTensorValue<'_>) -> bool {
+    q.quant_params_as_per_channel_quant().is_some()
+        || q.quant_params_as_per_tensor_quant().is_some()
+        || q.quant_params_as_per_token_dynamic_quant().is_some()
+        || q.quant_params_as_per_channel_group_quant().is_some()
+}
+
+struct Quantized<'a>(fb::XNNQuantizedTensorValue<'a>, Option<&'a str>);
+
+impl Serialize for Quantized<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let q = self.0;
         let qt = q.quant_params_type();
-        Some(
-            Obj::default()
-                .opt("tensor_value", q.tensor_value().map(|t| tensor(t, path)))
-                .put(
-                    "quant_params_type",
-                    name_or_number(qt.variant_name(), i64::from(qt.0)),
-                )
-                .opt("quant_params", quant_params(q))
-                .done(),
-        )
-    } else {
-        x.xvalue_union_as_xnntensor_value().map(|t| tensor(t, path))
-    };
-    Obj::default()
-        .put(
+        let mut o = Fields(s.serialize_map(None)?);
+        o.opt("tensor_value", q.tensor_value().map(|t| Tensor(t, self.1)))?;
+        o.put(
+            "quant_params_type",
+            &Tag(qt.variant_name(), i64::from(qt.0)),
+        )?;
+        o.opt("quant_params", has_params(q).then_some(QuantParams(q)))?;
+        o.0.end()
+    }
+}
+
+struct XValue<'a>(fb::XValue<'a>, Option<&'a str>);
+
+impl Serialize for XValue<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (x, path) = (self.0, self.1);
+        let tag = x.xvalue_union_type();
+        let mut o = Fields(s.serialize_map(None)?);
+        o.put(
             "xvalue_union_type",
-            name_or_number(tag.variant_name(), i64::from(tag.0)),
-        )
-        .opt("xvalue_union", body)
-        .done()
+            &Tag(tag.variant_name(), i64::from(tag.0)),
+        )?;
+        if let Some(q) = x.xvalue_union_as_xnnquantized_tensor_value() {
+            o.put("xvalue_union", &Quantized(q, path))?;
+        } else {
+            let t = x.xvalue_union_as_xnntensor_value();
+            o.opt("xvalue_union", t.map(|t| Tensor(t, path)))?;
+        }
+        o.0.end()
+    }
+}
+
+struct Seq<I>(std::cell::Cell<Option<I>>);
+
+impl<I: Iterator<Item = T>, T: Serialize> Serialize for Seq<I> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.take().into_iter().flatten())
+    }
+}
+
+fn seq<I: Iterator<Item = T>, T: Serialize>(i: I) -> Seq<I> {
+    Seq(std::cell::Cell::new(Some(i)))
+}
+
+struct Buffer<'a>(fb::Buffer<'a>);
+
+impl Serialize for Buffer<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut o = Fields(s.serialize_map(None)?);
+        o.opt("storage", self.0.storage().map(Scalars))?;
+        o.0.end()
+    }
+}
+
+struct Constant<'a>(fb::ConstantDataOffset<'a>);
+
+impl Serialize for Constant<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut o = Fields(s.serialize_map(None)?);
+        o.put("offset", &c.offset())?;
+        o.put("size", &c.size())?;
+        o.opt("named_key", c.named_key())?;
+        o.0.end()
+    }
 }
 
 impl Serialize for Graph<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = self.payload;
         let g = p.graph;
-        let by_index: HashMap<usize, &Value<'_>> = p.values.iter().map(|v| (v.index, v)).collect();
-        let xnodes = g
-            .xnodes()
-            .map(|xs| J::Arr(xs.iter().zip(&p.nodes).map(|(x, n)| node(n, x)).collect()));
-        let xvalues = g.xvalues().map(|xs| {
-            J::Arr(
-                xs.iter()
-                    .enumerate()
-                    .map(|(i, x)| value(x, by_index.get(&i).copied(), self.paths))
-                    .collect(),
-            )
-        });
-        let buffers = g.constant_buffer().map(|bs| {
-            J::Arr(
-                bs.iter()
-                    .map(|b| {
-                        Obj::default()
-                            .opt(
-                                "storage",
-                                b.storage().map(|st| J::Arr(st.iter().map(u).collect())),
-                            )
-                            .done()
-                    })
-                    .collect(),
-            )
-        });
-        let constant_data = g.constant_data().map(|cs| {
-            J::Arr(
-                cs.iter()
-                    .map(|c| {
-                        Obj::default()
-                            .put("offset", u(c.offset()))
-                            .put("size", u(c.size()))
-                            .opt("named_key", c.named_key().map(|k| J::S(k.to_owned())))
-                            .done()
-                    })
-                    .collect(),
-            )
-        });
-        Obj::default()
-            .opt("version", g.version().map(|v| J::S(v.to_owned())))
-            .opt("xnodes", xnodes)
-            .opt("xvalues", xvalues)
-            .put("num_externs", u(g.num_externs()))
-            .opt("input_ids", uints(g.input_ids()))
-            .opt("output_ids", uints(g.output_ids()))
-            .opt("constant_buffer", buffers)
-            .opt("mem_buffer_sizes", uints(g.mem_buffer_sizes()))
-            .opt("constant_data", constant_data)
-            .done()
-            .serialize(s)
+        let path = |i: usize| self.paths.get(&i).map(String::as_str);
+        let mut o = Fields(s.serialize_map(None)?);
+        o.opt("version", g.version())?;
+        o.opt(
+            "xnodes",
+            g.xnodes()
+                .map(|xs| seq(xs.iter().zip(&p.nodes).map(|(x, n)| XNode(n, x)))),
+        )?;
+        o.opt(
+            "xvalues",
+            g.xvalues()
+                .map(|xs| seq(xs.iter().enumerate().map(|(i, x)| XValue(x, path(i))))),
+        )?;
+        o.put("num_externs", &g.num_externs())?;
+        o.opt("input_ids", g.input_ids().map(Scalars))?;
+        o.opt("output_ids", g.output_ids().map(Scalars))?;
+        o.opt(
+            "constant_buffer",
+            g.constant_buffer().map(|v| seq(v.iter().map(Buffer))),
+        )?;
+        o.opt("mem_buffer_sizes", g.mem_buffer_sizes().map(Scalars))?;
+        o.opt(
+            "constant_data",
+            g.constant_data().map(|v| seq(v.iter().map(Constant))),
+        )?;
+        o.0.end()
     }
 }
