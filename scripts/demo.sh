@@ -25,3 +25,9 @@ else
   run "ptefs ls -l $model"
   run "ptefs cat $model methods/forward/code.txt"
 fi
+cat <<MSG
+
+ptefs is built at $PWD/target/release/ptefs. To run it by name:
+  export PATH="$PWD/target/release:\$PATH"    # in this shell
+  scripts/install.sh                          # or install it as /usr/local/bin/ptefs
+MSG

@@ -1,5 +1,5 @@
-//! The FUSE adapter: answers kernel requests from a [`View`] and does
-//! nothing else.
+//! The FUSE adapter: converts kernel requests into calls of the filesystem
+//! core ([`Fs`]) and its answers into replies. It holds no logic of its own.
 //!
 //! Content never changes while mounted, so replies carry long timeouts and
 //! files are opened with `FOPEN_KEEP_CACHE`: the kernel's page cache serves
@@ -8,8 +8,8 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
 
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
@@ -18,148 +18,64 @@ use fuser::{
     Request,
 };
 
-use crate::tree::{Ino, Node, NodeKind};
-use crate::view::View;
+use crate::fs::{Attr, BLOCK, Data, FileKind, Fs, FsError};
 
 /// How long the kernel may cache entries and attributes: the tree is
 /// immutable for the life of the mount.
 const TTL: Duration = Duration::from_secs(365 * 24 * 3600);
-/// Block size reported by `stat` and `statfs`.
-const BLOCK: u32 = 4096;
 
-/// A [`View`] served over FUSE.
+/// An [`Fs`] served over FUSE.
+#[derive(Debug)]
 pub struct PtefsFs {
-    view: View,
-    uid: u32,
-    gid: u32,
-    mtime: SystemTime,
-    /// Whether each source's change was already logged.
-    change_logged: Vec<AtomicBool>,
-}
-
-impl std::fmt::Debug for PtefsFs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PtefsFs")
-            .field("nodes", &self.view.tree.len())
-            .finish()
-    }
+    fs: Fs,
 }
 
 impl PtefsFs {
-    /// Serves `view` as the user `uid`:`gid`.
-    pub fn new(view: View, uid: u32, gid: u32) -> PtefsFs {
-        let mtime = view
-            .sources
-            .iter()
-            .map(|s| s.opened.mtime)
-            .max()
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        // Building the tree freed more than it kept; hand that back.
-        // SAFETY: malloc_trim only releases free heap memory.
-        unsafe { libc::malloc_trim(0) };
-        let change_logged = view
-            .sources
-            .iter()
-            .map(|_| AtomicBool::new(false))
-            .collect();
-        PtefsFs {
-            view,
-            uid,
-            gid,
-            mtime,
-            change_logged,
-        }
+    /// Serves `fs`.
+    pub fn new(fs: Fs) -> PtefsFs {
+        PtefsFs { fs }
     }
+}
 
-    fn node(&self, ino: INodeNo) -> Result<&Node, Errno> {
-        self.view.tree.node(ino.0).ok_or(Errno::ENOENT)
+fn errno(e: &FsError) -> Errno {
+    Errno::from_i32(e.errno())
+}
+
+fn file_type(kind: FileKind) -> FileType {
+    match kind {
+        FileKind::Directory => FileType::Directory,
+        FileKind::RegularFile => FileType::RegularFile,
     }
+}
 
-    fn attr(&self, ino: Ino, node: &Node) -> FileAttr {
-        let nlink = self.view.tree.nlink(ino);
-        let (kind, size, perm) = match &node.kind {
-            NodeKind::Dir(_) => (FileType::Directory, 0, 0o555),
-            NodeKind::File(f) => (FileType::RegularFile, f.content.len(), 0o444),
-        };
-        FileAttr {
-            ino: INodeNo(ino),
-            size,
-            blocks: size.div_ceil(512),
-            atime: self.mtime,
-            mtime: self.mtime,
-            ctime: self.mtime,
-            crtime: self.mtime,
-            kind,
-            perm,
-            nlink,
-            uid: self.uid,
-            gid: self.gid,
-            rdev: 0,
-            flags: 0,
-            blksize: BLOCK,
-        }
+fn file_attr(a: &Attr) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(a.ino),
+        size: a.size,
+        blocks: a.blocks(),
+        atime: a.mtime,
+        mtime: a.mtime,
+        ctime: a.mtime,
+        crtime: a.mtime,
+        kind: file_type(a.kind),
+        perm: a.perm,
+        nlink: a.nlink,
+        uid: a.uid,
+        gid: a.gid,
+        rdev: 0,
+        flags: 0,
+        blksize: BLOCK,
     }
+}
 
-    /// The entries of a directory from position `offset` on, as the kernel
-    /// lists them: `.`, `..`, then the children in name order. Each item is
-    /// (position + 1, inode, name). The kernel asks for a large directory a
-    /// bufferful at a time, so this must not walk what precedes `offset`.
-    fn entries_from(
-        &self,
-        ino: Ino,
-        offset: u64,
-    ) -> Result<impl Iterator<Item = (u64, Ino, &str)>, Errno> {
-        let node = self.view.tree.node(ino).ok_or(Errno::ENOENT)?;
-        let NodeKind::Dir(children) = &node.kind else {
-            return Err(Errno::ENOTDIR);
-        };
-        let dots = [(ino, "."), (node.parent, "..")].into_iter();
-        let named = children.iter().map(|e| (e.ino, &*e.name));
-        let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-        let (dots_skip, named_skip) = (skip.min(2), skip.saturating_sub(2));
-        Ok(dots
-            .skip(dots_skip)
-            .chain(named.skip(named_skip))
-            .zip(offset + 1..)
-            .map(|((i, n), next)| (next, i, n)))
-    }
-
-    /// Bytes of a read, with source changes turned into `EIO`.
-    fn read_bytes(&self, ino: Ino, offset: u64, size: u32, reply: ReplyData) {
-        let Some(content) = self.view.content(ino) else {
-            return reply.error(Errno::EISDIR);
-        };
-        let piece = content.read(offset, u64::from(size));
-        let Some((id, span)) = piece.tail else {
-            return reply.data(piece.head);
-        };
-        let source = &self.view.sources[id];
-        if let Err(why) = source.check_unchanged() {
-            if !self.change_logged[id].swap(true, Ordering::Relaxed) {
-                log::error!("{why}; reads of its bytes fail with EIO until it is remounted");
-            }
-            return reply.error(Errno::EIO);
-        }
-        if piece.head.is_empty() {
-            // The kernel copies straight from the map.
-            return reply.data(source.slice(span));
-        }
-        // A read straddling a rendered prefix and source bytes: assemble it,
-        // reading the source with pread rather than touching the map.
-        let mut buf = Vec::with_capacity(piece.len() as usize);
-        buf.extend_from_slice(piece.head);
-        match source.read_span(span, &mut buf) {
-            Ok(()) => reply.data(&buf),
-            Err(e) => {
-                log::error!(
-                    "{}: reading bytes {}..{}: {e}",
-                    source.name,
-                    span.offset,
-                    span.end()
-                );
-                reply.error(Errno::EIO)
-            }
-        }
+/// Answers a size probe (`size == 0`) or the value itself.
+fn xattr_reply(value: &[u8], size: u32, reply: ReplyXattr) {
+    if size == 0 {
+        reply.size(value.len() as u32);
+    } else if value.len() > size as usize {
+        reply.error(Errno::ERANGE);
+    } else {
+        reply.data(value);
     }
 }
 
@@ -172,6 +88,7 @@ impl Filesystem for PtefsFs {
             InitFlags::FUSE_READDIRPLUS_AUTO,
             InitFlags::FUSE_PARALLEL_DIROPS,
             InitFlags::FUSE_CACHE_SYMLINKS,
+            InitFlags::FUSE_POSIX_ACL,
         ] {
             let _ = config.add_capabilities(cap);
         }
@@ -183,35 +100,24 @@ impl Filesystem for PtefsFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        use std::os::unix::ffi::OsStrExt;
-        match self.view.tree.lookup(parent.0, name.as_bytes()) {
-            Some(ino) => {
-                let node = self
-                    .view
-                    .tree
-                    .node(ino)
-                    .expect("lookup returns live inodes");
-                reply.entry(&TTL, &self.attr(ino, node), Generation(0));
-            }
-            None => reply.error(Errno::ENOENT),
+        match self.fs.lookup(parent.0, name.as_bytes()) {
+            Ok(a) => reply.entry(&TTL, &file_attr(&a), Generation(0)),
+            Err(e) => reply.error(errno(&e)),
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.node(ino) {
-            Ok(node) => reply.attr(&TTL, &self.attr(ino.0, node)),
-            Err(e) => reply.error(e),
+        match self.fs.getattr(ino.0) {
+            Ok(a) => reply.attr(&TTL, &file_attr(&a)),
+            Err(e) => reply.error(errno(&e)),
         }
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        if flags.acc_mode() != OpenAccMode::O_RDONLY {
-            return reply.error(Errno::EROFS);
-        }
-        match self.node(ino).map(|n| &n.kind) {
-            Ok(NodeKind::File(_)) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
-            Ok(NodeKind::Dir(_)) => reply.error(Errno::EISDIR),
-            Err(e) => reply.error(e),
+        let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
+        match self.fs.open(ino.0, write) {
+            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Err(e) => reply.error(errno(&e)),
         }
     }
 
@@ -226,17 +132,38 @@ impl Filesystem for PtefsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.read_bytes(ino.0, offset, size, reply);
+        match self.fs.read(ino.0, offset, u64::from(size)) {
+            // The kernel copies mapped bytes straight from the map.
+            Ok(Data::Rendered(b) | Data::Mapped(b)) => reply.data(b),
+            Ok(Data::Owned(v)) => reply.data(&v),
+            Err(e) => {
+                if let FsError::Read { .. } = e {
+                    log::error!("{e}");
+                }
+                reply.error(errno(&e))
+            }
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // Nothing is ever written, so there is nothing to flush on close.
+        reply.ok();
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.node(ino).map(|n| &n.kind) {
-            Ok(NodeKind::Dir(_)) => reply.opened(
+        match self.fs.opendir(ino.0) {
+            Ok(()) => reply.opened(
                 FileHandle(0),
                 FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
             ),
-            Ok(NodeKind::File(_)) => reply.error(Errno::ENOTDIR),
-            Err(e) => reply.error(e),
+            Err(e) => reply.error(errno(&e)),
         }
     }
 
@@ -248,16 +175,12 @@ impl Filesystem for PtefsFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let entries = match self.entries_from(ino.0, offset) {
+        let entries = match self.fs.readdir(ino.0, offset) {
             Ok(e) => e,
-            Err(e) => return reply.error(e),
+            Err(e) => return reply.error(errno(&e)),
         };
-        for (next, child, name) in entries {
-            let kind = match self.view.tree.is_dir(child) {
-                true => FileType::Directory,
-                false => FileType::RegularFile,
-            };
-            if reply.add(INodeNo(child), next, kind, name) {
+        for e in entries {
+            if reply.add(INodeNo(e.ino), e.next, file_type(e.kind), e.name) {
                 break;
             }
         }
@@ -272,20 +195,20 @@ impl Filesystem for PtefsFs {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let entries = match self.entries_from(ino.0, offset) {
+        let entries = match self.fs.readdir(ino.0, offset) {
             Ok(e) => e,
-            Err(e) => return reply.error(e),
+            Err(e) => return reply.error(errno(&e)),
         };
-        for (next, child, name) in entries {
-            let Some(node) = self.view.tree.node(child) else {
+        for e in entries {
+            let Ok(a) = self.fs.getattr(e.ino) else {
                 continue;
             };
             if reply.add(
-                INodeNo(child),
-                next,
-                name,
+                INodeNo(e.ino),
+                e.next,
+                e.name,
                 &TTL,
-                &self.attr(child, node),
+                &file_attr(&a),
                 Generation(0),
             ) {
                 break;
@@ -295,66 +218,30 @@ impl Filesystem for PtefsFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let blocks = self.view.tree.total_bytes().div_ceil(u64::from(BLOCK));
-        let files = self.view.tree.len() as u64;
-        reply.statfs(blocks, 0, 0, files, 0, BLOCK, 255, BLOCK);
+        let s = self.fs.statfs();
+        reply.statfs(s.blocks, 0, 0, s.files, 0, BLOCK, s.name_max, BLOCK);
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        if let Err(e) = self.node(ino) {
-            return reply.error(e);
-        }
-        // `ls -l` asks every file for security.selinux and an ACL; answer
-        // those without building the attribute list.
-        if !name.as_encoded_bytes().starts_with(b"user.ptefs.") {
-            return reply.error(Errno::NO_XATTR);
-        }
-        match self
-            .view
-            .tree
-            .xattrs(ino.0)
-            .iter()
-            .find(|(k, _)| OsStr::new(k) == name)
-        {
-            Some((_, v)) => xattr_reply(v, size, reply),
-            None => reply.error(Errno::NO_XATTR),
+        match self.fs.getxattr(ino.0, name.as_bytes()) {
+            Ok(v) => xattr_reply(&v, size, reply),
+            Err(e) => reply.error(errno(&e)),
         }
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        if let Err(e) = self.node(ino) {
-            return reply.error(e);
+        match self.fs.listxattr(ino.0) {
+            Ok(names) => xattr_reply(&names, size, reply),
+            Err(e) => reply.error(errno(&e)),
         }
-        let mut names = Vec::new();
-        for (k, _) in self.view.tree.xattrs(ino.0) {
-            names.extend_from_slice(k.as_bytes());
-            names.push(0);
-        }
-        xattr_reply(&names, size, reply);
     }
 
     fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        if mask.contains(AccessFlags::W_OK) {
-            return reply.error(Errno::EROFS);
+        let write = mask.contains(AccessFlags::W_OK);
+        let exec = mask.contains(AccessFlags::X_OK);
+        match self.fs.access(ino.0, write, exec) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(&e)),
         }
-        match self.node(ino) {
-            Ok(Node {
-                kind: NodeKind::File(_),
-                ..
-            }) if mask.contains(AccessFlags::X_OK) => reply.error(Errno::EACCES),
-            Ok(_) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
-    }
-}
-
-/// Answers a size probe (`size == 0`) or the value itself.
-fn xattr_reply(value: &[u8], size: u32, reply: ReplyXattr) {
-    if size == 0 {
-        reply.size(value.len() as u32);
-    } else if value.len() > size as usize {
-        reply.error(Errno::ERANGE);
-    } else {
-        reply.data(value);
     }
 }

@@ -12,11 +12,14 @@
 
 pub mod cli;
 pub mod delegate;
-pub mod diff;
 pub mod format;
+pub mod fs;
 pub mod fuse;
+pub mod meta;
+pub mod report;
 pub mod schema;
 pub mod source;
+pub mod text;
 pub mod tree;
 pub mod view;
 

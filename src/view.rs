@@ -1,12 +1,11 @@
 //! The files being shown: their sources and the tree built from them.
 //! The CLI and the FUSE adapter both serve a [`View`].
 
-use std::fmt;
-use std::io::{self, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::format::{self, Kind, Parsed};
-use crate::source::Source;
+use crate::source::{Source, SourceError, open_regular};
 use crate::tree::{self, Content, Ino, Input, NodeKind, Tree};
 
 /// Sources and their tree.
@@ -21,27 +20,53 @@ pub struct View {
 }
 
 /// A file that could not be shown, and why.
-#[derive(Debug)]
-pub struct OpenError {
-    /// The file (or directory) at fault.
-    pub path: PathBuf,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl fmt::Display for OpenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.message)
-    }
-}
-
-impl std::error::Error for OpenError {}
-
-fn fail(path: &Path, message: impl fmt::Display) -> OpenError {
-    OpenError {
-        path: path.to_owned(),
-        message: message.to_string(),
-    }
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// It cannot be opened or is not a regular file.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// A directory could not be listed.
+    #[error("{}: {error}", path.display())]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// What the system said.
+        error: io::Error,
+    },
+    /// It is not a valid file of any kind this reads.
+    #[error("{}: {error}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        error: format::Error,
+    },
+    /// Two files would have the same name in the tree.
+    #[error("{}: has the same base name as {}; each file in one tree needs its own name", path.display(), other.display())]
+    SameName {
+        /// The later file.
+        path: PathBuf,
+        /// The earlier one.
+        other: PathBuf,
+    },
+    /// A `--data` file that is not a data file.
+    #[error("{}: is given with --data but is not a data file (.ptd)", path.display())]
+    NotData {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Nothing to show.
+    #[error("{}: holds no program, data or bundled program file", path.display())]
+    Empty {
+        /// The directory (or first input).
+        path: PathBuf,
+    },
+    /// Nothing valid to show.
+    #[error("{}: holds no valid program, data or bundled program file", path.display())]
+    NoneValid {
+        /// The directory (or first input).
+        path: PathBuf,
+    },
 }
 
 /// What to show.
@@ -55,18 +80,60 @@ pub struct Request {
     pub recursive: bool,
 }
 
-impl View {
-    /// Opens, validates and lays out everything `req` names. Any invalid
-    /// file given by name is an error; invalid files found by expanding a
-    /// directory are skipped and listed in `skipped`.
-    pub fn open(req: &Request) -> Result<View, OpenError> {
+/// Files opened and mapped for a [`Request`], not yet parsed.
+#[derive(Debug)]
+pub struct Opened {
+    /// The files shown, then the attached data files.
+    pub sources: Vec<Source>,
+    /// How many of `sources` are shown (the rest are attached).
+    shown: usize,
+    /// For each shown source, whether it was found in a directory (and so
+    /// may be skipped when it turns out invalid).
+    found: Vec<bool>,
+    /// Files skipped while expanding directories, with the reason.
+    pub skipped: Vec<(PathBuf, String)>,
+    /// The first path requested, for messages about them all.
+    first: PathBuf,
+}
+
+/// The parsed files of an [`Opened`] request.
+#[derive(Debug)]
+pub struct Inputs<'a> {
+    /// The files to show.
+    pub shown: Vec<Input<'a>>,
+    /// The data files attached to every program.
+    pub attached: Vec<Input<'a>>,
+    /// Files found in a directory that turned out invalid, with the reason.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+impl<'a> Inputs<'a> {
+    /// The data files attached to every program.
+    pub fn attached_data(&self) -> Vec<&format::DataFile<'a>> {
+        self.attached
+            .iter()
+            .filter_map(|i| match &i.parsed {
+                Parsed::Data(d) => Some(d),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Opened {
+    /// Opens and maps everything `req` names: its files, the model files
+    /// in its directories, and the data files to attach.
+    pub fn open(req: &Request) -> Result<Opened, OpenError> {
         let mut skipped = Vec::new();
         let mut files = Vec::new();
         // Files found in a directory may be skipped when invalid; files
         // named on the command line may not.
         let mut found = Vec::new();
         for p in &req.inputs {
-            let meta = std::fs::metadata(p).map_err(|e| fail(p, e))?;
+            let meta = std::fs::metadata(p).map_err(|error| SourceError::Io {
+                path: p.clone(),
+                error,
+            })?;
             if meta.is_dir() {
                 expand_dir(p, req.recursive, &mut files, &mut skipped)?;
                 found.resize(files.len(), true);
@@ -76,84 +143,101 @@ impl View {
             }
         }
         if files.is_empty() {
-            let p = req.inputs.first().cloned().unwrap_or_default();
-            return Err(fail(&p, "holds no program, data or bundled program file"));
+            return Err(OpenError::Empty {
+                path: req.inputs.first().cloned().unwrap_or_default(),
+            });
         }
         let mut seen = std::collections::HashMap::new();
         for f in &files {
             let name = f.file_name().map(|n| n.to_owned()).unwrap_or_default();
             if let Some(prev) = seen.insert(name, f.clone()) {
-                return Err(fail(
-                    f,
-                    format_args!(
-                        "has the same base name as {}; each file in one tree needs its own name",
-                        prev.display()
-                    ),
-                ));
+                return Err(OpenError::SameName {
+                    path: f.clone(),
+                    other: prev,
+                });
             }
         }
         let mut sources = Vec::new();
         for f in files.iter().chain(&req.data) {
-            sources.push(Source::open(f).map_err(|e| fail(f, e))?);
+            sources.push(Source::open(f)?);
         }
-        let mut inputs = Vec::new();
-        for (id, s) in sources.iter().enumerate() {
-            let parsed = match format::parse(s.bytes()) {
-                Ok(p) => p,
-                Err(e) if found.get(id) == Some(&true) => {
-                    // Its source stays open but nothing in the tree refers to it.
-                    skipped.push((s.path.clone(), e.to_string()));
-                    continue;
-                }
-                Err(e) => return Err(fail(&s.path, e)),
-            };
-            if id >= files.len() && !matches!(parsed, Parsed::Data(_)) {
-                return Err(fail(
-                    &s.path,
-                    "is given with --data but is not a data file (.ptd)",
-                ));
-            }
-            inputs.push(Input {
-                name: s.name.clone(),
-                source: id,
-                parsed,
-            });
-        }
-        let shown = inputs.iter().take_while(|i| i.source < files.len()).count();
-        if shown == 0 {
-            let p = req.inputs.first().cloned().unwrap_or_default();
-            return Err(fail(
-                &p,
-                "holds no valid program, data or bundled program file",
-            ));
-        }
-        let attached = inputs.split_off(shown);
-        let tree = tree::build(&inputs, &attached);
-        Ok(View {
+        Ok(Opened {
             sources,
-            tree,
+            shown: files.len(),
+            found,
             skipped,
+            first: req.inputs.first().cloned().unwrap_or_default(),
         })
     }
 
-    /// Writes `size` bytes of file `ino` from `offset` to `out`. Source
-    /// bytes go from the map straight to the writer.
-    pub fn write_range(
-        &self,
-        ino: Ino,
-        offset: u64,
-        size: u64,
-        out: &mut impl Write,
-    ) -> io::Result<()> {
-        let Some(content) = self.content(ino) else {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
-        };
-        let piece = content.read(offset, size);
-        out.write_all(piece.head)?;
-        if let Some((id, span)) = piece.tail {
-            out.write_all(self.sources[id].slice(span))?;
+    /// Parses and validates every file. Any invalid file given by name is
+    /// an error, and so is a data file to attach that is not one; invalid
+    /// files found by expanding a directory are skipped.
+    pub fn parse(&self) -> Result<Inputs<'_>, OpenError> {
+        let mut skipped = self.skipped.clone();
+        let mut shown = Vec::new();
+        let mut attached = Vec::new();
+        for (id, s) in self.sources.iter().enumerate() {
+            let parsed = match format::parse(s.bytes()) {
+                Ok(p) => p,
+                Err(e) if self.found.get(id) == Some(&true) => {
+                    // Its source stays open but nothing refers to it.
+                    skipped.push((s.path.clone(), e.to_string()));
+                    continue;
+                }
+                Err(error) => {
+                    return Err(OpenError::Format {
+                        path: s.path.clone(),
+                        error,
+                    });
+                }
+            };
+            let is_shown = id < self.shown;
+            if !is_shown && !matches!(parsed, Parsed::Data(_)) {
+                return Err(OpenError::NotData {
+                    path: s.path.clone(),
+                });
+            }
+            let input = Input {
+                name: s.name.clone(),
+                source: id,
+                parsed,
+            };
+            if is_shown {
+                shown.push(input);
+            } else {
+                attached.push(input);
+            }
         }
-        Ok(())
+        if shown.is_empty() {
+            return Err(OpenError::NoneValid {
+                path: self.first.clone(),
+            });
+        }
+        Ok(Inputs {
+            shown,
+            attached,
+            skipped,
+        })
+    }
+}
+
+impl View {
+    /// Opens, validates and lays out everything `req` names (see
+    /// [`Opened::parse`] for what is an error).
+    pub fn open(req: &Request) -> Result<View, OpenError> {
+        let opened = Opened::open(req)?;
+        let parsed = opened.parse()?;
+        // A directory source shows each file in a directory of its own,
+        // however many it holds.
+        let one_dir_each = parsed.shown.len() > 1 || opened.found.contains(&true);
+        let tree = tree::build(&parsed.shown, &parsed.attached, one_dir_each);
+        let skipped = parsed.skipped;
+        Ok(View {
+            sources: opened.sources,
+            tree,
+            skipped,
+        })
     }
 
     /// The content of file `ino`, or `None` for a directory.
@@ -171,22 +255,28 @@ fn expand_dir(
     files: &mut Vec<PathBuf>,
     skipped: &mut Vec<(PathBuf, String)>,
 ) -> Result<(), OpenError> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| fail(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
+    let listing = |error| OpenError::Dir {
+        path: dir.to_owned(),
+        error,
+    };
+    let mut entries = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(listing)? {
+        entries.push(e.map_err(listing)?.path());
+    }
     entries.sort();
     for p in entries {
-        let Ok(meta) = std::fs::symlink_metadata(&p) else {
-            continue;
-        };
-        if meta.is_dir() {
+        // Symbolic links are followed: a link to a model is a model. Links
+        // to directories are not descended into, so no cycle can form.
+        let is_real_dir = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir());
+        if is_real_dir {
             if recursive {
                 expand_dir(&p, recursive, files, skipped)?;
+            } else {
+                skipped.push((
+                    p,
+                    "is a subdirectory (--recursive descends into them)".into(),
+                ));
             }
-            continue;
-        }
-        if !meta.is_file() {
             continue;
         }
         match sniff_file(&p) {
@@ -197,12 +287,16 @@ fn expand_dir(
     Ok(())
 }
 
-/// The kind of the file at `path`, from its first eight bytes.
+/// The kind of the file at `path`, from its first eight bytes; never
+/// blocks on a FIFO or device.
 fn sniff_file(path: &Path) -> Result<Kind, String> {
-    use std::io::Read;
+    let (file, _) = open_regular(path).map_err(|e| match e {
+        SourceError::NotRegular { what, .. } => format!("is {what}"),
+        e => e.to_string(),
+    })?;
     let mut head = Vec::with_capacity(8);
-    std::fs::File::open(path)
-        .and_then(|f| f.take(8).read_to_end(&mut head))
+    file.take(8)
+        .read_to_end(&mut head)
         .map_err(|e| e.to_string())?;
     format::sniff(&head).map_err(|e| e.to_string())
 }

@@ -247,3 +247,148 @@ fn hostile_names() -> (Vec<u8>, Vec<String>) {
     };
     (p.to_bytes(), keys)
 }
+
+/// `ptefs cat` of the largest file while its source is cut at `cut(offset,
+/// size)`: a clear error naming the file and exit 2, never a signal.
+fn cat_while_truncating(cut: impl Fn(u64, u64) -> u64) {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy(dir.path(), "mv2_xnnpack.pte");
+    let v = view_of(std::slice::from_ref(&src), &[]);
+    let (path, ino) = v
+        .tree
+        .walk(ptefs::tree::ROOT)
+        .into_iter()
+        .filter(|(_, i)| v.content(*i).is_some())
+        .max_by_key(|(_, i)| v.content(*i).unwrap().len())
+        .unwrap();
+    let size = v.content(ino).unwrap().len();
+    assert!(size > 4 << 20, "{path}: {size}");
+    let offset: u64 = v
+        .tree
+        .xattrs(ino)
+        .into_iter()
+        .find(|(k, _)| *k == "user.ptefs.offset")
+        .map(|(_, x)| String::from_utf8(x).unwrap().parse().unwrap())
+        .unwrap();
+    drop(v);
+    let mut child = Command::new(ptefs_bin())
+        .arg("cat")
+        .arg(&src)
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = vec![0; 64 << 10];
+    stdout.read_exact(&mut first).unwrap();
+    let at = cut(offset, size);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_len(at)
+        .unwrap();
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "cut at {at}: {:?} {err}",
+        out.status
+    );
+    assert!(
+        err.contains("mv2_xnnpack.pte") && err.contains("changed"),
+        "cut at {at}: {err}"
+    );
+    assert!((first.len() + rest.len()) as u64 <= size);
+}
+
+#[test]
+fn cat_of_a_source_truncated_inside_the_file_fails_cleanly() {
+    cat_while_truncating(|offset, size| offset + size / 2);
+}
+
+#[test]
+fn cat_of_a_source_truncated_where_the_file_starts_fails_cleanly() {
+    cat_while_truncating(|offset, _| offset);
+}
+
+#[test]
+fn cat_of_a_source_truncated_to_nothing_fails_cleanly() {
+    cat_while_truncating(|_, _| 0);
+}
+
+fn unmount_and_read_log(mnt: &Path, log: &Path) -> String {
+    let out = Command::new(ptefs_bin())
+        .arg("umount")
+        .arg(mnt)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+#[test]
+fn ordinary_use_logs_nothing() {
+    if !fuse_or_skip("ordinary_use_logs_nothing") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy(dir.path(), "mlp.pte");
+    let (mnt, log) = Mounted::logged(&src, dir.path(), None);
+    let read = read_all(&mnt);
+    assert!(read.iter().all(|(_, r)| r.is_ok()));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ls -lR {0} >/dev/null && cat {0}/segments/* >/dev/null",
+            mnt.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(out.success());
+    let text = unmount_and_read_log(&mnt, &log);
+    assert_eq!(
+        text, "",
+        "the default log has nothing to say about ordinary reads"
+    );
+}
+
+#[test]
+fn a_changed_source_is_logged_once() {
+    if !fuse_or_skip("a_changed_source_is_logged_once") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy(dir.path(), "mv2_xnnpack.pte");
+    let (mnt, log) = Mounted::logged(&src, dir.path(), None);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    // Many reads of bytes that are gone, all failing with EIO.
+    let mut eio = 0;
+    for _ in 0..3 {
+        for (_, r) in read_all(&mnt) {
+            if r.is_err() {
+                eio += 1;
+            }
+        }
+    }
+    assert!(eio > 100, "{eio}");
+    let text = unmount_and_read_log(&mnt, &log);
+    let changed = text.lines().filter(|l| l.contains("changed size")).count();
+    assert_eq!(changed, 1, "{text}");
+    assert!(!text.contains("Bad address"), "{text}");
+    assert!(text.lines().count() <= 2, "{text}");
+}

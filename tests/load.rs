@@ -122,8 +122,7 @@ fn sixty_four_readers_for_thirty_seconds() {
                                 .and_then(|f| f.read_exact_at(&mut got, off))
                             {
                                 Ok(()) => {
-                                    let mut want = Vec::with_capacity(n as usize);
-                                    v.write_range(*ino, off, n, &mut want).unwrap();
+                                    let want = read_range(v, *ino, off, n);
                                     if got != want {
                                         fail(format!("{path} @{off}+{n}: wrong bytes"));
                                     }

@@ -484,6 +484,7 @@ fn an_unprivileged_user_mounts_and_unmounts() {
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let pte = tmp.path().join("mlp.pte");
     std::fs::copy(fixture("mlp.pte"), &pte).unwrap();
+    std::os::unix::fs::chown(&pte, Some(uid), None).unwrap();
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     std::os::unix::fs::chown(&mnt, Some(uid), None).unwrap();
@@ -519,7 +520,7 @@ fn an_unprivileged_user_mounts_and_unmounts() {
     );
     assert!(
         text.trim_end().ends_with(&uid.to_string()),
-        "owned by the mounting user: {text}"
+        "owned by the source's owner: {text}"
     );
     // Without allow_other, nobody else may enter, root included.
     let e = std::fs::read_dir(&mnt).unwrap_err();
@@ -651,4 +652,411 @@ fn a_dev_fuse_not_permitted_gives_a_clear_error() {
         err.contains("cannot open /dev/fuse: Permission denied") && err.contains("`ptefs ls`"),
         "{err}"
     );
+}
+
+/// Runs `cmd` (a `ptefs mount` of `mnt`), failing the test if it has not
+/// returned within ten seconds; the mount is then detached so nothing is
+/// left behind. Returns whether it succeeded, and its stderr.
+fn returns_within_ten_seconds(cmd: &mut Command, mnt: &Path) -> (bool, String) {
+    use std::io::{Read, Seek};
+    // A file, not a pipe: a hung daemon holding a pipe would hang the read.
+    let mut err = tempfile::tempfile().unwrap();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = Command::new("umount").arg("-l").arg(mnt).status();
+            panic!("{cmd:?} did not return within ten seconds");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut text = String::new();
+    err.rewind().unwrap();
+    err.read_to_string(&mut text).unwrap();
+    (status.success(), text)
+}
+
+const MLP_SEGMENT_SHA256: &str = "123e96c44be97de09bbf094da890b28c84f22ffa7f1227f1aa67c9d7ada954cb";
+
+/// The mount at `mnt` serves mlp.pte, and goes away once its daemon is
+/// killed outright: fusermount3, left waiting by auto_unmount, unmounts it.
+fn mlp_mount_goes_with_its_daemon(mnt: &Path) {
+    assert!(is_mounted(mnt), "returned before the mount was live");
+    let seg = std::fs::read(mnt.join("segments/0.bin")).unwrap();
+    assert_eq!(sha256(&seg), MLP_SEGMENT_SHA256);
+    let pid = daemon_pid(mnt).expect("the daemon's pid");
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    wait_for("the mount to go with its daemon", || !is_mounted(mnt));
+}
+
+#[test]
+fn auto_unmount_returns_once_mounted_and_unmounts_when_the_daemon_dies() {
+    if !root_fuse_or_skip("auto_unmount_returns_once_mounted_and_unmounts_when_the_daemon_dies") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    // Descriptors 7 and 8 come from the caller, as a shell may pass them.
+    let script = format!(
+        "exec 7</dev/null 8>>{}; exec {} mount -o auto_unmount {} {}",
+        tmp.path().join("caller").display(),
+        ptefs_bin(),
+        fixture("mlp.pte").display(),
+        mnt.display()
+    );
+    let (ok, err) = returns_within_ten_seconds(Command::new("sh").args(["-c", &script]), &mnt);
+    assert!(ok, "mount -o auto_unmount: {err}");
+    // fusermount3 stays to unmount when the daemon dies, holding only its
+    // socket to the daemon beside the standard descriptors.
+    let helper = helper_pid(&mnt).expect("fusermount3 waiting");
+    let mut held = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{helper}/fd")).unwrap() {
+        let fd = fd.unwrap();
+        let n: i32 = fd.file_name().to_str().unwrap().parse().unwrap();
+        let to = std::fs::read_link(fd.path()).unwrap();
+        let to = to.to_string_lossy().into_owned();
+        if (n > 2 && !to.starts_with("socket:")) || (n == 0 && to != "/dev/null") {
+            held.push(format!("{n} -> {to}"));
+        }
+    }
+    mlp_mount_goes_with_its_daemon(&mnt);
+    assert!(held.is_empty(), "fusermount3 holds {held:?}");
+}
+
+/// The fusermount3 that waits to unmount `mnt`.
+fn helper_pid(mnt: &Path) -> Option<i32> {
+    let want = mnt.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+        let ours = args.first()?.ends_with(b"fusermount3") && args.contains(&want.as_bytes());
+        ours.then_some(pid)
+    })
+}
+
+/// Runs `f` with `/usr/local/bin/ptefs` (where mount.fuse3 looks for
+/// helpers) pointing at this build, unless it is another ptefs already.
+fn with_ptefs_installed(f: impl FnOnce()) {
+    let link = Path::new("/usr/local/bin/ptefs");
+    let ours = link.read_link().ok().as_deref() == Some(Path::new(ptefs_bin()));
+    let made = if link.exists() && !ours {
+        eprintln!("{} is another ptefs; using it", link.display());
+        false
+    } else {
+        let _ = std::fs::remove_file(link);
+        std::os::unix::fs::symlink(ptefs_bin(), link).unwrap();
+        true
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    if made {
+        let _ = std::fs::remove_file(link);
+    }
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+#[test]
+fn mount_t_fuse_ptefs_with_auto_unmount_returns_and_unmounts_when_the_daemon_dies() {
+    let name = "mount_t_fuse_ptefs_with_auto_unmount_returns_and_unmounts_when_the_daemon_dies";
+    if !root_fuse_or_skip(name) {
+        return;
+    }
+    assert!(
+        which("mount.fuse3").is_some() || Path::new("/sbin/mount.fuse3").exists(),
+        "mount -t fuse.ptefs needs mount.fuse3 (apt-get install fuse3)"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    with_ptefs_installed(|| {
+        let (ok, err) = returns_within_ten_seconds(
+            Command::new("mount")
+                .args(["-t", "fuse.ptefs"])
+                .arg(fixture("mlp.pte"))
+                .arg(&mnt)
+                .args(["-o", "ro,auto_unmount"]),
+            &mnt,
+        );
+        assert!(ok, "mount -t fuse.ptefs -o ro,auto_unmount: {err}");
+        mlp_mount_goes_with_its_daemon(&mnt);
+    });
+}
+
+/// A directory `dir` that the test user can reach, with `/dev/fuse` open
+/// to them, the mount point `dir/mnt` theirs, and a copy of the binary.
+fn unprivileged_setup(dir: &Path, uid: u32) -> (PathBuf, PathBuf) {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mnt = dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    std::os::unix::fs::chown(&mnt, Some(uid), None).unwrap();
+    let dev = std::fs::metadata("/dev/fuse").unwrap().permissions().mode();
+    if dev & 0o006 != 0o006 {
+        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
+    (binary_for_others(dir), mnt)
+}
+
+#[test]
+fn an_unprivileged_user_mounts_a_source_whose_path_has_a_comma() {
+    let name = "an_unprivileged_user_mounts_a_source_whose_path_has_a_comma";
+    if !fuse_or_skip(name) {
+        return;
+    }
+    let Some((user, uid)) = test_user() else {
+        report_skip(name, "not root, cannot create a user");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (bin, mnt) = unprivileged_setup(tmp.path(), uid);
+    let dir = tmp.path().join("a,b");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pte = dir.join("ml,p.pte");
+    std::fs::copy(fixture("mlp.pte"), &pte).unwrap();
+    let (bin, pte_s, mnt_s) = (bin.display(), pte.display(), mnt.display());
+    let out = as_user(&user, &format!("{bin} mount '{pte_s}' {mnt_s}"));
+    assert!(
+        out.status.success(),
+        "mount as {user}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_mounted(&mnt));
+    let out = as_user(&user, &format!("sha256sum {mnt_s}/segments/0.bin"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with(MLP_SEGMENT_SHA256), "{text}");
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let line = info
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some(&*mnt_s.to_string()))
+        .unwrap();
+    let source = line.split(" - ").nth(1).unwrap().split(' ').nth(1).unwrap();
+    assert_eq!(source, pte_s.to_string(), "the mount names its source");
+    // A busy mount: the unmounting shell stands in it.
+    let out = as_user(&user, &format!("cd {mnt_s} && {bin} umount {mnt_s}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("busy") && err.contains("close what uses it, or `umount -l`"),
+        "{err}"
+    );
+    let out = as_user(&user, &format!("{bin} umount {mnt_s}"));
+    assert!(
+        out.status.success(),
+        "umount as {user}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!is_mounted(&mnt));
+}
+
+#[test]
+fn a_busy_mount_is_not_unmounted_and_the_error_says_what_to_do() {
+    if !fuse_or_skip("a_busy_mount_is_not_unmounted_and_the_error_says_what_to_do") {
+        return;
+    }
+    let m = Mounted::new(&[fixture("mlp.pte").as_os_str()]);
+    let open = std::fs::File::open(m.path("header.json")).unwrap();
+    ptefs_fails(
+        &[OsStr::new("umount"), m.dir.as_os_str()],
+        "close what uses it, or `umount -l`",
+    );
+    assert!(is_mounted(&m.dir));
+    drop(open);
+}
+
+#[test]
+fn errors_for_allow_root_and_auto_unmount_name_the_option_given() {
+    let name = "errors_for_allow_root_and_auto_unmount_name_the_option_given";
+    if !root_fuse_or_skip(name) {
+        return;
+    }
+    let (user, uid) = test_user().expect("a test user");
+    let tmp = tempfile::tempdir().unwrap();
+    let (bin, mnt) = unprivileged_setup(tmp.path(), uid);
+    let pte = tmp.path().join("mlp.pte");
+    std::fs::copy(fixture("mlp.pte"), &pte).unwrap();
+    // A fuse.conf without user_allow_other, in a private mount namespace.
+    let conf = tmp.path().join("fuse.conf");
+    std::fs::write(&conf, "# nothing allowed\n").unwrap();
+    for opt in ["allow_root", "auto_unmount", "allow_other"] {
+        let script = format!(
+            "mount --bind {} /etc/fuse.conf && exec runuser -u {user} -- {} mount -o {opt} {} {}",
+            conf.display(),
+            bin.display(),
+            pte.display(),
+            mnt.display()
+        );
+        let out = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "-o {opt}: {err}");
+        assert_eq!(err.lines().count(), 1, "-o {opt}: {err}");
+        assert!(
+            err.contains(&format!("-o {opt} ")) && err.contains("user_allow_other"),
+            "-o {opt}: {err}"
+        );
+        let others = ["allow_root", "auto_unmount", "allow_other"];
+        for other in others.iter().filter(|o| **o != opt) {
+            assert!(!err.contains(&format!("-o {other}")), "-o {opt}: {err}");
+            assert!(!err.contains(&format!("option {other}")), "-o {opt}: {err}");
+        }
+        assert!(!is_mounted(&mnt));
+    }
+}
+
+#[test]
+fn mount_help_shows_an_example_and_r_is_not_a_mount_flag() {
+    let out = Command::new(ptefs_bin())
+        .args(["mount", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{help}");
+    assert!(help.contains("Example"), "{help}");
+    assert!(help.contains("ptefs mount model.pte"), "{help}");
+    assert!(help.contains("--subdirs"), "{help}");
+    assert!(!help.contains("-R"), "{help}");
+    // `-R` is ls's recursive listing; mount has no such flag.
+    let out = Command::new(ptefs_bin())
+        .args(["mount", "-R"])
+        .arg(fixture(""))
+        .arg("/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unexpected argument '-R'"), "{err}");
+}
+
+#[test]
+fn subdirs_takes_models_from_subdirectories_of_a_directory_source() {
+    if !fuse_or_skip("subdirs_takes_models_from_subdirectories_of_a_directory_source") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("models");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::copy(fixture("add.pte"), src.join("add.pte")).unwrap();
+    std::fs::copy(fixture("mlp.pte"), src.join("sub/mlp.pte")).unwrap();
+    let names = |m: &Mounted| {
+        let mut v: Vec<String> = std::fs::read_dir(&m.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    let flat = Mounted::new(&[src.as_os_str(), fixture("dtypes.pte").as_os_str()]);
+    assert_eq!(names(&flat), ["add.pte", "dtypes.pte"]);
+    let deep = Mounted::new(&[
+        OsStr::new("--subdirs"),
+        src.as_os_str(),
+        fixture("dtypes.pte").as_os_str(),
+    ]);
+    assert_eq!(names(&deep), ["add.pte", "dtypes.pte", "mlp.pte"]);
+    let seg = std::fs::read(deep.path("mlp.pte/segments/0.bin")).unwrap();
+    assert_eq!(sha256(&seg), MLP_SEGMENT_SHA256);
+}
+
+#[test]
+fn allow_other_grants_no_more_than_the_source_does() {
+    if !root_fuse_or_skip("allow_other_grants_no_more_than_the_source_does") {
+        return;
+    }
+    let (user, _) = test_user().expect("a test user");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (mode, readable) in [(0o600, false), (0o644, true)] {
+        let src = tmp.path().join(format!("mlp-{mode:o}.pte"));
+        std::fs::copy(fixture("mlp.pte"), &src).unwrap();
+        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(mode)).unwrap();
+        let m = Mounted::new(&[OsStr::new("-o"), OsStr::new("allow_other"), src.as_os_str()]);
+        let parent = m.dir.parent().unwrap();
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = as_user(
+            &user,
+            &format!("sha256sum {}/segments/0.bin", m.dir.display()),
+        );
+        let (text, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        if readable {
+            assert!(out.status.success(), "{mode:o}: {err}");
+            assert!(text.starts_with(MLP_SEGMENT_SHA256), "{mode:o}: {text}");
+        } else {
+            assert!(!out.status.success(), "{mode:o}: {user} read {text}");
+            assert!(err.contains("Permission denied"), "{mode:o}: {err}");
+        }
+        // Root, who mounted it, reads it either way.
+        let seg = std::fs::read(m.path("segments/0.bin")).unwrap();
+        assert_eq!(sha256(&seg), MLP_SEGMENT_SHA256);
+    }
+}
+
+#[test]
+fn a_second_long_listing_does_not_ask_for_acls_again() {
+    if !fuse_or_skip("a_second_long_listing_does_not_ask_for_acls_again") {
+        return;
+    }
+    // The kernel caches ACLs (none here) once the daemon says it handles
+    // them, so `ls -l` costs the daemon one ACL request per file, once.
+    let tmp = tempfile::tempdir().unwrap();
+    let (mnt, log) = Mounted::logged(
+        &fixture("mv2_xnnpack.pte"),
+        tmp.path(),
+        Some("fuser::request=debug"),
+    );
+    let files = walk(&mnt).len();
+    let acl_requests = || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .matches("system.posix_acl_access")
+            .count()
+    };
+    for _ in 0..3 {
+        let ok = Command::new("ls")
+            .arg("-lR")
+            .arg(&mnt)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let n = acl_requests();
+    assert!(
+        n <= files + 1,
+        "{n} ACL requests for {files} paths listed three times"
+    );
+    let out = Command::new("getfacl")
+        .arg("-c")
+        .arg(mnt.join("header.json"))
+        .output();
+    if let Ok(out) = out {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(ptefs_bin())
+        .arg("umount")
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
 }

@@ -199,8 +199,16 @@ fn named_blobs_of_the_attached_ptd_are_under_named() {
 
 /// Two exports of one module that differ in one element of one weight.
 fn two_exports() -> (Vec<u8>, Vec<u8>) {
+    (
+        export(&[1.0, 2.0, -4.0, 0.5]),
+        export(&[1.0, 2.5, -4.0, 0.25]),
+    )
+}
+
+/// An export of one small module whose weight `w1` holds `w1`.
+fn export(w1: &[f32]) -> Vec<u8> {
     let floats = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let export = |w1: &[f32]| {
+    {
         let values = vec![
             V::Tensor(
                 Tensor::new(
@@ -240,11 +248,7 @@ fn two_exports() -> (Vec<u8>, Vec<u8>) {
             ..Program::default()
         }
         .to_bytes()
-    };
-    (
-        export(&[1.0, 2.0, -4.0, 0.5]),
-        export(&[1.0, 2.5, -4.0, 0.25]),
-    )
+    }
 }
 
 #[test]
@@ -314,7 +318,7 @@ fn ptefs_diff_names_the_tensor_and_its_differences() {
     assert_eq!(code, 1);
     assert_eq!(
         out,
-        "tensor changed: w1 (2 of 4 elements differ; max abs diff 5.000000e-1, max rel diff 5.000000e-1)\n"
+        "tensor changed: w1 (2 of 4 elements differ; max abs diff 5.000000e-1, max rel diff 1.000000e0)\n"
     );
     let (code, out, _) = run(&[
         OsStr::new("diff"),
@@ -328,7 +332,8 @@ fn ptefs_diff_names_the_tensor_and_its_differences() {
     assert_eq!(changed.len(), 1);
     assert_eq!(changed[0]["name"], "w1");
     assert_eq!(changed[0]["max_abs_diff"], 0.5);
-    assert_eq!(changed[0]["max_rel_diff"], 0.5);
+    // Relative to B: |0.5 - 0.25| / 0.25.
+    assert_eq!(changed[0]["max_rel_diff"], 1.0);
     assert_eq!(changed[0]["differing_elements"], 2);
     assert!(r["tensors_added"].as_array().unwrap().is_empty());
     let (code, _, err) = run(&[
@@ -337,6 +342,40 @@ fn ptefs_diff_names_the_tensor_and_its_differences() {
         OsStr::new("/nonexistent"),
     ]);
     assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn ptefs_diff_counts_nan_and_infinity_the_same_in_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let nan = f32::NAN;
+    let inf = f32::INFINITY;
+    let pa = write_file(dir.path(), "a.pte", &export(&[nan, 1.0, inf, 5.0]));
+    let pb = write_file(dir.path(), "b.pte", &export(&[nan, nan, -inf, 4.0]));
+    let (code, out, _) = run(&[OsStr::new("diff"), pa.as_os_str(), pb.as_os_str()]);
+    assert_eq!(code, 1);
+    // NaN equals NaN; NaN or an infinity against something else is a
+    // difference, counted, and kept out of the maxima, which cover pairs of
+    // finite numbers (here 5 against 4, relative to B's 4).
+    assert_eq!(
+        out,
+        "tensor changed: w1 (3 of 4 elements differ; max abs diff 1.000000e0, max rel diff 2.500000e-1; \
+         NaN: 1 in A, 2 in B; 2 differences involve NaN or infinity)\n"
+    );
+    let (_, out, _) = run(&[
+        OsStr::new("diff"),
+        OsStr::new("--json"),
+        pa.as_os_str(),
+        pb.as_os_str(),
+    ]);
+    let r: Value = serde_json::from_str(&out).unwrap();
+    let c = &r["tensors_changed"][0];
+    assert_eq!(c["differing_elements"], 3);
+    assert_eq!(c["elements"], 4);
+    assert_eq!(c["max_abs_diff"], 1.0);
+    assert_eq!(c["max_rel_diff"], 0.25);
+    assert_eq!(c["nan_a"], 1);
+    assert_eq!(c["nan_b"], 2);
+    assert_eq!(c["nonfinite_differences"], 2);
 }
 
 #[test]

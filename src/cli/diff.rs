@@ -5,10 +5,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{NOT_FOUND, OK, open_source, parse_data, parse_source};
-use crate::diff::{self, Side};
+use super::{NOT_FOUND, OK, TROUBLE, error, open_inputs};
+use crate::report::diff::{self, Side};
 
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    ptefs diff old.pte new.pte\n  \
+    ptefs diff --json old.pte new.pte --data weights.ptd")]
 pub(super) struct DiffArgs {
     /// Print the report as JSON.
     #[arg(long)]
@@ -23,32 +26,39 @@ pub(super) struct DiffArgs {
 }
 
 pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
-    let (sa, sb) = (open_source(&args.a)?, open_source(&args.b)?);
-    let data_sources = args
-        .data
-        .iter()
-        .map(|p| open_source(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let (pa, pb) = (parse_source(&sa)?, parse_source(&sb)?);
-    let data = parse_data(&data_sources)?;
-    if sa.bytes() == sb.bytes() {
+    let fail = |e: &dyn std::fmt::Display| {
+        error(e);
+        TROUBLE
+    };
+    let (oa, ob) = (
+        open_inputs(std::slice::from_ref(&args.a), &args.data)?,
+        open_inputs(std::slice::from_ref(&args.b), &[])?,
+    );
+    let (ia, ib) = (
+        oa.parse().map_err(|e| fail(&e))?,
+        ob.parse().map_err(|e| fail(&e))?,
+    );
+    let (Some(pa), Some(pb)) = (ia.shown.first(), ib.shown.first()) else {
+        return Err(TROUBLE);
+    };
+    if oa.sources[pa.source].bytes() == ob.sources[pb.source].bytes() {
         return Ok(OK);
     }
+    let data = ia.attached_data();
     let report = diff::compare(
         &Side {
-            parsed: &pa,
+            parsed: &pa.parsed,
             data: &data,
         },
         &Side {
-            parsed: &pb,
+            parsed: &pb.parsed,
             data: &data,
         },
     );
     let out = if args.json {
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        )
+        let mut s = serde_json::to_string_pretty(&report).map_err(|e| fail(&e))?;
+        s.push('\n');
+        s
     } else if report.is_empty() {
         format!(
             "{} and {} differ, but not in methods, operators, tensors or blobs\n",

@@ -5,9 +5,15 @@ use std::io::{self, Write};
 use clap::Args;
 
 use super::{NOT_FOUND, OK, Sources, error, output_error};
-use crate::tree::{Ino, NodeKind, Tree};
+use crate::fs::{Attr, FileKind, Fs};
+use crate::text::escape;
+use crate::tree::Ino;
 
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    ptefs ls model.pte methods/forward/tensors\n  \
+    ptefs ls -l model.pte\n  \
+    ptefs ls -R model.pte --data weights.ptd")]
 pub(super) struct LsArgs {
     /// Long format: type and permissions, size, name.
     #[arg(short = 'l')]
@@ -22,49 +28,34 @@ pub(super) struct LsArgs {
 }
 
 pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
-    let view = args.sources.open()?;
-    let tree = &view.tree;
+    let fs = args.sources.open()?;
     let path = args.path.as_deref().unwrap_or("");
-    let Some(ino) = tree.resolve(path) else {
+    let Ok(ino) = fs.resolve(path) else {
         error(format_args!(
-            "{path}: no such file or directory in the tree of {}",
+            "{}: no such file or directory in the tree of {}",
+            escape(path),
             args.sources.file.display()
         ));
         return Ok(NOT_FOUND);
     };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let lines: Vec<(Ino, String)> = match &tree.node(ino).map(|n| &n.kind) {
-        Some(NodeKind::Dir(_)) if args.recursive => tree
-            .walk(ino)
-            .into_iter()
-            .skip(1)
-            .map(|(path, i)| (i, path))
-            .collect(),
-        Some(NodeKind::Dir(entries)) => entries
-            .iter()
-            .map(|e| (e.ino, e.name.to_string()))
-            .collect(),
-        _ => vec![(ino, path.trim_end_matches('/').to_owned())],
-    };
+    let lines = listing(&fs, ino, path, args.recursive);
     let width = lines
         .iter()
-        .map(|(i, _)| size(tree, *i).to_string().len())
+        .map(|(a, _)| a.size.to_string().len())
         .max()
         .unwrap_or(1);
-    for (i, name) in lines {
-        let slash = if matches!(tree.node(i).map(|n| &n.kind), Some(NodeKind::Dir(_))) {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    for (attr, name) in lines {
+        let slash = if attr.kind == FileKind::Directory {
             "/"
         } else {
             ""
         };
+        let name = escape(&name);
         let line = if args.long {
-            let mode = if slash.is_empty() {
-                "-r--r--r--"
-            } else {
-                "dr-xr-xr-x"
-            };
-            format!("{mode} {:>width$} {name}{slash}\n", size(tree, i))
+            let mode = attr.mode_string();
+            format!("{mode} {:>width$} {name}{slash}\n", attr.size)
         } else {
             format!("{name}{slash}\n")
         };
@@ -74,10 +65,29 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
     Ok(OK)
 }
 
-fn size(tree: &Tree, ino: Ino) -> u64 {
-    match tree.node(ino).map(|n| &n.kind) {
-        Some(NodeKind::File(f)) => f.content.len(),
-        Some(NodeKind::Dir(entries)) => entries.len() as u64,
-        None => 0,
+/// What `ls` shows of `ino`: the entries of a directory (every path below
+/// it with `recursive`), or the file itself.
+fn listing(fs: &Fs, ino: Ino, path: &str, recursive: bool) -> Vec<(Attr, String)> {
+    let attr = |ino| fs.getattr(ino).ok();
+    let Some(top) = attr(ino) else {
+        return Vec::new();
+    };
+    if top.kind == FileKind::RegularFile {
+        return vec![(top, path.trim_end_matches('/').to_owned())];
     }
+    if recursive {
+        return fs
+            .walk(ino)
+            .into_iter()
+            .skip(1)
+            .filter_map(|(p, i)| Some((attr(i)?, p)))
+            .collect();
+    }
+    fs.readdir(ino, 2)
+        .map(|entries| {
+            entries
+                .filter_map(|e| Some((attr(e.ino)?, e.name.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -3,18 +3,21 @@
 //! Exit status follows `grep` and `diff`: 0 for success, 1 when a path is
 //! not in the tree (or, for `diff`, when the files differ), 2 for trouble.
 
+mod cat;
 mod diff;
 mod inspect;
 mod list;
 mod mount;
+mod stat;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::view::{Request, View};
+use crate::fs::Fs;
+use crate::view::{Opened, Request, View};
 
 /// Success.
 pub const OK: i32 = 0;
@@ -30,8 +33,10 @@ pub const TROUBLE: i32 = 2;
     about = "Explore ExecuTorch .pte, .ptd and .bpte files as directory trees",
     long_about = "Explore ExecuTorch .pte, .ptd and .bpte files as directory trees.\n\n\
         `ptefs mount` shows them as a read-only FUSE filesystem; `ls`, `cat`, \
-        `inspect` and `diff` read the same tree without mounting.\n\
-        `ptefs SOURCE MOUNTPOINT [-o OPTIONS]` is `ptefs mount`, as mount(8) calls it.",
+        `stat`, `inspect` and `diff` read the same tree without mounting.\n\
+        `ptefs SOURCE MOUNTPOINT [-o OPTIONS]` is `ptefs mount`, as mount(8) calls it, \
+        when SOURCE exists; a subcommand name always wins (mount a file called `stat` \
+        with `ptefs mount stat MOUNTPOINT`).",
     after_help = "Exit status: 0 success, 1 path not in the tree (diff: files differ), 2 trouble."
 )]
 struct Cli {
@@ -44,7 +49,7 @@ enum Command {
     /// Mount files as a read-only filesystem.
     Mount(mount::MountArgs),
     /// Unmount a ptefs mount.
-    #[command(alias = "unmount")]
+    #[command(alias = "unmount", after_help = "Example:\n  ptefs umount /tmp/m")]
     Umount {
         /// The mount point.
         mountpoint: PathBuf,
@@ -52,7 +57,9 @@ enum Command {
     /// List a directory of the tree (the root by default).
     Ls(list::LsArgs),
     /// Write files of the tree to standard output.
-    Cat(CatArgs),
+    Cat(cat::CatArgs),
+    /// Show a path's type, mode, size, links and user.ptefs.* attributes.
+    Stat(stat::StatArgs),
     /// Summarize a file: methods, operators, tensors, segments, delegates.
     Inspect(inspect::InspectArgs),
     /// Compare two files: methods, operators and tensors that changed.
@@ -70,22 +77,21 @@ pub struct Sources {
 }
 
 impl Sources {
-    fn open(&self) -> Result<View, i32> {
+    /// The tree of the file, served as the mount would serve it.
+    fn open(&self) -> Result<Fs, i32> {
         open_view(&Request {
             inputs: vec![self.file.clone()],
             data: self.data.clone(),
             recursive: false,
         })
+        .map(Fs::new)
     }
 }
 
-#[derive(Args, Debug)]
-struct CatArgs {
-    #[command(flatten)]
-    sources: Sources,
-    /// Paths in the tree.
-    #[arg(required = true)]
-    paths: Vec<String>,
+/// The command line's definition, for `--help` and for checking the
+/// documentation against it.
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 /// Prints `ptefs: message` to stderr.
@@ -93,37 +99,18 @@ pub fn error(message: impl std::fmt::Display) {
     eprintln!("ptefs: {message}");
 }
 
-/// Opens and maps one file, printing the error.
-fn open_source(path: &std::path::Path) -> Result<crate::source::Source, i32> {
-    crate::source::Source::open(path).map_err(|e| {
-        error(format_args!("{}: {e}", path.display()));
+/// Opens and maps `files` with `data` attached, without parsing them,
+/// printing any error.
+fn open_inputs(files: &[PathBuf], data: &[PathBuf]) -> Result<Opened, i32> {
+    Opened::open(&Request {
+        inputs: files.to_vec(),
+        data: data.to_vec(),
+        recursive: false,
+    })
+    .map_err(|e| {
+        error(e);
         TROUBLE
     })
-}
-
-/// Parses an opened file, printing the error.
-fn parse_source(s: &crate::source::Source) -> Result<crate::format::Parsed<'_>, i32> {
-    crate::format::parse(s.bytes()).map_err(|e| {
-        error(format_args!("{}: {e}", s.path.display()));
-        TROUBLE
-    })
-}
-
-/// Parses `--data` files, which must be data files.
-fn parse_data(sources: &[crate::source::Source]) -> Result<Vec<crate::format::DataFile<'_>>, i32> {
-    sources
-        .iter()
-        .map(|s| match parse_source(s)? {
-            crate::format::Parsed::Data(d) => Ok(d),
-            _ => {
-                error(format_args!(
-                    "{}: is given with --data but is not a data file (.ptd)",
-                    s.path.display()
-                ));
-                Err(TROUBLE)
-            }
-        })
-        .collect()
 }
 
 /// Opens a view, printing any error and warnings.
@@ -173,7 +160,8 @@ pub fn main() -> i32 {
         Command::Mount(args) => mount::run(args),
         Command::Umount { mountpoint } => mount::unmount(&mountpoint),
         Command::Ls(args) => list::run(&args),
-        Command::Cat(args) => cat(&args),
+        Command::Cat(args) => cat::run(&args),
+        Command::Stat(args) => stat::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Diff(args) => diff::run(&args),
     };
@@ -181,45 +169,27 @@ pub fn main() -> i32 {
 }
 
 /// `ptefs SOURCE MOUNTPOINT [-o OPTS]`, the form mount(8) uses through
-/// mount.fuse3, means `ptefs mount SOURCE MOUNTPOINT [-o OPTS]`.
+/// mount.fuse3, means `ptefs mount SOURCE MOUNTPOINT [-o OPTS]`: when the
+/// first argument is no subcommand and names something that exists. A
+/// mistyped subcommand (`ptefs lss model.pte`) names nothing, and clap
+/// answers it with a suggestion.
 fn plain_mount_form(mut args: Vec<OsString>) -> Vec<OsString> {
-    const COMMANDS: &[&str] = &[
-        "mount", "umount", "unmount", "ls", "cat", "inspect", "diff", "help",
-    ];
-    if let Some(first) = args.get(1).and_then(|a| a.to_str())
-        && !first.starts_with('-')
-        && !COMMANDS.contains(&first)
+    let cli = Cli::command();
+    let is_command = |a: &str| {
+        a == "help"
+            || cli
+                .get_subcommands()
+                .any(|c| c.get_name() == a || c.get_all_aliases().any(|x| x == a))
+    };
+    if let Some(first) = args.get(1)
+        && let Some(s) = first.to_str()
+        && !s.starts_with('-')
+        && !is_command(s)
+        && std::path::Path::new(first).exists()
     {
         args.insert(1, "mount".into());
     }
     args
-}
-
-fn cat(args: &CatArgs) -> Result<i32, i32> {
-    let view = args.sources.open()?;
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    let mut status = OK;
-    for path in &args.paths {
-        let Some(ino) = view.tree.resolve(path) else {
-            error(format_args!(
-                "{path}: no such file in the tree of {}",
-                args.sources.file.display()
-            ));
-            status = status.max(NOT_FOUND);
-            continue;
-        };
-        let Some(content) = view.content(ino) else {
-            error(format_args!("{path}: is a directory"));
-            status = TROUBLE;
-            continue;
-        };
-        if let Err(e) = view.write_range(ino, 0, content.len(), &mut out) {
-            return Err(output_error(e));
-        }
-    }
-    out.flush().map_err(output_error)?;
-    Ok(status)
 }
 
 /// Writes `text` to stdout.

@@ -195,6 +195,7 @@ impl Tree {
                 parsed,
             }],
             &[],
+            false,
         ))
     }
 

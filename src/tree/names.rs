@@ -1,4 +1,5 @@
-//! File names from keys, names and indices, by the rules of LAYOUT.md.
+//! File names from keys, names and indices, by the rules in README's "The
+//! tree" section.
 
 use std::collections::HashSet;
 

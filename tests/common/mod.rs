@@ -56,12 +56,23 @@ pub fn read(v: &View, path: &str) -> Vec<u8> {
     read_ino(v, ino)
 }
 
-/// The bytes of file `ino`.
+/// The bytes of file `ino`, assembled from the tree's description of its
+/// content (independently of the filesystem core, whose answers tests
+/// compare with this).
 pub fn read_ino(v: &View, ino: Ino) -> Vec<u8> {
     let len = v.content(ino).expect("a file").len();
-    let mut out = Vec::new();
-    v.write_range(ino, 0, len, &mut out).unwrap();
+    let out = read_range(v, ino, 0, len);
     assert_eq!(out.len() as u64, len);
+    out
+}
+
+/// `size` bytes of file `ino` from `offset`, like [`read_ino`].
+pub fn read_range(v: &View, ino: Ino, offset: u64, size: u64) -> Vec<u8> {
+    let piece = v.content(ino).expect("a file").read(offset, size);
+    let mut out = piece.head.to_vec();
+    if let Some((id, span)) = piece.tail {
+        out.extend_from_slice(v.sources[id].slice(span));
+    }
     out
 }
 

@@ -128,6 +128,34 @@ impl Mounted {
         Mounted { dir, _tmp: tmp }
     }
 
+    /// Mounts `source` detached under a new directory in `dir`, logging at
+    /// `rust_log` (`None`: the default level) to a file. Returns the mount
+    /// point and the log; unmount with `ptefs umount`.
+    pub fn logged(source: &Path, dir: &Path, rust_log: Option<&str>) -> (PathBuf, PathBuf) {
+        let log = dir.join("ptefs.log");
+        let mnt = dir.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let mut cmd = Command::new(ptefs_bin());
+        match rust_log {
+            Some(level) => cmd.env("RUST_LOG", level),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let out = cmd
+            .arg("mount")
+            .arg(source)
+            .arg(&mnt)
+            .arg("--log-file")
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mount failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (mnt, log)
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
     }

@@ -3,15 +3,18 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::mpsc;
 
-use fuser::{Config, Session};
+use fuser::{Config, Session, SessionUnmounter};
+use nix::fcntl::OFlag;
+use nix::sys::signal::{SigSet, Signal};
+use nix::unistd::{ForkResult, dup2_stderr, dup2_stdin, dup2_stdout, fork, pipe2, setsid};
 
 use super::mountpoint::unmount_path;
 use super::options::Options;
 use crate::cli::{OK, TROUBLE, error};
+use crate::fs::Fs;
 use crate::fuse::PtefsFs;
 use crate::view::View;
 
@@ -37,33 +40,25 @@ pub(super) fn detach(
         ),
         None => None,
     };
-    let mut fds = [0; 2];
-    // SAFETY: pipe writes two new descriptors into the array we own.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        error(format_args!("pipe: {}", io::Error::last_os_error()));
-        return Err(TROUBLE);
-    }
-    // SAFETY: both descriptors were just created and are owned here only.
-    let (read_end, write_end) =
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: no other thread exists yet (the view is built on this one), so
-    // the child may go on running ordinary Rust code.
-    match unsafe { libc::fork() } {
-        -1 => {
-            error(format_args!("fork: {}", io::Error::last_os_error()));
+    // Close-on-exec: fusermount3, which the daemon runs to mount, stays
+    // behind with auto_unmount, and must not hold the parent's pipe open.
+    let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(|e| {
+        error(format_args!("pipe: {e}"));
+        TROUBLE
+    })?;
+    debug_assert_eq!(thread_count(), 1, "fork needs a single thread");
+    // SAFETY: after fork in a multithreaded process the child may only make
+    // async-signal-safe calls, as locks other threads held stay locked.
+    // This process has one thread (the view is built on it and no thread is
+    // started before this point), so the child may run ordinary Rust code.
+    match unsafe { fork() } {
+        Err(e) => {
+            error(format_args!("fork: {e}"));
             Err(TROUBLE)
         }
-        0 => {
+        Ok(ForkResult::Child) => {
             drop(read_end);
-            // SAFETY: setsid has no memory-safety preconditions.
-            unsafe { libc::setsid() };
-            // Log to the file from the start; failures before the mount is
-            // live still reach the terminal, through the parent.
-            if let Some(l) = &log {
-                use std::os::fd::AsRawFd;
-                // SAFETY: dup2 onto stderr from a descriptor we own.
-                unsafe { libc::dup2(l.as_raw_fd(), 2) };
-            }
+            become_daemon(log.as_ref());
             let status = serve(
                 view,
                 mountpoint,
@@ -73,7 +68,7 @@ pub(super) fn detach(
             );
             std::process::exit(status.unwrap_or_else(|c| c));
         }
-        _child => {
+        Ok(ForkResult::Parent { .. }) => {
             drop(write_end);
             drop(view);
             let mut report = String::new();
@@ -90,6 +85,34 @@ pub(super) fn detach(
                 }
             }
         }
+    }
+}
+
+/// Threads of this process.
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(1, |d| d.count())
+}
+
+/// Leaves the terminal's session and stdin, which fusermount3 would
+/// otherwise inherit and keep, and logs to the file from the start.
+/// Failures before the mount is live still reach the terminal through the
+/// parent.
+fn become_daemon(log: Option<&File>) {
+    if let Err(e) = setsid() {
+        log::warn!("setsid: {e}");
+    }
+    match File::open("/dev/null") {
+        Ok(null) => {
+            if let Err(e) = dup2_stdin(&null) {
+                log::warn!("stdin: {e}");
+            }
+        }
+        Err(e) => log::warn!("/dev/null: {e}"),
+    }
+    if let Some(l) = log
+        && let Err(e) = dup2_stderr(l)
+    {
+        log::warn!("log file: {e}");
     }
 }
 
@@ -120,15 +143,17 @@ pub(super) fn serve(
     // Signals are taken by one thread with sigwait; every other thread,
     // including fuser's, inherits this mask.
     let signals = block_signals();
-    let fs = PtefsFs::new(view, current_uid(), current_gid());
+    keep_inherited_descriptors_from_helpers();
+    let fs = PtefsFs::new(Fs::new(view));
     let mut config = Config::default();
     config.mount_options = options.mount.clone();
     config.acl = options.acl;
     config.n_threads = Some(usize::from(threads));
     config.clone_fd = true;
     let mut session = Session::new(fs, mountpoint, &config)
-        .map_err(|e| fail(format!("{}: cannot mount: {e}", mountpoint.display())))?;
-    let mut unmounter = session.unmount_callable();
+        .map_err(|e| fail(cannot_mount(mountpoint, options, &e)))?;
+    let unmounter = session.unmount_callable();
+    release_free_heap();
     let (tx, rx) = mpsc::channel::<Event>();
     let ended = tx.clone();
     std::thread::Builder::new()
@@ -140,15 +165,7 @@ pub(super) fn serve(
         .map_err(|e| fail(format!("cannot start: {e}")))?;
     std::thread::Builder::new()
         .name("signals".into())
-        .spawn(move || {
-            let mut sig = 0;
-            // SAFETY: `signals` is an initialized set; sig is written by sigwait.
-            while unsafe { libc::sigwait(&signals, &mut sig) } == 0 {
-                if tx.send(Event::Signal(sig)).is_err() {
-                    break;
-                }
-            }
-        })
+        .spawn(move || forward_signals(signals, tx))
         .map_err(|e| fail(format!("cannot start: {e}")))?;
     // The mount answers once the workers run: prove it before reporting.
     std::fs::metadata(mountpoint).map_err(|e| {
@@ -164,10 +181,28 @@ pub(super) fn serve(
         drop(r);
         redirect_stdio(log.as_ref());
     }
+    serve_until_unmounted(&rx, unmounter, mountpoint)
+}
+
+/// Sends each signal of `signals` as it arrives, until nobody listens.
+fn forward_signals(signals: SigSet, tx: mpsc::Sender<Event>) {
+    while let Ok(sig) = signals.wait() {
+        if tx.send(Event::Signal(sig)).is_err() {
+            break;
+        }
+    }
+}
+
+/// Unmounts on a signal, and returns when the session ends.
+fn serve_until_unmounted(
+    rx: &mpsc::Receiver<Event>,
+    mut unmounter: SessionUnmounter,
+    mountpoint: &Path,
+) -> Result<i32, i32> {
     loop {
         match rx.recv() {
             Ok(Event::Signal(sig)) => {
-                log::info!("signal {sig}: unmounting {}", mountpoint.display());
+                log::info!("{sig}: unmounting {}", mountpoint.display());
                 if let Err(e) = unmounter.unmount() {
                     log::warn!("unmount failed ({e}); detaching lazily");
                     if let Err(e) = unmount_path(mountpoint, true) {
@@ -200,8 +235,7 @@ fn raise_readahead(mountpoint: &Path) {
         return;
     };
     let dev = meta.dev();
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
     let path = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
     match std::fs::write(&path, READAHEAD_KB.to_string()) {
         Ok(()) => log::debug!("{path}: {READAHEAD_KB}"),
@@ -210,46 +244,91 @@ fn raise_readahead(mountpoint: &Path) {
 }
 
 enum Event {
-    Signal(i32),
+    Signal(Signal),
     Ended(Option<String>),
 }
 
-fn block_signals() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data; sigemptyset initializes it before use,
-    // and pthread_sigmask only reads it.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaddset(&mut set, s);
+/// Blocks SIGINT, SIGTERM and SIGHUP in this thread, and so in every
+/// thread started after, and returns them for [`SigSet::wait`].
+fn block_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(s);
+    }
+    if let Err(e) = set.thread_block() {
+        log::warn!("cannot block signals: {e}");
+    }
+    set
+}
+
+/// Why the mount failed. fusermount3 refuses an unprivileged
+/// `allow_other`, which fuser also asks for `allow_root` and
+/// `auto_unmount`: name the option the user gave instead.
+fn cannot_mount(mountpoint: &Path, options: &Options, e: &io::Error) -> String {
+    let shown = mountpoint.display();
+    match options.lets_others_in {
+        Some(opt)
+            if e.kind() == io::ErrorKind::PermissionDenied
+                && e.to_string().contains("user_allow_other") =>
+        {
+            let why = if opt == "auto_unmount" {
+                " (fusermount3 unmounts only mounts root may enter)"
+            } else {
+                ""
+            };
+            format!(
+                "{shown}: cannot mount: -o {opt} is for root only, unless /etc/fuse.conf has the line `user_allow_other`{why}"
+            )
         }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
+        _ => format!("{shown}: cannot mount: {e}"),
     }
 }
 
-/// Points stdin and stdout at /dev/null and stderr at the log (or
-/// /dev/null), so the detached daemon holds no terminal.
+/// Marks every descriptor from 3 up close-on-exec, so that those the
+/// caller passed down (a shell's redirections, a supervisor's pipe) do not
+/// reach fusermount3, which with auto_unmount outlives the mount command.
+/// The daemon's own descriptors are close-on-exec already.
+fn keep_inherited_descriptors_from_helpers() {
+    // SAFETY: with CLOSE_RANGE_CLOEXEC, close_range closes nothing: it only
+    // sets a flag that takes effect at exec, so no owner of a descriptor is
+    // affected. Neither nix nor std wraps it.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if done != 0 {
+        log::debug!("close_range: {}", io::Error::last_os_error());
+    }
+}
+
+/// Hands the heap that building the view freed back to the system: the
+/// daemon may serve for days, and glibc keeps freed memory otherwise.
+#[cfg(target_env = "gnu")]
+fn release_free_heap() {
+    // SAFETY: malloc_trim has no preconditions; it only returns free pages
+    // of the heap to the kernel. nix has no wrapper for it.
+    unsafe { libc::malloc_trim(0) };
+}
+
+#[cfg(not(target_env = "gnu"))]
+fn release_free_heap() {}
+
+/// Points stdout at /dev/null and stderr at the log (or /dev/null), so
+/// the detached daemon holds nothing of the terminal.
 fn redirect_stdio(log: Option<&File>) {
-    use std::os::fd::AsRawFd;
-    let Ok(null) = OpenOptions::new().read(true).write(true).open("/dev/null") else {
+    let Ok(null) = OpenOptions::new().write(true).open("/dev/null") else {
         return;
     };
-    let err = log.map_or(null.as_raw_fd(), |l| l.as_raw_fd());
-    // SAFETY: dup2 onto the standard descriptors from descriptors we own.
-    unsafe {
-        libc::dup2(null.as_raw_fd(), 0);
-        libc::dup2(null.as_raw_fd(), 1);
-        libc::dup2(err, 2);
+    let stdout = dup2_stdout(&null);
+    let stderr = match log {
+        Some(l) => dup2_stderr(l),
+        None => dup2_stderr(&null),
+    };
+    if let Err(e) = stdout.and(stderr) {
+        log::warn!("cannot leave the terminal: {e}");
     }
-}
-
-fn current_uid() -> u32 {
-    // SAFETY: getuid cannot fail.
-    unsafe { libc::getuid() }
-}
-
-fn current_gid() -> u32 {
-    // SAFETY: getgid cannot fail.
-    unsafe { libc::getgid() }
 }

@@ -12,6 +12,7 @@ mod options;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use nix::errno::Errno;
 
 use super::{OK, TROUBLE, error, open_view};
 use crate::view::Request;
@@ -19,6 +20,15 @@ use mountpoint::{check_dev_fuse, check_mountpoint, mount_at, unmount_path};
 use options::parse_options;
 
 #[derive(Args, Debug)]
+#[command(after_help = "\
+Examples:
+  ptefs mount model.pte /tmp/model
+      shows model.pte read-only under /tmp/model; returns once it answers
+  ptefs mount model.pte --data weights.ptd -o allow_other /tmp/model
+      with the tensors model.pte keeps in weights.ptd; others may read it
+  ptefs mount --subdirs exports/ /tmp/all
+      one directory per model in exports/ and its subdirectories
+  ptefs umount /tmp/model")]
 pub(super) struct MountArgs {
     /// Files or directories to show, then the mount point.
     #[arg(required = true, value_name = "SOURCE... MOUNTPOINT")]
@@ -26,9 +36,9 @@ pub(super) struct MountArgs {
     /// A .ptd whose tensors and named blobs programs may use (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
-    /// Descend into subdirectories of directory sources.
-    #[arg(short = 'R', long)]
-    recursive: bool,
+    /// Take models from subdirectories of directory sources too.
+    #[arg(long)]
+    subdirs: bool,
     /// Stay in the foreground, logging to stderr.
     #[arg(short = 'f', long)]
     foreground: bool,
@@ -62,14 +72,15 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
                 .to_string()
         })
         .unwrap_or_default();
-    let options = parse_options(&args.options, &source_name).map_err(|e| {
+    let root = nix::unistd::geteuid().is_root();
+    let options = parse_options(&args.options, &source_name, root).map_err(|e| {
         error(e);
         TROUBLE
     })?;
     let view = open_view(&Request {
         inputs,
         data: args.data,
-        recursive: args.recursive,
+        recursive: args.subdirs,
     })?;
     let mountpoint = check_mountpoint(&mountpoint).map_err(|e| {
         error(e);
@@ -108,11 +119,11 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
         }
     }
     unmount_path(&path, false).map(|()| OK).map_err(|e| {
-        error(if e.contains("busy") || e.contains("EBUSY") {
-            format!("{e} (close what uses it, or `umount -l`)")
+        if e.errno() == Some(Errno::EBUSY) {
+            error(format_args!("{e} (close what uses it, or `umount -l`)"));
         } else {
-            e
-        });
+            error(e);
+        }
         TROUBLE
     })
 }

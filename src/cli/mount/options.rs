@@ -7,8 +7,21 @@ use fuser::{MountOption, SessionACL};
 pub(super) struct Options {
     pub(super) mount: Vec<MountOption>,
     pub(super) acl: SessionACL,
+    /// The option given that lets others than the owner in (`allow_other`,
+    /// `allow_root`, or `auto_unmount`, which needs root let in): fuser
+    /// asks fusermount3 for `allow_other` in every case, and its refusal
+    /// must name what the user wrote.
+    pub(super) lets_others_in: Option<&'static str>,
 }
 
+/// A mount option ptefs does not take.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub(super) enum OptionError {
+    #[error("mount option \"rw\" is not supported: ptefs mounts are read-only")]
+    ReadWrite,
+    #[error("unknown mount option \"{0}\"")]
+    Unknown(String),
+}
 /// Generic options mount(8) passes that mean nothing to a read-only FUSE
 /// filesystem, or that mount(8) itself acts on.
 const ACCEPTED: &[&str] = &[
@@ -37,9 +50,20 @@ const ACCEPTED: &[&str] = &[
     "dirsync",
 ];
 
-pub(super) fn parse_options(given: &[String], source: &str) -> Result<Options, String> {
-    let mut mount = vec![MountOption::RO, MountOption::FSName(source.to_owned())];
+/// Parses `-o` options. `source` names the mount (its fsname) unless
+/// `fsname=` is given; `root` says whether the mounting user is root.
+pub(super) fn parse_options(
+    given: &[String],
+    source: &str,
+    root: bool,
+) -> Result<Options, OptionError> {
+    let mut fsname = source.to_owned();
+    // Kernel permission checks on the modes the tree gives: without this
+    // option FUSE leaves access to the filesystem, and with allow_other
+    // everyone could read what the modes deny.
+    let mut mount = vec![MountOption::RO, MountOption::DefaultPermissions];
     let mut acl = SessionACL::Owner;
+    let mut lets_others_in = None;
     let mut subtype = "ptefs".to_owned();
     let mut auto_unmount = false;
     for opt in given
@@ -48,12 +72,19 @@ pub(super) fn parse_options(given: &[String], source: &str) -> Result<Options, S
         .filter(|o| !o.is_empty())
     {
         match opt {
-            "rw" => return Err("ptefs is read-only: the option \"rw\" is not supported".into()),
-            "allow_other" => acl = SessionACL::All,
-            "allow_root" if acl == SessionACL::Owner => acl = SessionACL::RootAndOwner,
-            "allow_root" => {}
+            "rw" => return Err(OptionError::ReadWrite),
+            "allow_other" => {
+                acl = SessionACL::All;
+                lets_others_in = Some("allow_other");
+            }
+            "allow_root" => {
+                if acl == SessionACL::Owner {
+                    acl = SessionACL::RootAndOwner;
+                }
+                lets_others_in = lets_others_in.or(Some("allow_root"));
+            }
             "auto_unmount" => auto_unmount = true,
-            "default_permissions" => mount.push(MountOption::DefaultPermissions),
+            "default_permissions" => {}
             "nosuid" => mount.push(MountOption::NoSuid),
             "suid" => mount.push(MountOption::Suid),
             "nodev" => mount.push(MountOption::NoDev),
@@ -62,13 +93,10 @@ pub(super) fn parse_options(given: &[String], source: &str) -> Result<Options, S
             "exec" => mount.push(MountOption::Exec),
             "noatime" => mount.push(MountOption::NoAtime),
             "atime" => mount.push(MountOption::Atime),
-            o if o.starts_with("fsname=") => {
-                mount.retain(|m| !matches!(m, MountOption::FSName(_)));
-                mount.push(MountOption::FSName(o["fsname=".len()..].to_owned()));
-            }
+            o if o.starts_with("fsname=") => fsname = o["fsname=".len()..].to_owned(),
             o if o.starts_with("subtype=") => subtype = o["subtype=".len()..].to_owned(),
             o if ACCEPTED.contains(&o) || o.starts_with("x-") || o.starts_with("comment=") => {}
-            o => return Err(format!("unknown mount option \"{o}\"")),
+            o => return Err(OptionError::Unknown(o.to_owned())),
         }
     }
     if auto_unmount {
@@ -78,11 +106,36 @@ pub(super) fn parse_options(given: &[String], source: &str) -> Result<Options, S
         if acl == SessionACL::Owner {
             acl = SessionACL::RootAndOwner;
         }
+        lets_others_in = lets_others_in.or(Some("auto_unmount"));
     }
+    // fuser mounts with mount(2) as root, through fusermount3 otherwise and
+    // always for auto_unmount; only fusermount3 reads escapes.
+    if !root || auto_unmount {
+        fsname = escape_for_fusermount(&fsname);
+    }
+    mount.push(MountOption::FSName(fsname));
     // A kernel option too, so that mounts made by root through mount(2)
     // show as fuse.ptefs just as those made by fusermount3 do.
     mount.push(MountOption::CUSTOM(format!("subtype={subtype}")));
-    Ok(Options { mount, acl })
+    Ok(Options {
+        mount,
+        acl,
+        lets_others_in,
+    })
+}
+
+/// fusermount3 splits its options at commas and reads a backslash as
+/// "take the next character as it is"; mount(2), which root uses, takes
+/// the name unescaped.
+fn escape_for_fusermount(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if c == ',' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -91,27 +144,52 @@ mod tests {
 
     #[test]
     fn options_are_checked_by_name() {
-        let o = parse_options(
-            &["ro,nosuid".into(), "allow_other,fsname=m".into()],
-            "/x.pte",
-        )
-        .unwrap();
+        let given = ["ro,nosuid".into(), "allow_other,fsname=m".into()];
+        let o = parse_options(&given, "/x.pte", true).unwrap();
         assert_eq!(o.acl, SessionACL::All);
+        assert_eq!(o.lets_others_in, Some("allow_other"));
         assert!(o.mount.contains(&MountOption::NoSuid));
+        assert!(o.mount.contains(&MountOption::DefaultPermissions));
         assert!(o.mount.contains(&MountOption::FSName("m".into())));
         assert!(!o.mount.contains(&MountOption::FSName("/x.pte".into())));
         assert!(
             o.mount
                 .contains(&MountOption::CUSTOM("subtype=ptefs".into()))
         );
-        let e = parse_options(&["ro,rw".into()], "x").unwrap_err();
-        assert!(e.contains("\"rw\" is not supported"), "{e}");
-        let e = parse_options(&["big_writes".into()], "x").unwrap_err();
-        assert_eq!(e, "unknown mount option \"big_writes\"");
-        let o = parse_options(&["auto_unmount".into()], "x").unwrap();
+        let e = parse_options(&["ro,rw".into()], "x", true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "mount option \"rw\" is not supported: ptefs mounts are read-only"
+        );
+        let e = parse_options(&["big_writes".into()], "x", true).unwrap_err();
+        assert_eq!(e.to_string(), "unknown mount option \"big_writes\"");
+        let o = parse_options(&["auto_unmount".into()], "x", true).unwrap();
         assert_eq!(o.acl, SessionACL::RootAndOwner);
+        assert_eq!(o.lets_others_in, Some("auto_unmount"));
         assert!(o.mount.contains(&MountOption::AutoUnmount));
+        let o = parse_options(&["allow_root,auto_unmount".into()], "x", true).unwrap();
+        assert_eq!(o.lets_others_in, Some("allow_root"));
+        let o = parse_options(&["allow_root,allow_other".into()], "x", true).unwrap();
+        assert_eq!(
+            (o.acl, o.lets_others_in),
+            (SessionACL::All, Some("allow_other"))
+        );
+        assert_eq!(parse_options(&[], "x", true).unwrap().lets_others_in, None);
         // What mount.fuse3 passes for `mount -t fuse.ptefs ... -o ro`.
-        assert!(parse_options(&["ro,dev,suid".into()], "x").is_ok());
+        assert!(parse_options(&["ro,dev,suid".into()], "x", true).is_ok());
+    }
+
+    #[test]
+    fn fusermount_gets_the_name_escaped_and_mount_2_as_it_is() {
+        let name = |root, opts: &str| {
+            let o = parse_options(&[opts.into()], r"/m/a,b\c.pte", root).unwrap();
+            o.mount.into_iter().find_map(|m| match m {
+                MountOption::FSName(n) => Some(n),
+                _ => None,
+            })
+        };
+        assert_eq!(name(false, "").unwrap(), r"/m/a\,b\\c.pte");
+        assert_eq!(name(true, "auto_unmount").unwrap(), r"/m/a\,b\\c.pte");
+        assert_eq!(name(true, "ro").unwrap(), r"/m/a,b\c.pte");
     }
 }

@@ -1,4 +1,5 @@
-//! Lays out the tree of LAYOUT.md from parsed files.
+//! Lays out the tree from parsed files, as README's "The tree" section
+//! documents it.
 
 mod bundled;
 mod data;
@@ -25,10 +26,11 @@ pub struct Input<'a> {
     pub parsed: Parsed<'a>,
 }
 
-/// Builds the tree. One input is shown at the root; several get one
-/// directory each, named by their base names. Every data file in `attached`
-/// supplies external tensors and named blobs to every program.
-pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>]) -> Tree {
+/// Builds the tree. One input is shown at the root unless `one_dir_each`;
+/// otherwise each gets a directory named by its base name. Every data file
+/// in `attached` supplies external tensors and named blobs to every
+/// program.
+pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>], one_dir_each: bool) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -45,7 +47,7 @@ pub fn build(inputs: &[Input<'_>], attached: &[Input<'_>]) -> Tree {
         b.source_names.insert(i.source, i.name.clone());
     }
     let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
-    if let [only] = inputs {
+    if let ([only], false) = (inputs, one_dir_each) {
         b.input(root, only, &data);
     } else {
         let mut names = DirNames::default();
@@ -145,6 +147,24 @@ impl Builder {
             source_names,
             warnings: self.warnings,
         }
+    }
+
+    /// The path of directory `ino` built so far, for messages.
+    fn path_of(&self, mut ino: Ino) -> String {
+        let mut parts = Vec::new();
+        while ino != ROOT {
+            let Some(node) = self.nodes.get(ino as usize - 1) else {
+                break;
+            };
+            let name = match &self.nodes[node.parent as usize - 1].kind {
+                NodeKind::Dir(entries) => entries.iter().find(|e| e.ino == ino).map(|e| &*e.name),
+                NodeKind::File(_) => None,
+            };
+            parts.push(name.unwrap_or("?"));
+            ino = node.parent;
+        }
+        parts.reverse();
+        parts.join("/")
     }
 
     /// Adds `name` to directory `parent` as a name of `ino`.
@@ -255,8 +275,17 @@ impl Builder {
         self.file(dir.ino, name, Content::Generated(bytes), None);
     }
 
+    /// `name` holding `v` as JSON. Should rendering fail, the file holds
+    /// `{"error": ...}` instead and the tree's warnings say so.
     fn json(&mut self, dir: &mut Dir, name: &str, v: &impl serde::Serialize) {
-        self.generated(dir, name, render::json(v));
+        let bytes = render::json(v).unwrap_or_else(|e| {
+            self.warnings.push(format!(
+                "{}: cannot render {name}: {e}",
+                self.path_of(dir.ino)
+            ));
+            render::json(&serde_json::json!({ "error": e.to_string() })).unwrap_or_default()
+        });
+        self.generated(dir, name, bytes);
     }
 
     /// `<stem>.bin`, a raw range of a source. Returns its name.

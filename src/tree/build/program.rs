@@ -197,13 +197,8 @@ impl Builder {
         let TensorData::External { key } = t.data else {
             return None;
         };
-        let found = data.iter().find_map(|d| {
-            d.file
-                .entries
-                .iter()
-                .find(|e| e.key == key)
-                .map(|e| (d, e.span))
-        });
+        let found = crate::meta::external::find(data.iter().map(|d| d.file), key)
+            .map(|(i, e)| (&data[i], e.span));
         match found {
             Some((d, span)) if span.len >= t.nbytes => Some((
                 Origin {

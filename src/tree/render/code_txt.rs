@@ -112,7 +112,7 @@ fn argument(plan: fb::ExecutionPlan<'_>, id: i32) -> String {
         x.bool_val().to_string()
     } else if let Some(x) = v.val_as_string() {
         let text = clip(x.string_val().unwrap_or(""), STRING_BYTES);
-        serde_json::to_string(&text).unwrap_or_default()
+        serde_json::Value::String(text.into_owned()).to_string()
     } else if v.val_as_null().is_some() {
         "None".to_owned()
     } else if let Some(x) = v.val_as_int_list() {

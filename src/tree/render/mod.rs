@@ -10,8 +10,8 @@ pub mod xnnpack_json;
 use serde::Serialize;
 
 /// Pretty-printed JSON with a final newline.
-pub fn json(v: &impl Serialize) -> Box<[u8]> {
-    let mut out = serde_json::to_vec_pretty(v).unwrap_or_default();
+pub fn json(v: &impl Serialize) -> serde_json::Result<Box<[u8]>> {
+    let mut out = serde_json::to_vec_pretty(v)?;
     out.push(b'\n');
-    out.into_boxed_slice()
+    Ok(out.into_boxed_slice())
 }

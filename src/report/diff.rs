@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::format::{DataFile, Parsed, ProgramFile, TensorData, operator_name, scalar};
+use crate::format::{DataFile, Parsed, ProgramFile, TensorData, scalar};
 use crate::schema::ScalarType;
-use crate::schema::program as fb;
+use crate::text::escape;
 
 /// Everything that differs; empty when nothing does at this level.
 #[derive(Debug, Default, Serialize)]
@@ -77,12 +77,23 @@ pub struct TensorChange {
     /// Elements in all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elements: Option<u64>,
-    /// Float tensors: the largest |a - b|.
+    /// Float tensors: the largest |a - b| over pairs of finite numbers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_abs_diff: Option<f64>,
-    /// Float tensors: the largest |a - b| / |a| over elements where a != 0.
+    /// Float tensors: the largest |a - b| / |b| over pairs of finite
+    /// numbers where b != 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rel_diff: Option<f64>,
+    /// Float tensors: NaN elements in A.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nan_a: Option<u64>,
+    /// Float tensors: NaN elements in B.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nan_b: Option<u64>,
+    /// Float tensors: differing pairs where either side is NaN or an
+    /// infinity (left out of the maxima).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nonfinite_differences: Option<u64>,
 }
 
 /// A tensor with its bytes, from either kind of file.
@@ -97,7 +108,7 @@ pub struct Side<'p, 'a> {
     /// The file.
     pub parsed: &'p Parsed<'a>,
     /// Data files that supply its external tensors.
-    pub data: &'p [DataFile<'a>],
+    pub data: &'p [&'p DataFile<'a>],
 }
 
 /// Compares two files.
@@ -164,30 +175,13 @@ fn methods(a: &ProgramFile<'_>, b: &ProgramFile<'_>, r: &mut Report) {
     }
 }
 
-/// Kernel calls per `name.overload` in method `name`.
+/// Instructions per operator (and per other kind) in method `name`.
 fn operator_counts(p: &ProgramFile<'_>, name: &str) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    let Some(m) = p.methods.iter().find(|m| m.name == name) else {
-        return counts;
-    };
-    for ins in m
-        .plan
-        .chains()
+    p.methods
         .iter()
-        .flatten()
-        .flat_map(|c| c.instructions().into_iter().flatten())
-    {
-        let key = match ins.instr_args_as_kernel_call() {
-            Some(k) => operator_name(m.plan, k.op_index())
-                .unwrap_or_else(|| "<invalid operator>".to_owned()),
-            None if ins.instr_args_type() == fb::InstructionArguments::DelegateCall => {
-                "<delegate>".to_owned()
-            }
-            None => continue,
-        };
-        *counts.entry(key).or_default() += 1;
-    }
-    counts
+        .find(|m| m.name == name)
+        .map(|m| crate::meta::ops::instruction_counts(m.plan))
+        .unwrap_or_default()
 }
 
 /// Every tensor by its name: the fully qualified name where the file has
@@ -212,11 +206,11 @@ fn tensors_of<'a>(side: &Side<'_, 'a>) -> BTreeMap<String, Tensor<'a>> {
             for m in &p.methods {
                 for t in &m.tensors {
                     let bytes = match &t.data {
-                        TensorData::External { key } => side
-                            .data
-                            .iter()
-                            .find_map(|d| d.entries.iter().find(|e| e.key == *key).map(|e| (d, e)))
-                            .and_then(|(d, e)| e.span.bytes(d.bytes).get(..t.nbytes as usize)),
+                        TensorData::External { key } => {
+                            crate::meta::external::find(side.data.iter().copied(), key).and_then(
+                                |(i, e)| e.span.bytes(side.data[i].bytes).get(..t.nbytes as usize),
+                            )
+                        }
                         other => other.span().map(|s| s.bytes(p.bytes)),
                     };
                     let name = t
@@ -260,6 +254,9 @@ fn tensors(a: &BTreeMap<String, Tensor<'_>>, b: &BTreeMap<String, Tensor<'_>>, r
             elements: None,
             max_abs_diff: None,
             max_rel_diff: None,
+            nan_a: None,
+            nan_b: None,
+            nonfinite_differences: None,
         };
         if ta.scalar_type != tb.scalar_type {
             c.retyped = Some((scalar::name(ta.scalar_type), scalar::name(tb.scalar_type)));
@@ -278,38 +275,44 @@ fn tensors(a: &BTreeMap<String, Tensor<'_>>, b: &BTreeMap<String, Tensor<'_>>, r
 }
 
 /// Fills in how the elements of two same-typed, same-shaped tensors differ.
+/// For floats, NaN equals NaN and an infinity equals itself; a pair where
+/// either side is NaN or infinite and the two differ is counted apart and
+/// left out of the maxima, which cover pairs of finite numbers.
 fn values(t: ScalarType, a: &[u8], b: &[u8], c: &mut TensorChange) {
     let size = scalar::element_size(t).unwrap_or(1).max(1) as usize;
-    let n = a.len().min(b.len()) / size;
-    c.elements = Some(n as u64);
-    c.differing_elements = Some(
-        a.chunks_exact(size)
-            .zip(b.chunks_exact(size))
-            .filter(|(x, y)| x != y)
-            .count() as u64,
-    );
+    let pairs = || a.chunks_exact(size).zip(b.chunks_exact(size));
+    c.elements = Some(pairs().count() as u64);
     let Some(decode) = float_decoder(t) else {
+        c.differing_elements = Some(pairs().filter(|(x, y)| x != y).count() as u64);
         return;
     };
-    let (mut abs, mut rel) = (0f64, 0f64);
-    for (x, y) in a.chunks_exact(size).zip(b.chunks_exact(size)) {
+    let (mut differing, mut nan_a, mut nan_b, mut nonfinite) = (0, 0, 0, 0);
+    let (mut abs, mut rel): (Option<f64>, Option<f64>) = (None, None);
+    for (x, y) in pairs() {
         let (x, y) = (decode(x), decode(y));
-        let d = if x.is_nan() || y.is_nan() {
-            if x.is_nan() && y.is_nan() {
-                0.0
-            } else {
-                f64::INFINITY
-            }
-        } else {
-            (x - y).abs()
-        };
-        abs = abs.max(d);
-        if x != 0.0 && !x.is_nan() {
-            rel = rel.max(d / x.abs());
+        nan_a += u64::from(x.is_nan());
+        nan_b += u64::from(y.is_nan());
+        if x == y || (x.is_nan() && y.is_nan()) {
+            continue;
+        }
+        differing += 1;
+        if !x.is_finite() || !y.is_finite() {
+            nonfinite += 1;
+            continue;
+        }
+        let d = (x - y).abs();
+        abs = Some(abs.map_or(d, |m| m.max(d)));
+        if y != 0.0 {
+            let r = d / y.abs();
+            rel = Some(rel.map_or(r, |m| m.max(r)));
         }
     }
-    c.max_abs_diff = Some(abs);
-    c.max_rel_diff = Some(rel);
+    c.differing_elements = Some(differing);
+    c.max_abs_diff = abs;
+    c.max_rel_diff = rel;
+    c.nan_a = Some(nan_a);
+    c.nan_b = Some(nan_b);
+    c.nonfinite_differences = Some(nonfinite);
 }
 
 type Decode = fn(&[u8]) -> f64;
@@ -406,42 +409,56 @@ pub fn text(r: &Report) -> String {
         let _ = writeln!(o, "kind: {a} -> {b}");
     }
     for m in &r.methods_added {
-        let _ = writeln!(o, "method added: {m}");
+        let _ = writeln!(o, "method added: {}", escape(m));
     }
     for m in &r.methods_removed {
-        let _ = writeln!(o, "method removed: {m}");
+        let _ = writeln!(o, "method removed: {}", escape(m));
     }
     for (m, ops) in &r.operator_counts {
         for (op, (a, b)) in ops {
-            let _ = writeln!(o, "method {m}: {op} calls {a} -> {b}");
+            let _ = writeln!(o, "method {}: {} calls {a} -> {b}", escape(m), escape(op));
         }
     }
     for t in &r.tensors_added {
-        let _ = writeln!(o, "tensor added: {} ({})", t.name, shape(t));
+        let _ = writeln!(o, "tensor added: {} ({})", escape(&t.name), shape(t));
     }
     for t in &r.tensors_removed {
-        let _ = writeln!(o, "tensor removed: {} ({})", t.name, shape(t));
+        let _ = writeln!(o, "tensor removed: {} ({})", escape(&t.name), shape(t));
     }
     for c in &r.tensors_changed {
         if let Some((a, b)) = &c.retyped {
-            let _ = writeln!(o, "tensor retyped: {} {a} -> {b}", c.name);
+            let _ = writeln!(o, "tensor retyped: {} {a} -> {b}", escape(&c.name));
         }
         if let Some((a, b)) = &c.reshaped {
-            let _ = writeln!(o, "tensor reshaped: {} {a:?} -> {b:?}", c.name);
+            let _ = writeln!(o, "tensor reshaped: {} {a:?} -> {b:?}", escape(&c.name));
         }
         if let (Some(d), Some(n)) = (c.differing_elements, c.elements) {
-            let mut line = format!("tensor changed: {} ({d} of {n} elements differ", c.name);
-            if let (Some(abs), Some(rel)) = (c.max_abs_diff, c.max_rel_diff) {
-                let _ = write!(line, "; max abs diff {abs:.6e}, max rel diff {rel:.6e}");
+            let mut line = format!(
+                "tensor changed: {} ({d} of {n} elements differ",
+                escape(&c.name)
+            );
+            if let Some(abs) = c.max_abs_diff {
+                let _ = write!(line, "; max abs diff {abs:.6e}");
+                if let Some(rel) = c.max_rel_diff {
+                    let _ = write!(line, ", max rel diff {rel:.6e}");
+                }
+            }
+            if let (Some(na), Some(nb)) = (c.nan_a, c.nan_b)
+                && na + nb > 0
+            {
+                let _ = write!(line, "; NaN: {na} in A, {nb} in B");
+            }
+            if let Some(k) = c.nonfinite_differences.filter(|&k| k > 0) {
+                let _ = write!(line, "; {k} differences involve NaN or infinity");
             }
             let _ = writeln!(o, "{line})");
         }
     }
     for (k, what) in &r.named {
-        let _ = writeln!(o, "named blob {what}: {k}");
+        let _ = writeln!(o, "named blob {what}: {}", escape(k));
     }
     for (k, what) in &r.delegates {
-        let _ = writeln!(o, "delegate blob {what}: {k}");
+        let _ = writeln!(o, "delegate blob {what}: {}", escape(k));
     }
     o
 }

@@ -1,0 +1,332 @@
+//! The filesystem core: every question a mount answers (lookup, getattr,
+//! readdir, open, read, extended attributes, statfs) as a plain call that
+//! returns a [`Result`] with a typed [`FsError`]. The FUSE adapter converts
+//! these to kernel replies and the offline commands (`ls`, `cat`, `stat`)
+//! print them, so mounted and offline answers agree by construction.
+
+mod attr;
+mod error;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+
+pub use attr::{Attr, BLOCK, FileKind, Owner};
+pub use error::{FsError, Result};
+
+use crate::format::Span;
+use crate::source::Source;
+use crate::tree::{Content, Ino, NodeKind, ROOT};
+use crate::view::View;
+
+/// A [`View`] served as a filesystem.
+#[derive(Debug)]
+pub struct Fs {
+    view: View,
+    owner: Owner,
+    mtime: SystemTime,
+    /// Whether each source's change was already logged.
+    change_logged: Vec<AtomicBool>,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, Copy)]
+pub struct DirEntry<'a> {
+    /// The position to ask for to continue after this entry.
+    pub next: u64,
+    /// The inode named.
+    pub ino: Ino,
+    /// The name (`.` and `..` included).
+    pub name: &'a str,
+    /// Directory or file.
+    pub kind: FileKind,
+}
+
+/// Bytes of a read.
+#[derive(Debug)]
+pub enum Data<'a> {
+    /// Rendered bytes held in memory.
+    Rendered(&'a [u8]),
+    /// Bytes of a source's memory map. Hand them to the kernel (a reply's
+    /// or a file's `write`), which reports a page the source lost since as
+    /// `EFAULT`; copying them in this process would fault instead.
+    Mapped(&'a [u8]),
+    /// Bytes assembled in memory (read with `pread`).
+    Owned(Vec<u8>),
+}
+
+impl Data<'_> {
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Data::Rendered(b) | Data::Mapped(b) => b.len(),
+            Data::Owned(v) => v.len(),
+        }
+    }
+
+    /// True when nothing was read (at or past the end).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What `statfs` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatFs {
+    /// Blocks of [`BLOCK`] bytes holding every file once.
+    pub blocks: u64,
+    /// Inodes.
+    pub files: u64,
+    /// Longest name.
+    pub name_max: u32,
+}
+
+impl Fs {
+    /// Serves `view`, owned by its first source's owner, with modes that
+    /// grant no more than its sources do.
+    pub fn new(view: View) -> Fs {
+        let first = view.sources.first();
+        let owner = Owner::of_sources(
+            first.map_or(0, |s| s.opened.uid),
+            first.map_or(0, |s| s.opened.gid),
+            view.sources.iter().map(|s| s.opened.mode),
+        );
+        let mtime = view
+            .sources
+            .iter()
+            .map(|s| s.opened.mtime())
+            .max()
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let change_logged = view
+            .sources
+            .iter()
+            .map(|_| AtomicBool::new(false))
+            .collect();
+        Fs {
+            view,
+            owner,
+            mtime,
+            change_logged,
+        }
+    }
+
+    /// The view served.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// Attributes of `ino`.
+    pub fn getattr(&self, ino: Ino) -> Result<Attr> {
+        let node = self.view.tree.node(ino).ok_or(FsError::NotFound)?;
+        let (kind, size, perm) = match &node.kind {
+            NodeKind::Dir(_) => (FileKind::Directory, 0, self.owner.dir_perm()),
+            NodeKind::File(f) => (FileKind::RegularFile, f.content.len(), self.owner.file_perm),
+        };
+        Ok(Attr {
+            ino,
+            kind,
+            size,
+            perm,
+            nlink: self.view.tree.nlink(ino),
+            uid: self.owner.uid,
+            gid: self.owner.gid,
+            mtime: self.mtime,
+        })
+    }
+
+    /// Attributes of the entry `name` of directory `parent`.
+    pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr> {
+        let tree = &self.view.tree;
+        if !tree.is_dir(parent) {
+            return Err(match tree.node(parent) {
+                Some(_) => FsError::NotDir(parent),
+                None => FsError::NotFound,
+            });
+        }
+        let ino = tree.lookup(parent, name).ok_or(FsError::NotFound)?;
+        self.getattr(ino)
+    }
+
+    /// The inode at `path` (`a/b/c` from the root; `.` and `..` work, and
+    /// so does the empty path).
+    pub fn resolve(&self, path: &str) -> Result<Ino> {
+        path.split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .try_fold(ROOT, |ino, c| match c {
+                ".." => Ok(self.view.tree.node(ino).ok_or(FsError::NotFound)?.parent),
+                c => self.lookup(ino, c.as_bytes()).map(|a| a.ino),
+            })
+    }
+
+    /// Every path under `from` (itself first), depth first in name order,
+    /// each with its inode; a file with several names appears once per name.
+    pub fn walk(&self, from: Ino) -> Vec<(String, Ino)> {
+        self.view.tree.walk(from)
+    }
+
+    /// Checks that directory `ino` can be opened.
+    pub fn opendir(&self, ino: Ino) -> Result<()> {
+        match self.getattr(ino)?.kind {
+            FileKind::Directory => Ok(()),
+            FileKind::RegularFile => Err(FsError::NotDir(ino)),
+        }
+    }
+
+    /// Checks that file `ino` can be opened, for writing or not.
+    pub fn open(&self, ino: Ino, write: bool) -> Result<()> {
+        if write {
+            return Err(FsError::ReadOnly);
+        }
+        match self.getattr(ino)?.kind {
+            FileKind::RegularFile => Ok(()),
+            FileKind::Directory => Err(FsError::IsDir(ino)),
+        }
+    }
+
+    /// Checks access to `ino`: writing never, executing a file never.
+    pub fn access(&self, ino: Ino, write: bool, exec: bool) -> Result<()> {
+        let attr = self.getattr(ino)?;
+        if write {
+            return Err(FsError::ReadOnly);
+        }
+        if exec && attr.kind == FileKind::RegularFile {
+            return Err(FsError::NotExecutable);
+        }
+        Ok(())
+    }
+
+    /// The entries of directory `ino` from position `offset` on, as the
+    /// kernel lists them: `.`, `..`, then the entries in name order. A large
+    /// directory is asked for a bufferful at a time, so this does not walk
+    /// what precedes `offset`.
+    pub fn readdir(&self, ino: Ino, offset: u64) -> Result<impl Iterator<Item = DirEntry<'_>>> {
+        let tree = &self.view.tree;
+        let node = tree.node(ino).ok_or(FsError::NotFound)?;
+        let NodeKind::Dir(entries) = &node.kind else {
+            return Err(FsError::NotDir(ino));
+        };
+        let dots = [(ino, "."), (node.parent, "..")].into_iter();
+        let named = entries.iter().map(|e| (e.ino, &*e.name));
+        let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+        let (dots_skip, named_skip) = (skip.min(2), skip.saturating_sub(2));
+        Ok(dots
+            .skip(dots_skip)
+            .chain(named.skip(named_skip))
+            .zip(offset + 1..)
+            .map(move |((ino, name), next)| DirEntry {
+                next,
+                ino,
+                name,
+                kind: if tree.is_dir(ino) {
+                    FileKind::Directory
+                } else {
+                    FileKind::RegularFile
+                },
+            }))
+    }
+
+    /// Up to `size` bytes of file `ino` from `offset`. Bytes of a source
+    /// that changed since the tree was built are refused (logged once per
+    /// source), never served mixed with the old tree.
+    pub fn read(&self, ino: Ino, offset: u64, size: u64) -> Result<Data<'_>> {
+        let content = self.content(ino)?;
+        let piece = content.read(offset, size);
+        let Some((id, span)) = piece.tail else {
+            return Ok(Data::Rendered(piece.head));
+        };
+        let source = self.source(id)?;
+        if piece.head.is_empty() {
+            return Ok(Data::Mapped(source.slice(span)));
+        }
+        // Straddling a rendered prefix and source bytes: assemble them,
+        // reading the source with pread rather than touching the map.
+        let mut buf = Vec::with_capacity(piece.len() as usize);
+        buf.extend_from_slice(piece.head);
+        self.pread(source, span, &mut buf)?;
+        Ok(Data::Owned(buf))
+    }
+
+    /// Like [`Fs::read`], but always a copy in memory, read with `pread`:
+    /// for callers that process the bytes themselves.
+    pub fn read_copy(&self, ino: Ino, offset: u64, size: u64) -> Result<Vec<u8>> {
+        let content = self.content(ino)?;
+        let piece = content.read(offset, size);
+        let mut buf = Vec::with_capacity(piece.len() as usize);
+        buf.extend_from_slice(piece.head);
+        if let Some((id, span)) = piece.tail {
+            let source = self.source(id)?;
+            self.pread(source, span, &mut buf)?;
+        }
+        Ok(buf)
+    }
+
+    /// The value of extended attribute `name` of `ino`.
+    pub fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        self.getattr(ino)?;
+        // `ls -l` asks every file for security.selinux and an ACL; answer
+        // those without building the attribute list.
+        if !name.starts_with(b"user.ptefs.") {
+            return Err(FsError::NoAttribute);
+        }
+        self.view
+            .tree
+            .xattrs(ino)
+            .into_iter()
+            .find(|(k, _)| k.as_bytes() == name)
+            .map(|(_, v)| v)
+            .ok_or(FsError::NoAttribute)
+    }
+
+    /// The names of `ino`'s extended attributes, each followed by a NUL.
+    pub fn listxattr(&self, ino: Ino) -> Result<Vec<u8>> {
+        self.getattr(ino)?;
+        let mut names = Vec::new();
+        for (k, _) in self.view.tree.xattrs(ino) {
+            names.extend_from_slice(k.as_bytes());
+            names.push(0);
+        }
+        Ok(names)
+    }
+
+    /// Every extended attribute of `ino`, sorted by name.
+    pub fn xattrs(&self, ino: Ino) -> Result<Vec<(&'static str, Vec<u8>)>> {
+        self.getattr(ino)?;
+        Ok(self.view.tree.xattrs(ino))
+    }
+
+    /// Sizes for `statfs`.
+    pub fn statfs(&self) -> StatFs {
+        StatFs {
+            blocks: self.view.tree.total_bytes().div_ceil(u64::from(BLOCK)),
+            files: self.view.tree.len() as u64,
+            name_max: 255,
+        }
+    }
+
+    fn content(&self, ino: Ino) -> Result<&Content> {
+        match &self.view.tree.node(ino).ok_or(FsError::NotFound)?.kind {
+            NodeKind::File(f) => Ok(&f.content),
+            NodeKind::Dir(_) => Err(FsError::IsDir(ino)),
+        }
+    }
+
+    /// Source `id`, if it is unchanged since it was opened.
+    fn source(&self, id: usize) -> Result<&Source> {
+        let source = &self.view.sources[id];
+        if let Err(why) = source.check_unchanged() {
+            if !self.change_logged[id].swap(true, Ordering::Relaxed) {
+                log::error!("{why}; reads of its bytes fail with EIO until it is remounted");
+            }
+            return Err(why.into());
+        }
+        Ok(source)
+    }
+
+    fn pread(&self, source: &Source, span: Span, out: &mut Vec<u8>) -> Result<()> {
+        source.read_span(span, out).map_err(|error| FsError::Read {
+            source_name: source.name.clone(),
+            offset: span.offset,
+            end: span.end(),
+            error,
+        })
+    }
+}
