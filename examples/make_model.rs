@@ -1,5 +1,5 @@
 //! Writes a synthetic program for benchmarks and load tests:
-//! `make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G]`.
+//! `make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G] [--last-seed S]`.
 //! The program has one method with N float tensors of B bytes each and,
 //! when G > 0, one more tensor of G bytes (value 0). Tensor bytes are a
 //! deterministic pattern, so no two tensors share a buffer.
@@ -16,8 +16,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let out = args
         .next()
-        .expect("usage: make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G]");
+        .expect("usage: make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G] [--last-seed S]");
     let (mut n, mut each, mut big) = (20_000u64, 56 * 1024u64, 1u64 << 30);
+    // Another pattern for the last tensor: a file that differs from the
+    // default one in its last tensor only, for `ptefs diff` against `cmp`.
+    let mut last_seed = None;
     while let Some(flag) = args.next() {
         let v: u64 = args
             .next()
@@ -27,6 +30,7 @@ fn main() {
             "--tensors" => n = v,
             "--tensor-bytes" => each = v,
             "--big-bytes" => big = v,
+            "--last-seed" => last_seed = Some(v),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -37,7 +41,11 @@ fn main() {
             &sizes,
             Data::Constant(Bytes::Pattern {
                 len: bytes,
-                seed: i,
+                seed: if i + 1 == n {
+                    last_seed.unwrap_or(i)
+                } else {
+                    i
+                },
             }),
         );
         Value::Tensor(t.named(&format!("layers.{}.weight", i)))

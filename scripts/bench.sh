@@ -132,3 +132,18 @@ echo "RssAnon after mount: $(rss)"
 find "$mnt" -type f -exec cat {} + > /dev/null
 echo "RssAnon after reading all $(find "$mnt" -type f | wc -l) files ($(du -sb "$mnt" | cut -f1) bytes): $(rss)"
 umount_
+
+# ptefs diff of two files that differ only in their last tensor, beside
+# cmp of the same pair (which reads up to that tensor too), both warm.
+model2=$work/big-last-changed.pte
+if [[ ! -f $model2 ]]; then
+  echo "writing $model2 ..."
+  target/release/examples/make_model "$model2" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824 --last-seed 7
+fi
+cat "$model2" > /dev/null
+dt=(); ct=()
+for _ in $(seq "$runs"); do
+  s=$(now); $ptefs diff "$model" "$model2" > /dev/null || true; e=$(now); dt+=($((e - s)))
+  s=$(now); cmp "$model" "$model2" > /dev/null || true; e=$(now); ct+=($((e - s)))
+done
+echo "ptefs diff of two $(stat -c %s "$model")-byte files differing in the last tensor: $(ms "$(median "${dt[@]}")"); cmp: $(ms "$(median "${ct[@]}")"): $(ratio "$(median "${dt[@]}")" "$(median "${ct[@]}")") its time"

@@ -233,3 +233,56 @@ fn the_command_prints_the_report_as_json_and_text() {
     assert!(text.contains("identifier ET12"), "{text}");
     assert!(text.contains("  forward: 2 cases"), "{text}");
 }
+
+#[test]
+fn top_lists_the_largest_byte_ranges_once_each() {
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--json", "--top", "5"])
+        .arg(fixture("mv2_xnnpack.pte"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let top = r["largest"].as_array().unwrap();
+    assert_eq!(top.len(), 5);
+    // The oracle's five largest named blobs, by size.
+    let mut named: Vec<(u64, String)> = oracle("mv2_xnnpack.pte")
+        .iter()
+        .filter_map(|o| Some((o["nbytes"].as_u64()?, o.get("named")?.as_str()?.to_owned())))
+        .collect();
+    named.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let v = view("mv2_xnnpack.pte");
+    for (got, (bytes, key)) in top.iter().zip(&named) {
+        assert_eq!(got["bytes"].as_u64(), Some(*bytes), "{got}");
+        let path = got["path"].as_str().unwrap();
+        let ino = v
+            .tree
+            .resolve(path)
+            .unwrap_or_else(|| panic!("{path} not in the tree"));
+        assert_eq!(read(&v, path).len() as u64, *bytes);
+        let all: Vec<&str> = std::iter::once(path)
+            .chain(
+                got["aliases"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| a.as_str().unwrap()),
+            )
+            .collect();
+        assert!(
+            all.contains(&format!("named/{key}.bin").as_str()),
+            "{all:?}"
+        );
+        for a in all {
+            assert_eq!(v.tree.resolve(a), Some(ino), "{a}");
+        }
+        assert_eq!(got["source"], "mv2_xnnpack.pte");
+    }
+    // Sizes never grow down the list.
+    let sizes: Vec<u64> = top.iter().map(|t| t["bytes"].as_u64().unwrap()).collect();
+    assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
+}

@@ -5,16 +5,20 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{OK, TROUBLE, error, open_inputs};
-use crate::report::inspect::inspect;
+use crate::report::inspect::{inspect, largest};
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \
     ptefs inspect model.pte\n  \
+    ptefs inspect --top 10 model.pte\n  \
     ptefs inspect --json model.pte --data weights.ptd | jq .composition")]
 pub(super) struct InspectArgs {
     /// Print JSON for scripts instead of text.
     #[arg(long)]
     json: bool,
+    /// Also list the N largest tensors and blobs (each byte range once).
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
     /// A .ptd to look external tensors up in (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
@@ -37,7 +41,12 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
             crate::text::escape(&input.name)
         ));
     }
-    let report = inspect(&input.name, &input.parsed, &inputs.attached_data());
+    let mut report = inspect(&input.name, &input.parsed, &inputs.attached_data());
+    if let Some(n) = args.top {
+        let tree = crate::tree::build(std::slice::from_ref(input), &inputs.attached, false);
+        let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
+        report.largest = Some(largest(&tree, n, &sizes));
+    }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
             error(format_args!("{}: {e}", args.file.display()));

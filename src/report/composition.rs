@@ -95,7 +95,8 @@ fn row(category: &str, bytes: u64, file_size: u64) -> Share {
     }
 }
 
-fn share(part: u64, whole: u64) -> f64 {
+/// `part / whole`, rounded to three places.
+pub(super) fn share(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {

@@ -8,7 +8,7 @@
 
 mod build;
 pub mod names;
-mod render;
+pub mod render;
 
 pub use build::{Input, build};
 
@@ -260,6 +260,19 @@ impl Tree {
             .binary_search_by(|e| e.name.as_bytes().cmp(name))
             .ok()
             .map(|i| entries[i].ino)
+    }
+
+    /// The name of source `id`, as the tree shows it.
+    pub fn source_name(&self, id: SourceId) -> &str {
+        self.source_names.get(id).map_or("", String::as_str)
+    }
+
+    /// Type and shape of file `ino`, if it holds a tensor.
+    pub fn tensor_meta(&self, ino: Ino) -> Option<&TensorMeta> {
+        match &self.node(ino)?.kind {
+            NodeKind::File(f) => self.tensors.get(f.tensor? as usize),
+            NodeKind::Dir(_) => None,
+        }
     }
 
     /// The `user.ptefs.*` extended attributes of file `ino`, sorted by

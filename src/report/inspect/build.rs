@@ -235,6 +235,7 @@ pub(super) fn bundled(name: &str, b: &BundledFile<'_>, keys: &HashSet<&str>) -> 
         program: Some(program),
         data: None,
         composition,
+        largest: None,
     }
 }
 
@@ -274,5 +275,6 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
             segments: count(d.segments.iter()),
         }),
         composition: comp.finish(size),
+        largest: None,
     }
 }

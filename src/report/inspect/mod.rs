@@ -34,6 +34,78 @@ pub struct Inspection {
     pub data: Option<Data>,
     /// What share of the file each kind of content takes.
     pub composition: Vec<Share>,
+    /// The largest tensors and blobs, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest: Option<Vec<Largest>>,
+}
+
+/// One of the largest tensors or blobs of a file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Largest {
+    /// Its path in the tree, as `ptefs ls -R` prints it.
+    pub path: String,
+    /// Its other paths (the same bytes seen elsewhere in the tree).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// Element type, for tensors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scalar_type: Option<String>,
+    /// Logical sizes, for tensors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<i64>>,
+    /// The file holding its bytes.
+    pub source: String,
+    /// Bytes.
+    pub bytes: u64,
+    /// Its fraction of that file.
+    pub share: f64,
+}
+
+/// The `n` largest tensors and blobs of `tree`, whose sources have
+/// `source_sizes` bytes: every file that is a byte range of a source, each
+/// range once whatever its names, segments left out as the containers they
+/// are.
+pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<Largest> {
+    use std::collections::BTreeMap;
+
+    use crate::tree::{Content, NodeKind, ROOT};
+    let mut by_ino: BTreeMap<u64, Vec<(usize, String)>> = BTreeMap::new();
+    for (path, ino) in tree.walk(ROOT) {
+        let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else {
+            continue;
+        };
+        if let Content::Source { source, .. } = f.content
+            && !path.split('/').any(|c| c == "segments")
+        {
+            by_ino.entry(ino).or_default().push((source, path));
+        }
+    }
+    let mut all: Vec<Largest> = by_ino
+        .into_iter()
+        .map(|(ino, mut paths)| {
+            paths.sort_by_key(|(_, p)| !p.contains("/tensors/"));
+            let source = paths.first().map_or(0, |(s, _)| *s);
+            let file_size = source_sizes.get(source).copied().unwrap_or(0);
+            let meta = tree.tensor_meta(ino);
+            let bytes = tree.node(ino).map_or(0, |n| match &n.kind {
+                NodeKind::File(f) => f.content.len(),
+                NodeKind::Dir(_) => 0,
+            });
+            let mut paths = paths.into_iter().map(|(_, p)| p);
+            Largest {
+                path: paths.next().unwrap_or_default(),
+                aliases: paths.collect(),
+                source: tree.source_name(source).to_owned(),
+                scalar_type: meta.map(|m| m.dtype.to_string()),
+                sizes: meta.map(|m| m.sizes.to_vec()),
+                bytes,
+                share: super::composition::share(bytes, file_size),
+            }
+        })
+        .collect();
+    all.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
+    all.truncate(n);
+    all
 }
 
 /// What a bundled program adds around its program.
@@ -173,6 +245,7 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 program: Some(program),
                 data: None,
                 composition,
+                largest: None,
             }
         }
         Parsed::Data(d) => build::data(name, d),

@@ -46,6 +46,24 @@ impl Inspection {
         if let Some(d) = &self.data {
             data(&mut o, d);
         }
+        if let Some(top) = &self.largest {
+            let _ = writeln!(o, "\nlargest {}:", top.len());
+            for l in top {
+                let what = match (&l.scalar_type, &l.sizes) {
+                    (Some(t), Some(s)) => format!("{t} {s:?}"),
+                    _ => "blob".to_owned(),
+                };
+                let _ = writeln!(
+                    o,
+                    "  {:>14} bytes {:>6.1}% of {:<16} {:<24} {}",
+                    l.bytes,
+                    l.share * 100.0,
+                    escape(&l.source),
+                    what,
+                    escape(&l.path)
+                );
+            }
+        }
         let _ = writeln!(o, "\nwhat the {} bytes are:", self.file_size);
         for r in &self.composition {
             let _ = writeln!(

@@ -1,0 +1,177 @@
+//! The `methods`, `instructions` and `delegates` sections.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use similar::TextDiff;
+
+use crate::format::{MethodInfo, ProgramFile};
+use crate::meta::ops::instruction_counts;
+use crate::tree::render::code_txt;
+
+/// Methods only in B, then only in A, by name.
+pub(super) fn added_removed(
+    a: Option<&ProgramFile<'_>>,
+    b: Option<&ProgramFile<'_>>,
+) -> (Vec<String>, Vec<String>) {
+    let names = |p: Option<&ProgramFile<'_>>| -> BTreeSet<String> {
+        p.map(|p| p.methods.iter().map(|m| m.name.to_owned()).collect())
+            .unwrap_or_default()
+    };
+    let (na, nb) = (names(a), names(b));
+    (
+        nb.difference(&na).cloned().collect(),
+        na.difference(&nb).cloned().collect(),
+    )
+}
+
+/// Methods in both, in name order.
+pub(super) fn common<'p, 'a>(
+    a: &'p ProgramFile<'a>,
+    b: &'p ProgramFile<'a>,
+) -> Vec<(String, &'p MethodInfo<'a>, &'p MethodInfo<'a>)> {
+    let mut out: Vec<_> = a
+        .methods
+        .iter()
+        .filter_map(|ma| {
+            let mb = b.methods.iter().find(|mb| mb.name == ma.name)?;
+            Some((ma.name.to_owned(), ma, mb))
+        })
+        .collect();
+    out.sort_by(|x, y| x.0.cmp(&y.0));
+    out
+}
+
+/// How a method's instructions differ.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Instructions {
+    /// `code.txt` of A against B as a unified diff with three lines of
+    /// context; empty when they are the same.
+    pub unified: String,
+    /// Operators (and other instructions) whose count changed: (A, B).
+    pub counts: BTreeMap<String, (u64, u64)>,
+}
+
+impl Instructions {
+    /// True when anything differs.
+    pub fn differs(&self) -> bool {
+        !self.unified.is_empty() || !self.counts.is_empty()
+    }
+}
+
+pub(super) fn instructions(a: &MethodInfo<'_>, b: &MethodInfo<'_>) -> Instructions {
+    let (ta, tb) = (code_txt::render(a.plan), code_txt::render(b.plan));
+    let unified = if ta == tb {
+        String::new()
+    } else {
+        let path = format!("methods/{}/code.txt", a.name);
+        // Past the deadline the diff is coarser but still correct: two very
+        // different plans cannot make this take long.
+        TextDiff::configure()
+            .timeout(std::time::Duration::from_secs(2))
+            .diff_lines(&ta, &tb)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string()
+    };
+    let (ca, cb) = (instruction_counts(a.plan), instruction_counts(b.plan));
+    let ops: BTreeSet<&String> = ca.keys().chain(cb.keys()).collect();
+    let counts = ops
+        .into_iter()
+        .map(|op| {
+            let n = |c: &BTreeMap<String, u64>| c.get(op).copied().unwrap_or(0);
+            (op.clone(), (n(&ca), n(&cb)))
+        })
+        .filter(|(_, (x, y))| x != y)
+        .collect();
+    Instructions { unified, counts }
+}
+
+/// How one delegate (by its index in the method) differs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DelegateChange {
+    /// Its index in the method.
+    pub index: usize,
+    /// Backend ids of A and B; one side is null when the delegate exists
+    /// only on the other.
+    pub backend: (Option<String>, Option<String>),
+    /// Compile specs whose value differs (or exist on one side only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compile_specs: Vec<SpecChange>,
+    /// Payload sizes of A and B, when the payloads differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<(u64, u64)>,
+}
+
+/// A compile spec whose value differs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpecChange {
+    /// Its key.
+    pub key: String,
+    /// Its value in A (as text where it is UTF-8, else hex).
+    pub a: Option<String>,
+    /// Its value in B.
+    pub b: Option<String>,
+}
+
+fn show(v: &[u8]) -> String {
+    match std::str::from_utf8(v) {
+        Ok(s) => s.to_owned(),
+        Err(_) => v.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+fn payload<'a>(p: &ProgramFile<'a>, d: Option<&crate::format::Delegate<'_>>) -> Option<&'a [u8]> {
+    d.map(|d| d.processed.bytes(p.bytes))
+}
+
+pub(super) fn delegates(
+    pa: &ProgramFile<'_>,
+    a: &MethodInfo<'_>,
+    pb: &ProgramFile<'_>,
+    b: &MethodInfo<'_>,
+) -> Vec<DelegateChange> {
+    let n = a.delegates.len().max(b.delegates.len());
+    (0..n)
+        .filter_map(|i| {
+            let (da, db) = (a.delegates.get(i), b.delegates.get(i));
+            let id = |d: Option<&crate::format::Delegate<'_>>| d.map(|d| d.id.to_owned());
+            let specs = |d: Option<&crate::format::Delegate<'_>>| -> BTreeMap<String, String> {
+                d.map(|d| {
+                    d.compile_specs
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), show(v)))
+                        .collect()
+                })
+                .unwrap_or_default()
+            };
+            let (sa, sb) = (specs(da), specs(db));
+            let keys: BTreeSet<&String> = sa.keys().chain(sb.keys()).collect();
+            let compile_specs: Vec<SpecChange> = keys
+                .into_iter()
+                .filter(|k| sa.get(*k) != sb.get(*k))
+                .map(|k| SpecChange {
+                    key: k.clone(),
+                    a: sa.get(k).cloned(),
+                    b: sb.get(k).cloned(),
+                })
+                .collect();
+            let (xa, xb) = (payload(pa, da), payload(pb, db));
+            let payload = (xa != xb).then(|| {
+                (
+                    xa.map_or(0, |x| x.len() as u64),
+                    xb.map_or(0, |x| x.len() as u64),
+                )
+            });
+            let backend = (id(da), id(db));
+            let changed = backend.0 != backend.1 || !compile_specs.is_empty() || payload.is_some();
+            changed.then_some(DelegateChange {
+                index: i,
+                backend,
+                compile_specs,
+                payload,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,184 @@
+//! `diff`: what differs between two files, section by section, as one
+//! typed value; text, `--stat` and JSON are renderings of it.
+//!
+//! Sections, in order: `file` (sizes, identifiers, versions, header fields,
+//! counts), `methods` (added and removed), then for each method on both
+//! sides `instructions` (code.txt as a unified diff, operator counts),
+//! `delegates` (backends, compile specs, payloads) and `tensors`; last,
+//! program-wide data (named blobs, data-file entries) under `tensors`.
+
+mod file;
+mod methods;
+mod tensors;
+mod text;
+pub mod values;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use file::FieldChange;
+pub use methods::{DelegateChange, Instructions, SpecChange};
+pub use tensors::{BytesChange, Changed, Moved, Ref, Side, Tensors};
+pub use values::{At, Elements, Figure, Tolerance};
+
+use crate::format::{Parsed, ProgramFile};
+
+/// A section of the report, by the name `--only` and JSON use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+pub enum Section {
+    /// Sizes, identifiers, versions, header fields, counts.
+    File,
+    /// Methods added or removed.
+    Methods,
+    /// Each method's instructions and operator counts.
+    Instructions,
+    /// Each method's delegates.
+    Delegates,
+    /// Each method's tensors, and program-wide data.
+    Tensors,
+}
+
+/// What to compare and how.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Only these sections (all when empty).
+    pub only: Vec<Section>,
+    /// When elements count as equal.
+    pub tolerance: Tolerance,
+}
+
+impl Options {
+    fn wants(&self, s: Section) -> bool {
+        self.only.is_empty() || self.only.contains(&s)
+    }
+}
+
+/// Everything that differs between two files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// The first file, as named.
+    pub a: String,
+    /// The second file, as named.
+    pub b: String,
+    /// Whether anything in the selected sections differs.
+    pub differ: bool,
+    /// `file`: fields that differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<Vec<FieldChange>>,
+    /// `methods`: added and removed, and each common method's sections.
+    pub methods: Methods,
+    /// Program-wide data: named blobs and data-file entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensors: Option<Tensors>,
+}
+
+/// Methods of the two files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Methods {
+    /// Only in B.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<Vec<String>>,
+    /// Only in A.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<Vec<String>>,
+    /// Each method in both, by name.
+    pub common: BTreeMap<String, Method>,
+}
+
+/// The sections of one method in both files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Method {
+    /// `instructions`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Instructions>,
+    /// `delegates`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegates: Option<Vec<DelegateChange>>,
+    /// `tensors`: the method's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensors: Option<Tensors>,
+}
+
+impl Method {
+    fn differs(&self) -> bool {
+        self.instructions
+            .as_ref()
+            .is_some_and(Instructions::differs)
+            || self.delegates.as_ref().is_some_and(|d| !d.is_empty())
+            || self.tensors.as_ref().is_some_and(|t| t.changes() > 0)
+    }
+}
+
+fn program<'p, 'a>(p: &'p Parsed<'a>) -> Option<&'p ProgramFile<'a>> {
+    match p {
+        Parsed::Program(p) => Some(p),
+        Parsed::Bundled(b) => Some(&b.program),
+        Parsed::Data(_) => None,
+    }
+}
+
+/// Items grouped by method (`None`: program-wide).
+fn by_method(items: Vec<tensors::Item<'_>>) -> BTreeMap<Option<String>, Vec<tensors::Item<'_>>> {
+    let mut per: BTreeMap<Option<String>, Vec<_>> = BTreeMap::new();
+    for t in items {
+        per.entry(t.method.clone()).or_default().push(t);
+    }
+    per
+}
+
+/// Compares side `a` with side `b` (the reference, for relative
+/// differences and tolerances).
+pub fn compare(a: &Side<'_, '_>, b: &Side<'_, '_>, names: (&str, &str), opt: &Options) -> Report {
+    let mut r = Report {
+        a: names.0.to_owned(),
+        b: names.1.to_owned(),
+        ..Report::default()
+    };
+    if opt.wants(Section::File) {
+        r.file = Some(file::compare(&a.input.parsed, &b.input.parsed));
+    }
+    let (pa, pb) = (program(&a.input.parsed), program(&b.input.parsed));
+    if opt.wants(Section::Methods) {
+        let (added, removed) = methods::added_removed(pa, pb);
+        r.methods.added = Some(added);
+        r.methods.removed = Some(removed);
+    }
+    let (ia, ib) = (tensors::items(a), tensors::items(b));
+    let (mut ta, mut tb) = (by_method(ia), by_method(ib));
+    if let (Some(pa), Some(pb)) = (pa, pb) {
+        for (name, ma, mb) in methods::common(pa, pb) {
+            let mut m = Method::default();
+            if opt.wants(Section::Instructions) {
+                m.instructions = Some(methods::instructions(ma, mb));
+            }
+            if opt.wants(Section::Delegates) {
+                m.delegates = Some(methods::delegates(pa, ma, pb, mb));
+            }
+            if opt.wants(Section::Tensors) {
+                let key = Some(name.clone());
+                let (x, y) = (
+                    ta.remove(&key).unwrap_or_default(),
+                    tb.remove(&key).unwrap_or_default(),
+                );
+                m.tensors = Some(tensors::pair(x, y, opt.tolerance));
+            }
+            r.methods.common.insert(name, m);
+        }
+    }
+    if opt.wants(Section::Tensors) {
+        // Program-wide data. (Tensors of a method on one side only go with
+        // that method, which `methods` reports.)
+        let (x, y) = (
+            ta.remove(&None).unwrap_or_default(),
+            tb.remove(&None).unwrap_or_default(),
+        );
+        r.tensors = Some(tensors::pair(x, y, opt.tolerance));
+    }
+    r.differ = r.file.as_ref().is_some_and(|f| !f.is_empty())
+        || r.methods.added.as_ref().is_some_and(|v| !v.is_empty())
+        || r.methods.removed.as_ref().is_some_and(|v| !v.is_empty())
+        || r.methods.common.values().any(Method::differs)
+        || r.tensors.as_ref().is_some_and(|t| t.changes() > 0);
+    r
+}

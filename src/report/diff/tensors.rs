@@ -1,0 +1,387 @@
+//! Tensors and blobs of two files, paired by where they are and by their
+//! bytes, then compared.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::values::{self, Elements, Tolerance};
+use crate::format::{Parsed, TensorData, scalar};
+use crate::schema::ScalarType;
+use crate::tree::Input;
+use crate::tree::{Content, NodeKind, ROOT, SourceId, Tree};
+
+/// Where a tensor or blob is, as pairing sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Place {
+    /// A fully qualified name.
+    Fqn(String),
+    /// A method's value without a name.
+    Value(String, usize),
+    /// A named blob or data-file entry.
+    Key(String),
+}
+
+impl Place {
+    fn show(&self) -> String {
+        match self {
+            Place::Fqn(f) => f.clone(),
+            Place::Value(m, v) => format!("{m}/{v}"),
+            Place::Key(k) => k.clone(),
+        }
+    }
+}
+
+/// A tensor or blob of one side.
+#[derive(Debug, Clone)]
+pub(super) struct Item<'a> {
+    place: Place,
+    /// The method whose tensor it is; `None` for program-wide data.
+    pub(super) method: Option<String>,
+    scalar_type: Option<ScalarType>,
+    sizes: Vec<i64>,
+    dim_order: Vec<u8>,
+    bytes: &'a [u8],
+    /// Where the bytes are in the tree: its first name, then the others.
+    paths: Vec<String>,
+}
+
+/// One side's file, its attached data files and its tree.
+pub struct Side<'s, 'a> {
+    /// The file shown.
+    pub input: &'s Input<'a>,
+    /// Its attached data files.
+    pub attached: &'s [Input<'a>],
+    /// The tree they make.
+    pub tree: &'s Tree,
+}
+
+/// Every name each source range has in the tree.
+fn paths_by_range(tree: &Tree) -> HashMap<(SourceId, u64, u64), Vec<String>> {
+    let mut out: HashMap<_, Vec<String>> = HashMap::new();
+    for (path, ino) in tree.walk(ROOT) {
+        if let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind)
+            && let Content::Source { source, span } = &f.content
+        {
+            out.entry((*source, span.offset, span.len))
+                .or_default()
+                .push(path);
+        }
+    }
+    out
+}
+
+/// The tensors and blobs of a side, each byte range once: under its fully
+/// qualified name where it has one, else the first method's value, else
+/// its key, with every path it has.
+pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
+    let index = paths_by_range(side.tree);
+    let mut out: Vec<Item<'a>> = Vec::new();
+    let mut seen: HashMap<(SourceId, u64, u64), usize> = HashMap::new();
+    let mut add = |item: Item<'a>, key: (SourceId, u64, u64)| {
+        if let Some(&i) = seen.get(&key) {
+            // Another name for bytes already listed: keep the better name.
+            let better =
+                matches!(item.place, Place::Fqn(_)) && !matches!(out[i].place, Place::Fqn(_));
+            if better {
+                out[i].place = item.place;
+            }
+            return;
+        }
+        let mut paths = index.get(&key).cloned().unwrap_or_default();
+        paths.sort_by_key(|p| !p.starts_with("methods/"));
+        seen.insert(key, out.len());
+        out.push(Item { paths, ..item });
+    };
+    let data: Vec<_> = side
+        .attached
+        .iter()
+        .filter_map(|i| match &i.parsed {
+            Parsed::Data(d) => Some((i.source, d)),
+            _ => None,
+        })
+        .collect();
+    let program = match &side.input.parsed {
+        Parsed::Program(p) => Some((p, 0)),
+        Parsed::Bundled(b) => Some((&b.program, b.program_span.offset)),
+        Parsed::Data(_) => None,
+    };
+    let own = side.input.source;
+    if let Some((p, shift)) = program {
+        for m in &p.methods {
+            for t in &m.tensors {
+                let found = match &t.data {
+                    TensorData::External { key } => crate::meta::external::find(
+                        data.iter().map(|d| d.1),
+                        key,
+                    )
+                    .and_then(|(i, e)| {
+                        let bytes = e.span.bytes(data[i].1.bytes).get(..t.nbytes as usize)?;
+                        Some((bytes, (data[i].0, e.span.offset, t.nbytes)))
+                    }),
+                    other => other
+                        .span()
+                        .map(|s| (s.bytes(p.bytes), (own, s.offset + shift, s.len))),
+                };
+                let Some((bytes, key)) = found else { continue };
+                let place = match t.fqn {
+                    Some(f) => Place::Fqn(f.to_owned()),
+                    None => Place::Value(m.name.to_owned(), t.value_index),
+                };
+                let item = Item {
+                    place,
+                    method: Some(m.name.to_owned()),
+                    scalar_type: Some(t.scalar_type),
+                    sizes: t.sizes.clone(),
+                    dim_order: t.dim_order.clone(),
+                    bytes,
+                    paths: Vec::new(),
+                };
+                add(item, key);
+            }
+        }
+        for n in &p.named {
+            let item = Item {
+                place: Place::Key(n.key.to_owned()),
+                method: None,
+                scalar_type: None,
+                sizes: Vec::new(),
+                dim_order: Vec::new(),
+                bytes: n.span.bytes(p.bytes),
+                paths: Vec::new(),
+            };
+            add(item, (own, n.span.offset + shift, n.span.len));
+        }
+    }
+    let shown_data = match &side.input.parsed {
+        Parsed::Data(d) => Some((own, d)),
+        _ => None,
+    };
+    for (source, d) in shown_data.into_iter().chain(data.iter().copied()) {
+        for e in &d.entries {
+            let layout = e.layout.as_ref();
+            let item = Item {
+                place: Place::Key(e.key.to_owned()),
+                method: None,
+                scalar_type: layout.map(|l| l.scalar_type),
+                sizes: layout.map(|l| l.sizes.clone()).unwrap_or_default(),
+                dim_order: layout.map(|l| l.dim_order.clone()).unwrap_or_default(),
+                bytes: e.span.bytes(d.bytes),
+                paths: Vec::new(),
+            };
+            add(item, (source, e.span.offset, e.span.len));
+        }
+    }
+    out
+}
+
+/// A tensor or blob as the report names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ref {
+    /// Its fully qualified name, `method/value`, or key.
+    pub name: String,
+    /// Its path in the tree (a tensor's own file where it has one).
+    pub path: String,
+    /// Its other paths: the same bytes seen elsewhere in the tree.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// Element type, for tensors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scalar_type: Option<String>,
+    /// Logical sizes, for tensors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<i64>>,
+    /// Bytes.
+    pub nbytes: u64,
+}
+
+fn reference(i: &Item<'_>) -> Ref {
+    let mut paths = i.paths.iter();
+    Ref {
+        name: i.place.show(),
+        path: paths.next().cloned().unwrap_or_default(),
+        aliases: paths.cloned().collect(),
+        scalar_type: i.scalar_type.map(scalar::name),
+        sizes: i.scalar_type.map(|_| i.sizes.clone()),
+        nbytes: i.bytes.len() as u64,
+    }
+}
+
+/// A tensor in both files whose type, shape or values differ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Changed {
+    /// The tensor in A.
+    pub a: Ref,
+    /// Its path in B, where that differs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_path: Option<String>,
+    /// Element types of A and B, when they differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retyped: Option<(String, String)>,
+    /// Sizes of A and B, when they differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reshaped: Option<(Vec<i64>, Vec<i64>)>,
+    /// How the elements differ, when type and shape agree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elements: Option<Elements>,
+    /// For blobs without a type: bytes that differ, and the sizes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<BytesChange>,
+}
+
+/// How two untyped blobs differ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BytesChange {
+    /// Sizes in A and B.
+    pub sizes: (u64, u64),
+    /// Bytes that differ in the common length.
+    pub differing: u64,
+    /// The first such byte.
+    pub first: Option<u64>,
+}
+
+/// A tensor found at another place with the same bytes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Moved {
+    /// Where it is in A.
+    pub a: Ref,
+    /// Where it is in B.
+    pub b: Ref,
+}
+
+/// The tensors (or program-wide data) of a section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Tensors {
+    /// Pairs at the same place with equal bytes.
+    pub unchanged: u64,
+    /// Pairs whose differences are all within the tolerance.
+    pub within_tolerance: u64,
+    /// Equal bytes at another place.
+    pub moved: Vec<Moved>,
+    /// Same place, different type, shape or bytes.
+    pub changed: Vec<Changed>,
+    /// Only in B.
+    pub added: Vec<Ref>,
+    /// Only in A.
+    pub removed: Vec<Ref>,
+}
+
+impl Tensors {
+    /// How many tensors changed in any way.
+    pub fn changes(&self) -> usize {
+        self.moved.len() + self.changed.len() + self.added.len() + self.removed.len()
+    }
+}
+
+/// Pairs `a` and `b`: the same place with equal bytes is unchanged; of the
+/// rest, equal bytes pair as moved; then the same place pairs as changed.
+/// What is left was added or removed.
+pub(super) fn pair(a: Vec<Item<'_>>, b: Vec<Item<'_>>, tol: Tolerance) -> Tensors {
+    let mut r = Tensors::default();
+    let mut b_at: HashMap<&Place, usize> =
+        b.iter().enumerate().map(|(i, t)| (&t.place, i)).collect();
+    let mut b_left = vec![true; b.len()];
+    let mut a_left = Vec::new();
+    for (i, t) in a.iter().enumerate() {
+        match b_at.get(&t.place) {
+            Some(&j)
+                if b[j].bytes == t.bytes
+                    && b[j].scalar_type == t.scalar_type
+                    && b[j].sizes == t.sizes =>
+            {
+                r.unchanged += 1;
+                b_left[j] = false;
+                b_at.remove(&t.place);
+            }
+            _ => a_left.push(i),
+        }
+    }
+    // Equal bytes elsewhere: moved.
+    let mut by_bytes: HashMap<&[u8], Vec<usize>> = HashMap::new();
+    for (j, t) in b.iter().enumerate() {
+        if b_left[j] && !t.bytes.is_empty() {
+            by_bytes.entry(t.bytes).or_default().push(j);
+        }
+    }
+    let mut still = Vec::new();
+    for i in a_left {
+        let t = &a[i];
+        let j = by_bytes.get_mut(t.bytes).and_then(|v| v.pop());
+        match j {
+            Some(j) if !t.bytes.is_empty() => {
+                b_left[j] = false;
+                r.moved.push(Moved {
+                    a: reference(t),
+                    b: reference(&b[j]),
+                });
+            }
+            _ => still.push(i),
+        }
+    }
+    for i in still {
+        let t = &a[i];
+        match b_at.get(&t.place) {
+            Some(&j) if b_left[j] => {
+                b_left[j] = false;
+                match change(t, &b[j], tol) {
+                    Some(c) => r.changed.push(c),
+                    None => r.within_tolerance += 1,
+                }
+            }
+            _ => r.removed.push(reference(t)),
+        }
+    }
+    r.added = b
+        .iter()
+        .zip(&b_left)
+        .filter(|(_, left)| **left)
+        .map(|(t, _)| reference(t))
+        .collect();
+    r
+}
+
+/// How `a` and `b` at the same place differ; `None` when only within the
+/// tolerance.
+fn change(a: &Item<'_>, b: &Item<'_>, tol: Tolerance) -> Option<Changed> {
+    let mut c = Changed {
+        a: reference(a),
+        b_path: b
+            .paths
+            .first()
+            .filter(|p| Some(*p) != a.paths.first())
+            .cloned(),
+        retyped: None,
+        reshaped: None,
+        elements: None,
+        bytes: None,
+    };
+    if a.scalar_type != b.scalar_type {
+        let name = |t: Option<ScalarType>| t.map_or_else(|| "untyped".to_owned(), scalar::name);
+        c.retyped = Some((name(a.scalar_type), name(b.scalar_type)));
+    }
+    if a.sizes != b.sizes {
+        c.reshaped = Some((a.sizes.clone(), b.sizes.clone()));
+    }
+    if c.retyped.is_some() || c.reshaped.is_some() {
+        return Some(c);
+    }
+    match a.scalar_type {
+        Some(t) if a.bytes.len() == b.bytes.len() => {
+            let e = values::compare(t, &a.sizes, &a.dim_order, a.bytes, b.bytes, tol);
+            if e.differing == 0 {
+                return None;
+            }
+            c.elements = Some(e);
+        }
+        _ => {
+            let common = a.bytes.len().min(b.bytes.len());
+            let diff = |i: &usize| a.bytes[*i] != b.bytes[*i];
+            c.bytes = Some(BytesChange {
+                sizes: (a.bytes.len() as u64, b.bytes.len() as u64),
+                differing: (0..common).filter(diff).count() as u64,
+                first: (0..common).find(diff).map(|i| i as u64),
+            });
+        }
+    }
+    Some(c)
+}

@@ -1,0 +1,447 @@
+//! `ptefs diff`: sections, pairing of tensors, element statistics,
+//! tolerances, `--only`, `--stat`, JSON, directories and exit status, on
+//! programs the writer makes and on the fixtures.
+
+mod common;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use ptefs::schema::ScalarType;
+use serde_json::Value;
+use writer::{Chain, Data, Delegate, Instr, Method, Program, Tensor, Value as V};
+
+/// A one-method program: float constants `(fqn, values)` (an empty fqn
+/// means none), one kernel call of `op`, and a delegate with the compile
+/// spec `level`.
+fn export(weights: &[(&str, &[f32])], op: &str, level: &str) -> Vec<u8> {
+    let floats = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut values: Vec<V> = weights
+        .iter()
+        .map(|(fqn, w)| {
+            let t = Tensor::new(
+                ScalarType::FLOAT,
+                &[w.len() as i32],
+                Data::Constant(floats(w).into()),
+            );
+            V::Tensor(if fqn.is_empty() { t } else { t.named(fqn) })
+        })
+        .collect();
+    let out = values.len() as i32;
+    values.push(V::Tensor(Tensor::new(ScalarType::FLOAT, &[4], Data::None)));
+    let mut m = Method {
+        name: "forward".into(),
+        values,
+        chains: vec![Chain::default()],
+        ..Method::default()
+    };
+    m.operators = vec![(op.into(), "out".into())];
+    m.chains[0].instructions = vec![
+        Instr::Kernel {
+            op: 0,
+            args: vec![0, out, out],
+        },
+        Instr::Delegate {
+            index: 0,
+            args: vec![out],
+        },
+    ];
+    m.delegates = vec![Delegate {
+        id: "TestBackend".into(),
+        blob: vec![1u8, 2, 3].into(),
+        inline: false,
+        compile_specs: vec![("level".into(), level.as_bytes().to_vec())],
+    }];
+    Program {
+        methods: vec![m],
+        ..Program::default()
+    }
+    .to_bytes()
+}
+
+const W: &[f32] = &[1.0, 2.0, -4.0, 0.5];
+
+fn base() -> Vec<u8> {
+    export(&[("w1", W), ("w2", &[7.0, 8.0])], "aten::add", "1")
+}
+
+struct Run {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+fn ptefs(args: &[&str], files: &[&Path]) -> Run {
+    let out = Command::new(ptefs_bin())
+        .arg("diff")
+        .args(args)
+        .args(files)
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        out: String::from_utf8(out.stdout).unwrap(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn two(a: &[u8], b: &[u8]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let pa = write_file(dir.path(), "a.pte", a);
+    let pb = write_file(dir.path(), "b.pte", b);
+    (dir, pa, pb)
+}
+
+fn json(args: &[&str], a: &Path, b: &Path) -> (i32, Value) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let r = ptefs(&all, &[a, b]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.err);
+    (r.code, serde_json::from_str(&r.out).unwrap())
+}
+
+#[test]
+fn identical_files_exit_0_with_an_empty_report() {
+    let (_d, a, b) = two(&base(), &base());
+    let r = ptefs(&[], &[&a, &b]);
+    assert_eq!((r.code, r.out.as_str(), r.err.as_str()), (0, "", ""));
+    let (code, j) = json(&[], &a, &b);
+    assert_eq!(code, 0);
+    assert_eq!(j["differ"], false);
+    assert_eq!(j["file"], serde_json::json!([]));
+    let t = &j["methods"]["common"]["forward"]["tensors"];
+    assert_eq!(t["unchanged"], 2);
+    for k in ["moved", "changed", "added", "removed"] {
+        assert_eq!(t[k], serde_json::json!([]), "{k}");
+    }
+}
+
+#[test]
+fn one_changed_weight_names_the_element_and_both_values() {
+    let b = export(
+        &[("w1", &[1.0, 2.5, -4.0, 0.25]), ("w2", &[7.0, 8.0])],
+        "aten::add",
+        "1",
+    );
+    let (_d, pa, pb) = two(&base(), &b);
+    let r = ptefs(&[], &[&pa, &pb]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.out,
+        "method forward: tensor changed: methods/forward/tensors/0.w1.bin (also constants/1.bin): \
+         2 of 4 elements differ; max abs diff 5.000000e-1 at [1] (2.000000e0 vs 2.500000e0); \
+         max rel diff 1.000000e0; mean abs diff 3.750000e-1\n"
+    );
+    let (_, j) = json(&[], &pa, &pb);
+    let c = &j["methods"]["common"]["forward"]["tensors"]["changed"][0];
+    assert_eq!(c["a"]["name"], "w1");
+    assert_eq!(c["a"]["path"], "methods/forward/tensors/0.w1.bin");
+    assert_eq!(c["a"]["aliases"], serde_json::json!(["constants/1.bin"]));
+    let e = &c["elements"];
+    assert_eq!(e["differing"], 2);
+    assert_eq!(e["elements"], 4);
+    assert_eq!(e["max_abs"], 0.5);
+    assert_eq!(e["at"]["index"], serde_json::json!([1]));
+    assert_eq!(
+        (e["at"]["a"].clone(), e["at"]["b"].clone()),
+        (2.0.into(), 2.5.into())
+    );
+    // Relative to B: |0.5 - 0.25| / 0.25.
+    assert_eq!(e["max_rel"], 1.0);
+    assert_eq!(e["mean_abs"], 0.375);
+    assert_eq!(j["methods"]["common"]["forward"]["tensors"]["unchanged"], 1);
+}
+
+#[test]
+fn nan_and_infinity_are_counted_the_same_in_text_and_json() {
+    let nan = f32::NAN;
+    let inf = f32::INFINITY;
+    let a = export(&[("w1", &[nan, 1.0, inf, 5.0])], "aten::add", "1");
+    let b = export(&[("w1", &[nan, nan, -inf, 4.0])], "aten::add", "1");
+    let (_d, pa, pb) = two(&a, &b);
+    let r = ptefs(&[], &[&pa, &pb]);
+    // NaN equals NaN; NaN or an infinity against something else is a
+    // difference, counted, and kept out of the maxima and the mean.
+    assert!(
+        r.out.contains(
+            "3 of 4 elements differ; max abs diff 1.000000e0 at [3] (5.000000e0 vs 4.000000e0); \
+             max rel diff 2.500000e-1; mean abs diff 1.000000e0; NaN: 1 in A, 2 in B; \
+             2 differences involve NaN or infinity"
+        ),
+        "{}",
+        r.out
+    );
+    let (_, j) = json(&[], &pa, &pb);
+    let e = &j["methods"]["common"]["forward"]["tensors"]["changed"][0]["elements"];
+    assert_eq!(
+        (
+            e["differing"].clone(),
+            e["nan_a"].clone(),
+            e["nan_b"].clone()
+        ),
+        (3.into(), 1.into(), 2.into())
+    );
+    assert_eq!(
+        (e["max_abs"].clone(), e["max_rel"].clone()),
+        (1.0.into(), 0.25.into())
+    );
+    assert_eq!(e["nonfinite"], 2);
+}
+
+#[test]
+fn equal_bytes_at_another_place_are_moved_not_changed() {
+    // w1 and w2 swap their values; w3 is renamed w4.
+    let a = export(
+        &[("w1", &[1.0, 2.0]), ("w2", &[3.0, 4.0]), ("w3", &[5.0])],
+        "aten::add",
+        "1",
+    );
+    let b = export(
+        &[("w1", &[3.0, 4.0]), ("w2", &[1.0, 2.0]), ("w4", &[5.0])],
+        "aten::add",
+        "1",
+    );
+    let (_d, pa, pb) = two(&a, &b);
+    let (code, j) = json(&[], &pa, &pb);
+    assert_eq!(code, 1);
+    let t = &j["methods"]["common"]["forward"]["tensors"];
+    let moved: Vec<(String, String)> = t["moved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["a"]["name"].as_str().unwrap().into(),
+                m["b"]["name"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moved,
+        [
+            ("w1".into(), "w2".into()),
+            ("w2".into(), "w1".into()),
+            ("w3".into(), "w4".into())
+        ]
+    );
+    for k in ["changed", "added", "removed"] {
+        assert_eq!(t[k], serde_json::json!([]), "{k}");
+    }
+    let r = ptefs(&[], &[&pa, &pb]);
+    assert!(
+        r.out
+            .contains("tensor moved: methods/forward/tensors/2.w3.bin"),
+        "{}",
+        r.out
+    );
+}
+
+#[test]
+fn new_and_dropped_tensors_are_added_and_removed() {
+    let a = export(&[("w1", W), ("old", &[9.0])], "aten::add", "1");
+    let b = export(&[("w1", W), ("new", &[6.0, 6.5])], "aten::add", "1");
+    let (_d, pa, pb) = two(&a, &b);
+    let (_, j) = json(&[], &pa, &pb);
+    let t = &j["methods"]["common"]["forward"]["tensors"];
+    assert_eq!(t["added"][0]["name"], "new");
+    assert_eq!(t["added"][0]["sizes"], serde_json::json!([2]));
+    assert_eq!(t["removed"][0]["name"], "old");
+    assert_eq!(t["unchanged"], 1);
+}
+
+#[test]
+fn tolerances_decide_what_is_a_change_and_the_exit_status() {
+    let b = export(
+        &[("w1", &[1.0, 2.0001, -4.0, 0.5]), ("w2", &[7.0, 8.0])],
+        "aten::add",
+        "1",
+    );
+    let (_d, pa, pb) = two(&base(), &b);
+    assert_eq!(ptefs(&[], &[&pa, &pb]).code, 1);
+    let r = ptefs(&["--atol", "0.001"], &[&pa, &pb]);
+    assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
+    let (code, j) = json(&["--rtol", "0.0001"], &pa, &pb);
+    assert_eq!(code, 0);
+    assert_eq!(
+        j["methods"]["common"]["forward"]["tensors"]["within_tolerance"],
+        1
+    );
+    assert_eq!(ptefs(&["--rtol", "0.00001"], &[&pa, &pb]).code, 1);
+    assert_eq!(ptefs(&["--atol", "-1"], &[&pa, &pb]).code, 2);
+}
+
+#[test]
+fn instructions_and_delegates_sections() {
+    let b = export(&[("w1", W), ("w2", &[7.0, 8.0])], "aten::mul", "2");
+    let (_d, pa, pb) = two(&base(), &b);
+    let (code, j) = json(&[], &pa, &pb);
+    assert_eq!(code, 1);
+    let m = &j["methods"]["common"]["forward"];
+    let unified = m["instructions"]["unified"].as_str().unwrap();
+    assert!(
+        unified.starts_with("--- a/methods/forward/code.txt\n+++ b/methods/forward/code.txt\n"),
+        "{unified}"
+    );
+    assert!(
+        unified.contains("\n-0: aten::add.out %0 %2 %2\n+0: aten::mul.out %0 %2 %2\n"),
+        "{unified}"
+    );
+    assert_eq!(
+        m["instructions"]["counts"]["aten::add.out"],
+        serde_json::json!([1, 0])
+    );
+    assert_eq!(
+        m["instructions"]["counts"]["aten::mul.out"],
+        serde_json::json!([0, 1])
+    );
+    let d = &m["delegates"][0];
+    assert_eq!(
+        d["backend"],
+        serde_json::json!(["TestBackend", "TestBackend"])
+    );
+    assert_eq!(
+        d["compile_specs"][0],
+        serde_json::json!({"key": "level", "a": "1", "b": "2"})
+    );
+    let text = ptefs(&[], &[&pa, &pb]).out;
+    assert!(
+        text.contains("method forward: aten::mul.out calls 0 -> 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("method forward: delegate 0 TestBackend; compile spec level: 1 -> 2\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn only_selects_sections_and_the_exit_status() {
+    let b = export(
+        &[("w1", &[1.0, 2.5, -4.0, 0.5]), ("w2", &[7.0, 8.0])],
+        "aten::add",
+        "1",
+    );
+    let (_d, pa, pb) = two(&base(), &b);
+    let r = ptefs(&["--only", "instructions,delegates"], &[&pa, &pb]);
+    assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
+    let (code, j) = json(&["--only", "tensors"], &pa, &pb);
+    assert_eq!(code, 1);
+    assert!(j.get("file").is_none());
+    assert!(
+        j["methods"]["common"]["forward"]
+            .get("instructions")
+            .is_none()
+    );
+    assert!(j["methods"]["common"]["forward"].get("tensors").is_some());
+    assert_eq!(ptefs(&["--only", "bogus"], &[&pa, &pb]).code, 2);
+}
+
+#[test]
+fn stat_has_a_line_per_change_and_a_total() {
+    let b = export(
+        &[("w1", &[1.0, 2.5, -4.0, 0.5]), ("w2", &[7.0, 8.0])],
+        "aten::mul",
+        "1",
+    );
+    let (_d, pa, pb) = two(&base(), &b);
+    let r = ptefs(&["--stat"], &[&pa, &pb]);
+    assert_eq!(r.code, 1);
+    let lines: Vec<&str> = r.out.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("forward/instructions")
+                && l.contains("| 2 lines, 2 operator counts")),
+        "{}",
+        r.out
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("methods/forward/tensors/0.w1.bin")
+                && l.contains("| 1 of 4 elements")),
+        "{}",
+        r.out
+    );
+    assert_eq!(lines.last(), Some(&" 2 changes"));
+}
+
+#[test]
+fn every_fixture_equals_itself_and_mlp_differs_from_dynamic() {
+    for m in models() {
+        let r = ptefs(&[], &[&fixture(&m), &fixture(&m)]);
+        assert_eq!((r.code, r.out.as_str()), (0, ""), "{m}: {}", r.err);
+    }
+    let (code, j) = json(&[], &fixture("mlp.pte"), &fixture("dynamic.pte"));
+    assert_eq!(code, 1);
+    let fields: Vec<&str> = j["file"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert!(fields.contains(&"flatbuffer_size"), "{fields:?}");
+    assert_eq!(
+        j["methods"]["common"]["forward"]["tensors"]["changed"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+}
+
+#[test]
+fn directories_pair_files_by_relative_path() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for d in [a.path(), b.path()] {
+        std::fs::create_dir(d.join("sub")).unwrap();
+        for f in ["mlp_external.pte", "mlp_external.ptd"] {
+            std::fs::copy(fixture(f), d.join("sub").join(f)).unwrap();
+        }
+        std::fs::write(d.join("README"), "not a model").unwrap();
+    }
+    let r = ptefs(&[], &[a.path(), b.path()]);
+    assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
+    // The .pte was compared with the .ptd beside it attached.
+    let (_, j) = json(&[], a.path(), b.path());
+    let pte = j["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["a"].as_str().unwrap().ends_with("mlp_external.pte"))
+        .unwrap();
+    assert_eq!(
+        pte["methods"]["common"]["forward"]["tensors"]["unchanged"],
+        4
+    );
+    write_file(a.path(), "only-a.pte", &base());
+    write_file(&b.path().join("sub"), "m.pte", &base());
+    write_file(a.path(), "same.pte", &base());
+    write_file(
+        b.path(),
+        "same.pte",
+        &export(&[("w1", W), ("w2", &[7.0, 8.5])], "aten::add", "1"),
+    );
+    let r = ptefs(&[], &[a.path(), b.path()]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.out
+            .contains(&format!("only in {}: only-a.pte\n", a.path().display())),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out
+            .contains(&format!("only in {}: sub/m.pte\n", b.path().display())),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out
+            .contains("same.pte\nmethod forward: tensor changed: methods/forward/tensors/1.w2.bin"),
+        "{}",
+        r.out
+    );
+}
