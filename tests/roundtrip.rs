@@ -7,7 +7,7 @@ mod common;
 mod writer;
 
 use common::*;
-use ptefs::format::{self, Parsed, ProgramFile, TensorData};
+use ptefs::format::{self, Parsed, ProgramFile, TensorData, text};
 use ptefs::schema::program as fb;
 use serde_json::Value;
 use writer::{Bytes, Chain, Data, Delegate, Frame, Instr, Method, Program, Tensor, Value as V};
@@ -16,8 +16,8 @@ fn ints(v: Option<flatbuffers::Vector<'_, i32>>) -> Vec<i32> {
     v.iter().flatten().collect()
 }
 
-fn opt_string(s: Option<&str>) -> Option<String> {
-    s.map(str::to_owned)
+fn opt_string(s: Option<text::Name<'_>>) -> Option<String> {
+    s.map(String::from)
 }
 
 fn from_parsed(p: &ProgramFile<'_>) -> Program {
@@ -51,7 +51,7 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                             scalar_type: t.scalar_type(),
                             sizes: ints(t.sizes()),
                             dim_order: Some(t.dim_order().iter().flatten().collect()),
-                            fqn: eti.and_then(|e| opt_string(e.fully_qualified_name())),
+                            fqn: eti.and_then(|e| opt_string(text::fully_qualified_name(e))),
                             data,
                             storage_offset: t.storage_offset(),
                             requires_grad: t.requires_grad(),
@@ -73,7 +73,7 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                     } else if let Some(x) = e.val_as_double() {
                         V::Double(x.double_val())
                     } else if let Some(x) = e.val_as_string() {
-                        V::Str(x.string_val().unwrap_or("").into())
+                        V::Str(text::string_val(x).unwrap_or_default().into())
                     } else if let Some(x) = e.val_as_int_list() {
                         V::IntList(x.items().iter().flatten().collect())
                     } else if let Some(x) = e.val_as_double_list() {
@@ -104,10 +104,10 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                                     .iter()
                                     .flatten()
                                     .map(|f| Frame {
-                                        filename: opt_string(f.filename()),
+                                        filename: opt_string(text::frame_filename(f)),
                                         lineno: f.lineno(),
-                                        name: opt_string(f.name()),
-                                        context: opt_string(f.context()),
+                                        name: opt_string(text::frame_name(f)),
+                                        context: opt_string(text::frame_context(f)),
                                     })
                                     .collect()
                             })
@@ -119,8 +119,8 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                 name: m.name.into(),
                 container_meta: plan.container_meta_type().map(|c| {
                     (
-                        opt_string(c.encoded_inp_str()),
-                        opt_string(c.encoded_out_str()),
+                        opt_string(text::encoded_inp_str(c)),
+                        opt_string(text::encoded_out_str(c)),
                     )
                 }),
                 values,
@@ -133,8 +133,8 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                     .flatten()
                     .map(|o| {
                         (
-                            o.name().unwrap_or("").into(),
-                            o.overload().unwrap_or("").into(),
+                            text::operator_name(o).unwrap_or_default().into(),
+                            text::operator_overload(o).unwrap_or_default().into(),
                         )
                     })
                     .collect(),
@@ -143,7 +143,7 @@ fn from_parsed(p: &ProgramFile<'_>) -> Program {
                     .iter()
                     .map(|d| Delegate {
                         id: d.id.into(),
-                        blob: d.processed.bytes(p.bytes).to_vec().into(),
+                        blob: d.processed.unwrap().bytes(p.bytes).to_vec().into(),
                         inline: plan
                             .delegates()
                             .unwrap()
@@ -259,6 +259,17 @@ fn a_program_rewritten_from_a_fixture_opens_to_the_same_tree() {
                 );
                 forget_offsets(&mut x);
                 forget_offsets(&mut y);
+                if path == "program.json" {
+                    // The writer adds mutable tables only for mutable tensors;
+                    // empty_vectors.pte lists one with no offsets.
+                    for v in [&mut x, &mut y] {
+                        let m = &mut v["mutable_data_segments"];
+                        let empty = |t: &Value| t["offsets"].as_array().is_some_and(Vec::is_empty);
+                        if m.as_array().is_some_and(|a| a.iter().all(empty)) {
+                            *m = Value::Null;
+                        }
+                    }
+                }
                 assert_eq!(x, y, "{model}: {path}");
             } else if path.starts_with("segments/") {
                 // Segment padding may differ; the bytes tables point at may not.

@@ -135,10 +135,10 @@ fn a_ptd_lacking_a_key_warns_once_and_shows_the_rest() {
                 let layout = Layout {
                     scalar_type: l.scalar_type,
                     sizes: l.sizes.iter().map(|&s| s as i32).collect(),
-                    dim_order: l.dim_order.clone(),
+                    dim_order: l.dim_order.to_vec(),
                 };
                 (
-                    e.key.to_owned(),
+                    e.key.to_string(),
                     Some(layout),
                     e.span.bytes(&full).to_vec().into(),
                 )

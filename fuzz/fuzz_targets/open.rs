@@ -10,7 +10,12 @@ fuzz_target!(|bytes: &[u8]| {
     let Ok(tree) = Tree::from_bytes("fuzz.pte", bytes) else { return };
     let mut sum = 0u64;
     for (_, ino) in tree.walk(ROOT) {
-        let _ = tree.xattrs(ino);
+        for (name, value) in tree.xattrs(ino) {
+            if name == "user.ptefs.offset" {
+                let offset: u64 = String::from_utf8(value).unwrap().parse().unwrap();
+                assert!(offset <= bytes.len() as u64, "offset {offset} beyond {} bytes", bytes.len());
+            }
+        }
         let Some(ptefs::tree::NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else { continue };
         let len = f.content.len();
         for (offset, size) in [(0, len), (len / 3, 4096), (len.saturating_sub(1), 2), (len, 1)] {

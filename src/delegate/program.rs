@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 
 use super::{Decoded, WeightName, decode, xnnpack};
-use crate::format::{DataFile, ProgramFile, Result};
+use crate::format::{DataFile, Name, ProgramFile, Result};
 
 /// Named-data blobs by key: the program's own first, then each attached
 /// data file's, as the runtime looks them up.
 #[derive(Debug, Default)]
 pub struct NamedData<'a> {
-    by_key: HashMap<&'a str, &'a [u8]>,
+    by_key: HashMap<&'a [u8], &'a [u8]>,
 }
 
 impl<'a> NamedData<'a> {
@@ -18,11 +18,13 @@ impl<'a> NamedData<'a> {
     pub fn of(program: &ProgramFile<'a>, data: &[&DataFile<'a>]) -> NamedData<'a> {
         let mut by_key = HashMap::new();
         for n in &program.named {
-            by_key.entry(n.key).or_insert(n.span.bytes(program.bytes));
+            by_key
+                .entry(n.key.bytes())
+                .or_insert(n.span.bytes(program.bytes));
         }
         for d in data {
             for e in &d.entries {
-                by_key.entry(e.key).or_insert(e.span.bytes(d.bytes));
+                by_key.entry(e.key.bytes()).or_insert(e.span.bytes(d.bytes));
             }
         }
         NamedData { by_key }
@@ -30,7 +32,7 @@ impl<'a> NamedData<'a> {
 
     /// The blob stored under `key`.
     pub fn get(&self, key: &str) -> Option<&'a [u8]> {
-        self.by_key.get(key).copied()
+        self.by_key.get(key.as_bytes()).copied()
     }
 }
 
@@ -38,12 +40,13 @@ impl<'a> NamedData<'a> {
 #[derive(Debug)]
 pub struct ProgramDelegate<'a> {
     /// The method holding it.
-    pub method: &'a str,
+    pub method: Name<'a>,
     /// Index in the method's `delegates`.
     pub index: usize,
     /// The backend id.
-    pub backend: &'a str,
-    /// `None` for a backend without a decoder (the payload stays opaque).
+    pub backend: Name<'a>,
+    /// `None` for a backend without a decoder, or a delegate whose payload
+    /// is not located (the payload stays opaque).
     pub decoded: Option<Result<Decoded<'a>>>,
 }
 
@@ -60,7 +63,11 @@ pub fn decode_program<'a>(
                 method: m.name,
                 index: d.index,
                 backend: d.id,
-                decoded: decode(d.id, d.processed.bytes(program.bytes), &len),
+                decoded: d
+                    .id
+                    .as_str()
+                    .zip(d.processed)
+                    .and_then(|(id, span)| decode(id, span.bytes(program.bytes), &len)),
             });
         }
     }

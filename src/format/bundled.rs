@@ -1,13 +1,15 @@
 //! The bundled program (`.bpte`): a program plus test inputs and outputs.
 
-use super::header::show_magic;
+use std::sync::Arc;
+
 use super::program::{ProgramFile, tensor_nbytes};
+use super::shapes::Shapes;
+use super::text::{self, Name};
 use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
 use crate::schema::bundled as fb;
 
 /// A validated bundled program.
-#[derive(Debug)]
 pub struct BundledFile<'a> {
     /// The whole file.
     pub bytes: &'a [u8],
@@ -18,9 +20,22 @@ pub struct BundledFile<'a> {
     /// The embedded program, parsed; its spans are relative to `program_span`.
     pub program: ProgramFile<'a>,
     /// Test cases by method, in file order.
-    pub suites: Vec<(&'a str, Vec<TestCase>)>,
+    pub suites: Vec<(Name<'a>, Vec<TestCase>)>,
     /// Oddities worth a note that do not stop the file being shown.
     pub warnings: Vec<String>,
+}
+
+// Debug by hand: the generated tables' Debug reads strings through the
+// `&str` accessors, which must not run on unchecked bytes (see `text`).
+impl std::fmt::Debug for BundledFile<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BundledFile")
+            .field("program_span", &self.program_span)
+            .field("program", &self.program)
+            .field("suites", &self.suites)
+            .field("warnings", &self.warnings)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One test case: inputs and the outputs they should produce.
@@ -52,12 +67,13 @@ pub enum TestValue {
 pub struct BundledTensor {
     /// Element type.
     pub scalar_type: ScalarType,
-    /// Logical sizes.
-    pub sizes: Vec<i64>,
-    /// Dimension order, outermost first.
-    pub dim_order: Vec<u8>,
-    /// The tensor's bytes in the `.bpte`.
-    pub span: Span,
+    /// Logical sizes, shared by values that share a tensor table.
+    pub sizes: Arc<[i64]>,
+    /// Dimension order, outermost first; shared like `sizes`.
+    pub dim_order: Arc<[u8]>,
+    /// The tensor's bytes in the `.bpte`; `None` for an empty tensor whose
+    /// data vector is absent.
+    pub span: Option<Span>,
 }
 
 impl<'a> BundledFile<'a> {
@@ -66,26 +82,13 @@ impl<'a> BundledFile<'a> {
         if super::sniff(bytes)? != super::Kind::Bundled {
             return Err(Error::new("not a bundled program: bytes 4..8 are not BP??"));
         }
-        let bundled =
-            flatbuffers::root_with_opts::<fb::BundledProgram>(&verify::options(bytes.len()), bytes)
-                .map_err(|e| {
-                    Error::new(format!(
-                        "bundled program flatbuffer fails verification: {}",
-                        verify::one_line(&e)
-                    ))
-                })?;
-        let mut warnings = Vec::new();
-        if bytes[4..8] != *b"BP08" {
-            warnings.push(format!(
-                "file identifier is {}; this reader's schema is \"BP08\", so fields may be misread",
-                show_magic(&bytes[4..8])
-            ));
-        }
-        let inner = bundled
-            .program()
-            .map(|p| p.bytes())
+        let (bundled, warning) =
+            verify::root::<fb::BundledProgram>(bytes, "bundled program flatbuffer")?;
+        let warnings = warning.into_iter().collect();
+        let inner = bundled.program().map(|p| p.bytes());
+        let program_span = Span::of_vector(bytes, inner)
             .ok_or_else(|| Error::new("bundled program has no embedded program"))?;
-        let program_span = Span::of_subslice(bytes, inner);
+        let inner = program_span.bytes(bytes);
         let at = |e: Error| {
             e.context(format_args!(
                 "embedded program at byte {}",
@@ -97,14 +100,16 @@ impl<'a> BundledFile<'a> {
         }
         let program = ProgramFile::parse(inner).map_err(at)?;
         let mut suites = Vec::new();
+        let mut shapes = Shapes::default();
         for (s, suite) in bundled.method_test_suites().iter().flatten().enumerate() {
-            let name = suite.method_name().unwrap_or("");
+            let name = text::test_suite_method(suite).unwrap_or_default();
             let mut cases = Vec::new();
             for (c, case) in suite.test_cases().iter().flatten().enumerate() {
                 let ctx = |e: Error| e.context(format_args!("test suite {s} ({name:?}) case {c}"));
                 cases.push(TestCase {
-                    inputs: values(bytes, case.inputs()).map_err(|e| ctx(e.context("inputs")))?,
-                    expected_outputs: values(bytes, case.expected_outputs())
+                    inputs: values(bytes, case.inputs(), &mut shapes)
+                        .map_err(|e| ctx(e.context("inputs")))?,
+                    expected_outputs: values(bytes, case.expected_outputs(), &mut shapes)
                         .map_err(|e| ctx(e.context("expected outputs")))?,
                 });
             }
@@ -124,23 +129,30 @@ impl<'a> BundledFile<'a> {
 fn values<'a>(
     file: &'a [u8],
     list: Option<flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<fb::Value<'a>>>>,
+    shapes: &mut Shapes,
 ) -> Result<Vec<TestValue>> {
     let mut out = Vec::new();
     for (i, v) in list.iter().flatten().enumerate() {
         let value = if let Some(t) = v.val_as_tensor() {
-            let sizes: Vec<i64> = t.sizes().iter().flatten().map(i64::from).collect();
-            let data = t.data().map_or(&[][..], |d| d.bytes());
-            let whole = Span::of_subslice(file, data);
-            let span = match tensor_nbytes(t.scalar_type(), &sizes)
-                .map_err(|e| e.context(format_args!("value {i}")))?
-            {
-                Some(n) => whole.prefix(n, || format!("value {i} tensor data"))?,
-                None => whole,
+            let (sizes, dim_order) = shapes.of(t._tab.loc(), t.sizes(), t.dim_order());
+            let whole = Span::of_vector(file, t.data().map(|d| d.bytes()));
+            let nbytes = tensor_nbytes(t.scalar_type(), &sizes)
+                .map_err(|e| e.context(format_args!("value {i}")))?;
+            let what = || format!("value {i} tensor data");
+            let span = match (whole, nbytes) {
+                (Some(whole), Some(n)) => Some(whole.prefix(n, what)?),
+                (whole, None) | (whole @ None, Some(0)) => whole,
+                (None, Some(n)) => Err(Error::TooSmall {
+                    what: what(),
+                    needed: n,
+                    available: 0,
+                    offset: 0,
+                })?,
             };
             TestValue::Tensor(BundledTensor {
                 scalar_type: t.scalar_type(),
                 sizes,
-                dim_order: t.dim_order().iter().flatten().collect(),
+                dim_order,
                 span,
             })
         } else if let Some(x) = v.val_as_int() {

@@ -1,13 +1,17 @@
 //! The data file (`.ptd`): named blobs, some of them tensors.
 
-use super::header::{PtdHeader, show_magic};
+use std::sync::Arc;
+
+use super::header::PtdHeader;
+use super::index::segment;
 use super::program::tensor_nbytes;
+use super::shapes::Shapes;
+use super::text::{self, Name};
 use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
 use crate::schema::flat_tensor as fb;
 
 /// A validated data file. Every span in it lies within `bytes`.
-#[derive(Debug)]
 pub struct DataFile<'a> {
     /// The whole file.
     pub bytes: &'a [u8],
@@ -25,11 +29,25 @@ pub struct DataFile<'a> {
     pub warnings: Vec<String>,
 }
 
+// Debug by hand: the generated tables' Debug reads strings through the
+// `&str` accessors, which must not run on unchecked bytes (see `text`).
+impl std::fmt::Debug for DataFile<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataFile")
+            .field("header", &self.header)
+            .field("flatbuffer", &self.flatbuffer)
+            .field("segments", &self.segments)
+            .field("entries", &self.entries)
+            .field("warnings", &self.warnings)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A named blob of a data file.
 #[derive(Debug, Clone)]
 pub struct DataEntry<'a> {
     /// The key; for tensors, the fully qualified name.
-    pub key: &'a str,
+    pub key: Name<'a>,
     /// The segment holding the bytes.
     pub segment_index: u32,
     /// The tensor's bytes, or the whole segment for an opaque blob.
@@ -43,10 +61,10 @@ pub struct DataEntry<'a> {
 pub struct Layout {
     /// Element type.
     pub scalar_type: ScalarType,
-    /// Logical sizes.
-    pub sizes: Vec<i64>,
-    /// Dimension order, outermost first.
-    pub dim_order: Vec<u8>,
+    /// Logical sizes, shared by entries that share a layout table.
+    pub sizes: Arc<[i64]>,
+    /// Dimension order, outermost first; shared like `sizes`.
+    pub dim_order: Arc<[u8]>,
 }
 
 impl<'a> DataFile<'a> {
@@ -58,24 +76,8 @@ impl<'a> DataFile<'a> {
             len: header.flatbuffer_len(),
         };
         let fb_bytes = flatbuffer.bytes(bytes);
-        let flat = flatbuffers::root_with_opts::<fb::FlatTensor>(
-            &verify::options(fb_bytes.len()),
-            fb_bytes,
-        )
-        .map_err(|e| {
-            Error::new(format!(
-                "data flatbuffer (bytes 0..{}) fails verification: {}",
-                fb_bytes.len(),
-                verify::one_line(&e)
-            ))
-        })?;
-        let mut warnings = Vec::new();
-        if header.magic != *b"FT01" {
-            warnings.push(format!(
-                "file identifier is {}; this reader's schema is \"FT01\", so fields may be misread",
-                show_magic(&header.magic)
-            ));
-        }
+        let (flat, warning) = verify::root::<fb::FlatTensor>(fb_bytes, "data flatbuffer")?;
+        let mut warnings: Vec<String> = warning.into_iter().collect();
         if flat.version() != 0 {
             warnings.push(format!(
                 "FlatTensor.version is {}; the runtime only loads version 0",
@@ -99,27 +101,24 @@ impl<'a> DataFile<'a> {
             })?);
         }
         let mut entries = Vec::new();
+        let mut shapes = Shapes::default();
         for (i, nd) in flat.named_data().iter().flatten().enumerate() {
-            let key = nd.key().unwrap_or("");
+            let key = text::data_key(nd).unwrap_or_default();
             let ctx = |e: Error| e.context(format_args!("named_data {i} (key {key:?})"));
-            let seg = *segments.get(nd.segment_index() as usize).ok_or_else(|| {
-                ctx(Error::new(format!(
-                    "segment index {} is out of range ({} segments)",
-                    nd.segment_index(),
-                    segments.len()
-                )))
+            let seg = *segment(&segments, u64::from(nd.segment_index()), || {
+                format!("named_data {i} (key {key:?})")
             })?;
             let (span, layout) = match nd.tensor_layout() {
                 None => (seg, None),
                 Some(l) => {
-                    let sizes: Vec<i64> = l.sizes().iter().flatten().map(i64::from).collect();
+                    let (sizes, dim_order) = shapes.of(l._tab.loc(), l.sizes(), l.dim_order());
                     match tensor_nbytes(l.scalar_type(), &sizes).map_err(ctx)? {
                         Some(n) => {
                             let span = seg.prefix(n, || format!("tensor {key:?}")).map_err(ctx)?;
                             let layout = Layout {
                                 scalar_type: l.scalar_type(),
                                 sizes,
-                                dim_order: l.dim_order().iter().flatten().collect(),
+                                dim_order,
                             };
                             (span, Some(layout))
                         }

@@ -59,6 +59,32 @@ pub struct PteExtendedHeader {
     pub segment_data_size: Option<u64>,
 }
 
+const PROGRAM_SIZE: &str = "extended header: program size (bytes 16..24)";
+const SEGMENT_BASE: &str = "extended header: segment base offset (bytes 24..32)";
+
+/// A header field `what` whose `value` is wrong because of `problem`.
+fn field(what: &'static str, value: impl ToString, problem: String) -> Error {
+    Error::HeaderField {
+        field: what,
+        value: value.to_string(),
+        problem,
+    }
+}
+
+/// `a + b`, checked to be at most the file length `len`.
+fn sum_within(what: &'static str, a: u64, b: u64, len: u64) -> Result<u64> {
+    match a.checked_add(b) {
+        Some(end) if end <= len => Ok(end),
+        end => Err(Error::HeaderSum {
+            what,
+            a,
+            b,
+            end,
+            len,
+        }),
+    }
+}
+
 /// Shortest extended header: magic, length, program size, segment base.
 const PTE_EXT_MIN: u32 = 0x18;
 
@@ -67,69 +93,82 @@ impl PteHeader {
     pub fn parse(bytes: &[u8]) -> Result<PteHeader> {
         let size = bytes.len() as u64;
         if bytes.len() < 8 {
-            return Err(Error::new(format!(
-                "program is {size} bytes, too short for its header (8 bytes)"
-            )));
+            return Err(Error::TooShort {
+                what: "program",
+                len: size,
+                needed: "its header (8 bytes)",
+            });
         }
         let root_offset = u32_at(bytes, 0);
         let magic = magic_at(bytes, 4);
         let extended = if bytes.len() >= 12 && &bytes[8..10] == b"eh" {
             if bytes.len() < 8 + PTE_EXT_MIN as usize {
-                return Err(Error::new(format!(
-                    "extended header at byte 8 is cut off: the file ends at byte {size}, the header needs bytes 8..{}",
-                    8 + PTE_EXT_MIN
-                )));
+                return Err(Error::CutOff {
+                    what: "extended header",
+                    at: 8,
+                    len: size,
+                    needed: 8 + u64::from(PTE_EXT_MIN),
+                });
             }
             let length = u32_at(bytes, 12);
             if length < PTE_EXT_MIN {
-                return Err(Error::new(format!(
-                    "extended header length (bytes 12..16) is {length}, below the minimum {PTE_EXT_MIN}"
-                )));
+                return Err(field(
+                    "extended header length (bytes 12..16)",
+                    length,
+                    format!("below the minimum {PTE_EXT_MIN}"),
+                ));
             }
             if 8 + u64::from(length) > size {
-                return Err(Error::new(format!(
-                    "extended header length (bytes 12..16) is {length}, so it would end at byte {} past the end of the file at {size}",
-                    8 + u64::from(length)
-                )));
+                return Err(field(
+                    "extended header length (bytes 12..16)",
+                    length,
+                    format!(
+                        "so it would end at byte {} past the end of the file at {size}",
+                        8 + u64::from(length)
+                    ),
+                ));
             }
             let program_size = u64_at(bytes, 16);
             let segment_base_offset = u64_at(bytes, 24);
             let segment_data_size = (length >= 0x20).then(|| u64_at(bytes, 32));
             if program_size > size {
-                return Err(Error::new(format!(
-                    "extended header: program size (bytes 16..24) is {program_size}, past the end of the file at {size}"
-                )));
+                return Err(field(
+                    PROGRAM_SIZE,
+                    program_size,
+                    format!("past the end of the file at {size}"),
+                ));
             }
             if program_size < 8 + u64::from(length) {
-                return Err(Error::new(format!(
-                    "extended header: program size (bytes 16..24) is {program_size}, smaller than the headers it must contain ({} bytes)",
-                    8 + length
-                )));
+                return Err(field(
+                    PROGRAM_SIZE,
+                    program_size,
+                    format!(
+                        "smaller than the headers it must contain ({} bytes)",
+                        8 + length
+                    ),
+                ));
             }
             if segment_base_offset > size {
-                return Err(Error::new(format!(
-                    "extended header: segment base offset (bytes 24..32) is {segment_base_offset}, past the end of the file at {size}"
-                )));
+                return Err(field(
+                    SEGMENT_BASE,
+                    segment_base_offset,
+                    format!("past the end of the file at {size}"),
+                ));
             }
             if segment_base_offset != 0 && segment_base_offset < program_size {
-                return Err(Error::new(format!(
-                    "extended header: segment base offset (bytes 24..32) is {segment_base_offset}, inside the program data which ends at {program_size}"
-                )));
+                return Err(field(
+                    SEGMENT_BASE,
+                    segment_base_offset,
+                    format!("inside the program data which ends at {program_size}"),
+                ));
             }
             if let Some(data) = segment_data_size {
-                match segment_base_offset.checked_add(data) {
-                    Some(end) if end <= size => {}
-                    Some(end) => {
-                        return Err(Error::new(format!(
-                            "extended header: segment base offset {segment_base_offset} + segment data size (bytes 32..40) {data} = {end}, past the end of the file at {size}"
-                        )));
-                    }
-                    None => {
-                        return Err(Error::new(format!(
-                            "extended header: segment base offset {segment_base_offset} + segment data size (bytes 32..40) {data} overflows"
-                        )));
-                    }
-                }
+                sum_within(
+                    "extended header: segment base offset (bytes 24..32) + segment data size (bytes 32..40)",
+                    segment_base_offset,
+                    data,
+                    size,
+                )?;
             }
             Some(PteExtendedHeader {
                 magic: magic_at(bytes, 8),
@@ -187,22 +226,27 @@ impl PtdHeader {
     pub fn parse(bytes: &[u8]) -> Result<PtdHeader> {
         let size = bytes.len() as u64;
         if bytes.len() < 8 + PTD_EXT_MIN as usize {
-            return Err(Error::new(format!(
-                "file is {size} bytes, too short for the data file header (48 bytes)"
-            )));
+            return Err(Error::TooShort {
+                what: "file",
+                len: size,
+                needed: "the data file header (48 bytes)",
+            });
         }
         let header_magic = magic_at(bytes, 8);
         if &header_magic[..2] != b"FH" {
-            return Err(Error::new(format!(
-                "data file header magic (bytes 8..12) is {}, expected \"FH01\"",
-                show_magic(&header_magic)
-            )));
+            return Err(Error::HeaderField {
+                field: "data file header magic (bytes 8..12)",
+                value: show_magic(&header_magic),
+                problem: "expected \"FH01\"".to_owned(),
+            });
         }
         let length = u32_at(bytes, 12);
         if length < PTD_EXT_MIN {
-            return Err(Error::new(format!(
-                "data file header length (bytes 12..16) is {length}, below the minimum {PTD_EXT_MIN}"
-            )));
+            return Err(field(
+                "data file header length (bytes 12..16)",
+                length,
+                format!("below the minimum {PTD_EXT_MIN}"),
+            ));
         }
         let h = PtdHeader {
             root_offset: u32_at(bytes, 0),
@@ -214,32 +258,24 @@ impl PtdHeader {
             segment_base_offset: u64_at(bytes, 32),
             segment_data_size: u64_at(bytes, 40),
         };
-        let end = |a: u64, b: u64, what: &str| -> Result<u64> {
-            match a.checked_add(b) {
-                Some(end) if end <= size => Ok(end),
-                Some(end) => Err(Error::new(format!(
-                    "data file header: {what} = {a} + {b} = {end}, past the end of the file at {size}"
-                ))),
-                None => Err(Error::new(format!(
-                    "data file header: {what} = {a} + {b} overflows"
-                ))),
-            }
-        };
-        let fb_end = end(
+        let fb_end = sum_within(
+            "data file header: flatbuffer end (bytes 16..24 + bytes 24..32)",
             h.padded_header_size,
             h.flatbuffer_size,
-            "flatbuffer end (bytes 16..24 + bytes 24..32)",
+            size,
         )?;
-        end(
+        sum_within(
+            "data file header: segment end (bytes 32..40 + bytes 40..48)",
             h.segment_base_offset,
             h.segment_data_size,
-            "segment end (bytes 32..40 + bytes 40..48)",
+            size,
         )?;
         if h.segment_base_offset < fb_end && h.segment_data_size > 0 {
-            return Err(Error::new(format!(
-                "data file header: segment base offset (bytes 32..40) is {}, inside the flatbuffer which ends at {fb_end}",
-                h.segment_base_offset
-            )));
+            return Err(field(
+                "data file header: segment base offset (bytes 32..40)",
+                h.segment_base_offset,
+                format!("inside the flatbuffer which ends at {fb_end}"),
+            ));
         }
         Ok(h)
     }

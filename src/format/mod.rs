@@ -1,4 +1,4 @@
-//! Parsing and validation of `.pte`, `.ptd` and `.bpte` files.
+//! Parsing and validation of `.pte`, `.ptd`, `.bpte` and `.ptn` files.
 //!
 //! Everything here works on a byte slice (usually a memory map) and returns
 //! views that borrow it. Every offset and length taken from the file is
@@ -9,9 +9,13 @@ mod bundled;
 mod data;
 mod error;
 mod header;
+mod index;
 mod program;
+pub mod ptn;
 pub mod scalar;
+mod shapes;
 mod span;
+pub mod text;
 mod verify;
 
 pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
@@ -22,7 +26,9 @@ pub use program::{
     Delegate, MethodInfo, NAME_LIMIT, NamedBlob, ProgramFile, TensorData, TensorInfo, clip,
     operator_name, tensor_nbytes,
 };
+pub use ptn::PackageFile;
 pub use span::Span;
+pub use text::Name;
 
 /// What a file is, decided by the magic at byte 4 rather than by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +39,8 @@ pub enum Kind {
     Data,
     /// `BP??`: a bundled program.
     Bundled,
+    /// `PK\x03\x04` at byte 0: a native program package (a zip).
+    Package,
 }
 
 impl Kind {
@@ -42,17 +50,22 @@ impl Kind {
             Kind::Program => "pte",
             Kind::Data => "ptd",
             Kind::Bundled => "bpte",
+            Kind::Package => "ptn",
         }
     }
 }
 
 /// Identifies a file by its magic bytes.
 pub fn sniff(bytes: &[u8]) -> Result<Kind> {
+    if bytes.starts_with(b"PK\x03\x04") {
+        return Ok(Kind::Package);
+    }
     if bytes.len() < 8 {
-        return Err(Error::new(format!(
-            "file is {} bytes, too short for a program or data file header (8 bytes)",
-            bytes.len()
-        )));
+        return Err(Error::TooShort {
+            what: "file",
+            len: bytes.len() as u64,
+            needed: "a program or data file header (8 bytes)",
+        });
     }
     let magic = &bytes[4..8];
     let digits = magic[2].is_ascii_digit() && magic[3].is_ascii_digit();
@@ -60,10 +73,9 @@ pub fn sniff(bytes: &[u8]) -> Result<Kind> {
         (b"ET", true) => Ok(Kind::Program),
         (b"FT", true) => Ok(Kind::Data),
         (b"BP", true) => Ok(Kind::Bundled),
-        _ => Err(Error::new(format!(
-            "not an ExecuTorch file: bytes 4..8 are {}, expected ET?? (program), FT?? (data) or BP?? (bundled program)",
-            header::show_magic(magic)
-        ))),
+        _ => Err(Error::NotExecuTorch {
+            magic: header::show_magic(magic),
+        }),
     }
 }
 
@@ -76,6 +88,8 @@ pub enum Parsed<'a> {
     Data(DataFile<'a>),
     /// A `.bpte`.
     Bundled(BundledFile<'a>),
+    /// A `.ptn`.
+    Package(PackageFile<'a>),
 }
 
 /// Parses and validates a file of any kind, chosen by its magic.
@@ -84,6 +98,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>> {
         Kind::Program => Parsed::Program(ProgramFile::parse(bytes)?),
         Kind::Data => Parsed::Data(DataFile::parse(bytes)?),
         Kind::Bundled => Parsed::Bundled(BundledFile::parse(bytes)?),
+        Kind::Package => Parsed::Package(PackageFile::parse(bytes)?),
     })
 }
 
@@ -95,6 +110,7 @@ impl Parsed<'_> {
             Parsed::Program(p) => &p.warnings,
             Parsed::Data(d) => &d.warnings,
             Parsed::Bundled(b) => &b.warnings,
+            Parsed::Package(p) => &p.warnings,
         }
     }
 }

@@ -1,14 +1,16 @@
 //! The program (`.pte`): its flatbuffer and where each tensor's bytes live.
 
-use flatbuffers::{Follow, Vector};
+use std::sync::Arc;
 
-use super::header::{PteHeader, show_magic};
+use super::header::PteHeader;
+use super::index::{at, segment};
+use super::shapes::Shapes;
+use super::text::{self, Name};
 use super::{Error, Result, Span, scalar, verify};
 use crate::schema::ScalarType;
 use crate::schema::program as fb;
 
 /// A validated program file. Every span in it lies within `bytes`.
-#[derive(Debug)]
 pub struct ProgramFile<'a> {
     /// The whole file.
     pub bytes: &'a [u8],
@@ -32,10 +34,9 @@ pub struct ProgramFile<'a> {
 }
 
 /// One execution plan and the values in it that have bytes.
-#[derive(Debug)]
 pub struct MethodInfo<'a> {
     /// The method name (`forward`).
-    pub name: &'a str,
+    pub name: Name<'a>,
     /// The plan in the flatbuffer.
     pub plan: fb::ExecutionPlan<'a>,
     /// Tensor values with initial bytes in this or an external file.
@@ -51,12 +52,13 @@ pub struct TensorInfo<'a> {
     pub value_index: usize,
     /// The element type as stored.
     pub scalar_type: ScalarType,
-    /// Logical sizes.
-    pub sizes: Vec<i64>,
-    /// Dimension order, outermost first.
-    pub dim_order: Vec<u8>,
+    /// Logical sizes, shared by every value that uses the same tensor
+    /// table (a file may point many values at one table).
+    pub sizes: Arc<[i64]>,
+    /// Dimension order, outermost first; shared like `sizes`.
+    pub dim_order: Arc<[u8]>,
     /// `extra_tensor_info.fully_qualified_name`.
-    pub fqn: Option<&'a str>,
+    pub fqn: Option<Name<'a>>,
     /// Elements × element size.
     pub nbytes: u64,
     /// Where the bytes are.
@@ -85,7 +87,7 @@ pub enum TensorData<'a> {
     /// Stored in a data file under this key.
     External {
         /// The named-data key, equal to the fully qualified name.
-        key: &'a str,
+        key: Name<'a>,
     },
 }
 
@@ -116,22 +118,49 @@ pub struct Delegate<'a> {
     /// Index in `ExecutionPlan.delegates`.
     pub index: usize,
     /// The backend id (`XnnpackBackend`).
-    pub id: &'a str,
-    /// The processed blob.
-    pub processed: Span,
+    pub id: Name<'a>,
+    /// The processed blob; `None` when it is inline and its data vector is
+    /// absent (no bytes anywhere).
+    pub processed: Option<Span>,
     /// `(key, value)` of each compile spec.
-    pub compile_specs: Vec<(&'a str, &'a [u8])>,
+    pub compile_specs: Vec<(Name<'a>, &'a [u8])>,
 }
 
 /// A `Program.named_data` entry.
 #[derive(Debug, Clone)]
 pub struct NamedBlob<'a> {
     /// The key.
-    pub key: &'a str,
+    pub key: Name<'a>,
     /// The segment holding the blob.
     pub segment_index: u32,
     /// The blob's bytes (the whole segment).
     pub span: Span,
+}
+
+// Debug by hand: the generated tables' Debug reads strings through the
+// `&str` accessors, which must not run on unchecked bytes (see `text`).
+impl std::fmt::Debug for ProgramFile<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgramFile")
+            .field("header", &self.header)
+            .field("flatbuffer", &self.flatbuffer)
+            .field("segments", &self.segments)
+            .field("constants", &self.constants)
+            .field("methods", &self.methods)
+            .field("named", &self.named)
+            .field("warnings", &self.warnings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for MethodInfo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MethodInfo")
+            .field("name", &self.name)
+            .field("tensors", &self.tensors)
+            .field("delegates", &self.delegates)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Longest operator or backend name shown per use. A file can make one
@@ -157,26 +186,13 @@ pub fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
 pub fn operator_name(plan: fb::ExecutionPlan<'_>, index: i32) -> Option<String> {
     let i = usize::try_from(index).ok()?;
     let op = plan.operators().filter(|o| i < o.len())?.get(i);
-    let name = clip(op.name().unwrap_or(""), NAME_LIMIT);
-    Some(match clip(op.overload().unwrap_or(""), NAME_LIMIT) {
+    let name = text::operator_name(op).unwrap_or_default().show();
+    let overload = text::operator_overload(op).unwrap_or_default().show();
+    let name = clip(&name, NAME_LIMIT);
+    Some(match clip(&overload, NAME_LIMIT) {
         o if o.is_empty() => name.into_owned(),
         o => format!("{name}.{o}"),
     })
-}
-
-/// Element `i` of an optional vector, or an error naming `what`.
-pub(super) fn at<'a, T: Follow<'a> + 'a>(
-    v: Option<Vector<'a, T>>,
-    i: u64,
-    what: &str,
-) -> Result<T::Inner> {
-    let len = v.map_or(0, |v| v.len());
-    match v {
-        Some(v) if i < len as u64 => Ok(v.get(i as usize)),
-        _ => Err(Error::new(format!(
-            "{what} index {i} is out of range ({len} entries)"
-        ))),
-    }
 }
 
 fn is_external(t: fb::Tensor<'_>) -> bool {
@@ -194,19 +210,29 @@ pub fn tensor_nbytes(scalar_type: ScalarType, sizes: &[i64]) -> Result<Option<u6
     let Some(elem) = scalar::element_size(scalar_type) else {
         return Ok(None);
     };
+    let bad = |problem: String| Error::Sizes {
+        sizes: show_sizes(sizes),
+        problem,
+    };
     let mut n: u64 = 1;
     for &d in sizes {
-        let d = u64::try_from(d)
-            .map_err(|_| Error::new(format!("sizes {sizes:?} has a negative dimension")))?;
-        n = n.checked_mul(d).ok_or_else(|| {
-            Error::new(format!("sizes {sizes:?} overflow a 64-bit element count"))
-        })?;
+        let d = u64::try_from(d).map_err(|_| bad("has a negative dimension".into()))?;
+        n = n
+            .checked_mul(d)
+            .ok_or_else(|| bad("overflow a 64-bit element count".into()))?;
     }
-    n.checked_mul(elem).map(Some).ok_or_else(|| {
-        Error::new(format!(
-            "sizes {sizes:?} × {elem} bytes overflow a 64-bit byte count"
-        ))
-    })
+    n.checked_mul(elem)
+        .map(Some)
+        .ok_or_else(|| bad(format!("× {elem} bytes overflow a 64-bit byte count")))
+}
+
+/// Sizes for a message: the first 16, then how many more.
+fn show_sizes(sizes: &[i64]) -> String {
+    let shown: Vec<String> = sizes.iter().take(16).map(i64::to_string).collect();
+    match sizes.len() {
+        n if n > 16 => format!("[{}, … {} more]", shown.join(", "), n - 16),
+        _ => format!("[{}]", shown.join(", ")),
+    }
 }
 
 impl<'a> ProgramFile<'a> {
@@ -219,32 +245,19 @@ impl<'a> ProgramFile<'a> {
             len: header.flatbuffer_len(file_len),
         };
         let fb_bytes = flatbuffer.bytes(bytes);
-        let program =
-            flatbuffers::root_with_opts::<fb::Program>(&verify::options(fb_bytes.len()), fb_bytes)
-                .map_err(|e| {
-                    Error::new(format!(
-                        "program flatbuffer (bytes 0..{}) fails verification: {}",
-                        fb_bytes.len(),
-                        verify::one_line(&e)
-                    ))
-                })?;
-        let mut warnings = Vec::new();
-        if header.magic != *b"ET12" {
-            warnings.push(format!(
-                "file identifier is {}; this reader's schema is \"ET12\", so fields may be misread",
-                show_magic(&header.magic)
-            ));
-        }
+        let (program, warning) = verify::root::<fb::Program>(fb_bytes, "program flatbuffer")?;
+        let warnings = warning.into_iter().collect();
 
         let base = header.segment_base();
         let mut segments = Vec::new();
         for (i, s) in program.segments().iter().flatten().enumerate() {
-            let start = base.checked_add(s.offset()).ok_or_else(|| {
-                Error::new(format!(
-                    "segment {i}: base {base} + offset {} overflows",
-                    s.offset()
-                ))
-            })?;
+            let start = base
+                .checked_add(s.offset())
+                .ok_or_else(|| Error::Overflow {
+                    what: format!("segment {i} from base {base}"),
+                    offset: base,
+                    len: s.offset(),
+                })?;
             segments.push(Span::checked(start, s.size(), file_len, || {
                 format!(
                     "segment {i} (offset {} size {} from base {base})",
@@ -274,7 +287,7 @@ impl<'a> ProgramFile<'a> {
         file.warnings.extend(notes);
         file.fit_constants_to_tensors();
         for (i, nd) in program.named_data().iter().flatten().enumerate() {
-            let key = nd.key().unwrap_or("");
+            let key = text::named_data_key(nd).unwrap_or_default();
             let span = *file.segment(u64::from(nd.segment_index()), || {
                 format!("named_data {i} (key {key:?})")
             })?;
@@ -288,13 +301,7 @@ impl<'a> ProgramFile<'a> {
     }
 
     fn segment(&self, index: u64, what: impl FnOnce() -> String) -> Result<&Span> {
-        self.segments.get(index as usize).ok_or_else(|| {
-            Error::new(format!(
-                "{}: segment index {index} is out of range ({} segments)",
-                what(),
-                self.segments.len()
-            ))
-        })
+        segment(&self.segments, index, what)
     }
 
     /// True when constants are stored inline (files from before segments).
@@ -311,10 +318,10 @@ impl<'a> ProgramFile<'a> {
             return Ok(buffers
                 .enumerate()
                 .map(|(i, b)| {
-                    (i > 0).then(|| {
-                        let storage = b.storage().map_or(&[][..], |s| s.bytes());
-                        Span::of_subslice(self.bytes, storage)
-                    })
+                    let storage = b.storage().map(|s| s.bytes());
+                    (i > 0)
+                        .then(|| Span::of_vector(self.bytes, storage))
+                        .flatten()
                 })
                 .collect());
         }
@@ -369,9 +376,10 @@ impl<'a> ProgramFile<'a> {
         plan: fb::ExecutionPlan<'a>,
         warnings: &mut Vec<String>,
     ) -> Result<MethodInfo<'a>> {
-        let name = plan.name().unwrap_or("");
+        let name = text::plan_name(plan).unwrap_or_default();
         let ctx = |e: Error| e.context(format_args!("method {m} ({name:?})"));
         let mut tensors = Vec::new();
+        let mut shapes = Shapes::default();
         for (v, value) in plan.values().iter().flatten().enumerate() {
             let Some(t) = value.val_as_tensor() else {
                 continue;
@@ -390,7 +398,7 @@ impl<'a> ProgramFile<'a> {
                 ));
             }
             let info = self
-                .tensor(v, t)
+                .tensor(v, t, &mut shapes)
                 .map_err(|e| ctx(e.context(format_args!("value {v}"))))?;
             tensors.extend(info);
         }
@@ -410,27 +418,35 @@ impl<'a> ProgramFile<'a> {
     }
 
     /// The tensor's stored bytes, or `None` when it has none.
-    fn tensor(&self, v: usize, t: fb::Tensor<'a>) -> Result<Option<TensorInfo<'a>>> {
+    fn tensor(
+        &self,
+        v: usize,
+        t: fb::Tensor<'a>,
+        shapes: &mut Shapes,
+    ) -> Result<Option<TensorInfo<'a>>> {
         if !has_bytes(t) {
             return Ok(None);
         }
         let eti = t.extra_tensor_info();
         let external = is_external(t);
         let idx = t.data_buffer_idx();
-        let sizes: Vec<i64> = t.sizes().iter().flatten().map(i64::from).collect();
+        let (sizes, dim_order) = shapes.of(t._tab.loc(), t.sizes(), t.dim_order());
         let Some(nbytes) = tensor_nbytes(t.scalar_type(), &sizes)? else {
             return Ok(None);
         };
-        let fqn = eti.and_then(|e| e.fully_qualified_name());
+        let fqn = eti.and_then(text::fully_qualified_name);
         let data = if external {
             let key = fqn.ok_or_else(|| {
                 Error::new("is EXTERNAL but has no fully_qualified_name to look it up by")
             })?;
             TensorData::External { key }
         } else if t.allocation_info().is_none() {
+            let Some(span) = self.constant_span(idx, nbytes)? else {
+                return Ok(None);
+            };
             TensorData::Constant {
                 buffer_index: idx,
-                span: self.constant_span(idx, nbytes)?,
+                span,
             }
         } else {
             let table = eti.map_or(0, |e| e.mutable_data_segments_idx());
@@ -459,14 +475,16 @@ impl<'a> ProgramFile<'a> {
             value_index: v,
             scalar_type: t.scalar_type(),
             sizes,
-            dim_order: t.dim_order().iter().flatten().collect(),
+            dim_order,
             fqn,
             nbytes,
             data,
         }))
     }
 
-    fn constant_span(&self, idx: u32, nbytes: u64) -> Result<Span> {
+    /// The bytes of a constant tensor; `None` for an empty tensor in a
+    /// legacy buffer without storage, which has no bytes anywhere.
+    fn constant_span(&self, idx: u32, nbytes: u64) -> Result<Option<Span>> {
         let what = || format!("constant buffer {idx} holding {nbytes} bytes");
         if self.legacy_constants() {
             let buffer = at(
@@ -474,15 +492,19 @@ impl<'a> ProgramFile<'a> {
                 u64::from(idx),
                 "constant_buffer",
             )?;
-            let storage = buffer.storage().map_or(&[][..], |s| s.bytes());
-            return Span::of_subslice(self.bytes, storage).prefix(nbytes, what);
+            let storage = buffer.storage().map(|s| s.bytes());
+            return match Span::of_vector(self.bytes, storage) {
+                Some(span) => span.prefix(nbytes, what).map(Some),
+                None if nbytes == 0 => Ok(None),
+                None => Err(Error::new(format!("{}: the buffer has no storage", what()))),
+            };
         }
         let cs = self.program.constant_segment().ok_or_else(|| {
             Error::new("refers to constant data but the program has no constant_segment")
         })?;
         let off = at(cs.offsets(), u64::from(idx), "constant_segment.offsets")?;
         let seg = *self.segment(u64::from(cs.segment_index()), || "constant_segment".into())?;
-        seg.sub(off, nbytes, what)
+        seg.sub(off, nbytes, what).map(Some)
     }
 
     fn delegate(&self, d: usize, del: fb::BackendDelegate<'a>) -> Result<Delegate<'a>> {
@@ -497,9 +519,9 @@ impl<'a> ProgramFile<'a> {
                     index,
                     "backend_delegate_data",
                 )?;
-                Span::of_subslice(self.bytes, inline.data().map_or(&[][..], |v| v.bytes()))
+                Span::of_vector(self.bytes, inline.data().map(|v| v.bytes()))
             }
-            fb::DataLocation::SEGMENT => *self.segment(index, || "processed data".into())?,
+            fb::DataLocation::SEGMENT => Some(*self.segment(index, || "processed data".into())?),
             other => {
                 return Err(Error::new(format!(
                     "processed data location {} is neither INLINE nor SEGMENT",
@@ -513,14 +535,14 @@ impl<'a> ProgramFile<'a> {
             .flatten()
             .map(|cs| {
                 (
-                    cs.key().unwrap_or(""),
+                    text::compile_spec_key(cs).unwrap_or_default(),
                     cs.value().map_or(&[][..], |v| v.bytes()),
                 )
             })
             .collect();
         Ok(Delegate {
             index: d,
-            id: del.id().unwrap_or(""),
+            id: text::backend_id(del).unwrap_or_default(),
             processed: span,
             compile_specs,
         })

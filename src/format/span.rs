@@ -20,14 +20,17 @@ impl Span {
     ) -> Result<Span> {
         match offset.checked_add(len) {
             Some(end) if end <= limit => Ok(Span { offset, len }),
-            Some(end) => Err(Error::new(format!(
-                "{}: bytes {offset}..{end} extend past the end at {limit}",
-                what()
-            ))),
-            None => Err(Error::new(format!(
-                "{}: offset {offset} + length {len} overflows",
-                what()
-            ))),
+            Some(end) => Err(Error::PastEnd {
+                what: what(),
+                offset,
+                end,
+                limit,
+            }),
+            None => Err(Error::Overflow {
+                what: what(),
+                offset,
+                len,
+            }),
         }
     }
 
@@ -39,12 +42,12 @@ impl Span {
     /// The first `len` bytes of this span, checked to fit.
     pub fn prefix(&self, len: u64, what: impl FnOnce() -> String) -> Result<Span> {
         if len > self.len {
-            return Err(Error::new(format!(
-                "{}: needs {len} bytes but only {} are available at file offset {}",
-                what(),
-                self.len,
-                self.offset
-            )));
+            return Err(Error::TooSmall {
+                what: what(),
+                needed: len,
+                available: self.len,
+                offset: self.offset,
+            });
         }
         Ok(Span {
             offset: self.offset,
@@ -73,12 +76,38 @@ impl Span {
         &file[start..end]
     }
 
-    /// Where `inner` (a subslice of `file`) starts in `file`.
-    pub fn of_subslice(file: &[u8], inner: &[u8]) -> Span {
-        let offset = (inner.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
-        Span {
+    /// Where the vector `inner` lies in `file`, or `None` when it is absent
+    /// (a flatbuffer field that is not set) or, which verification rules
+    /// out, not inside `file`. An absent vector has no place in the file, so
+    /// it gets no span rather than an offset computed from some other
+    /// allocation.
+    pub fn of_vector(file: &[u8], inner: Option<&[u8]>) -> Option<Span> {
+        let inner = inner?;
+        let offset = (inner.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
+        let end = offset.checked_add(inner.len())?;
+        (end <= file.len()).then_some(Span {
             offset: offset as u64,
             len: inner.len() as u64,
-        }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_are_located_and_absent_ones_have_no_span() {
+        let file = [0u8; 16];
+        assert_eq!(
+            Span::of_vector(&file, Some(&file[4..10])),
+            Some(Span { offset: 4, len: 6 })
+        );
+        assert_eq!(
+            Span::of_vector(&file, Some(&file[16..])),
+            Some(Span { offset: 16, len: 0 })
+        );
+        assert_eq!(Span::of_vector(&file, None), None);
+        assert_eq!(Span::of_vector(&file, Some(&[][..])), None);
     }
 }

@@ -60,18 +60,39 @@ pub enum NodeKind {
 pub struct File {
     /// The bytes.
     pub content: Content,
-    /// For a tensor's files, its entry in [`Tree::tensors`].
+    /// For a tensor's files, its entry in the tree's tensor table ([`Tree::tensor_meta`]).
     pub tensor: Option<u32>,
+}
+
+/// A tensor file's element type, in the vocabulary of what stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dtype {
+    /// A program or data file tensor (`FLOAT`).
+    Scalar(crate::schema::ScalarType),
+    /// An XNNPACK delegate's value (`xnn_datatype_fp32`).
+    Xnnpack(crate::schema::xnnpack::XNNDatatype),
+    /// A fixed name (`float32` for quantization scales).
+    Named(&'static str),
+}
+
+impl Dtype {
+    /// The name the extended attributes and reports show.
+    pub fn name(self) -> String {
+        match self {
+            Dtype::Scalar(t) => crate::format::scalar::name(t),
+            Dtype::Xnnpack(t) => crate::delegate::xnnpack::datatype::name(t),
+            Dtype::Named(n) => n.to_owned(),
+        }
+    }
 }
 
 /// Type and shape of a tensor, shared by its `.bin` and `.npy`.
 #[derive(Debug)]
 pub struct TensorMeta {
-    /// Element type by name: the program schema's (`FLOAT`) or, for
-    /// delegate weights, the backend's (`xnn_datatype_fp32`).
-    pub dtype: Box<str>,
-    /// Logical sizes.
-    pub sizes: Box<[i64]>,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Logical sizes (shared with the tensor's other files and values).
+    pub sizes: std::sync::Arc<[i64]>,
 }
 
 /// Where a file's bytes come from.
@@ -88,8 +109,8 @@ pub enum Content {
     },
     /// Rendered bytes followed by a span of a source file (`.npy`).
     Prefixed {
-        /// The rendered prefix.
-        prefix: Box<[u8]>,
+        /// The rendered prefix, shared by files with the same header.
+        prefix: std::sync::Arc<[u8]>,
         /// Which source.
         source: SourceId,
         /// The bytes after the prefix.
@@ -293,7 +314,7 @@ impl Tree {
         };
         let mut x = Vec::with_capacity(4);
         if let Some(t) = f.tensor.and_then(|t| self.tensors.get(t as usize)) {
-            x.push(("user.ptefs.dtype", t.dtype.as_bytes().to_vec()));
+            x.push(("user.ptefs.dtype", t.dtype.name().into_bytes()));
             let dims: Vec<String> = t.sizes.iter().map(i64::to_string).collect();
             x.push((
                 "user.ptefs.shape",

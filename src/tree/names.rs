@@ -7,24 +7,34 @@ use sha2::{Digest, Sha256};
 
 /// Longest name a directory entry may have.
 const NAME_MAX: usize = 255;
-/// Where an over-long name is cut before its hash suffix.
+/// Where an over-long name is cut before its hash mark, when the suffix
+/// leaves room.
 const CUT_AT: usize = 230;
+/// Bytes of the hash mark: `~` and 16 hex digits.
+const HASH_MARK: usize = 17;
 
 /// Percent-encodes what cannot or should not appear in a file name: `/`,
-/// NUL, `%`, `~` and a leading `.`; the empty string becomes `%`.
-pub fn encode(raw: &str) -> String {
+/// NUL, `%`, `~`, a leading `.` and every byte that is not part of a UTF-8
+/// character (`%FF`); the empty string becomes `%`.
+pub fn encode(raw: impl AsRef<[u8]>) -> String {
+    let raw = raw.as_ref();
     if raw.is_empty() {
         return "%".to_owned();
     }
     let mut out = String::with_capacity(raw.len());
-    for (i, c) in raw.char_indices() {
-        match c {
-            '/' => out.push_str("%2F"),
-            '\0' => out.push_str("%00"),
-            '%' => out.push_str("%25"),
-            '~' => out.push_str("%7E"),
-            '.' if i == 0 => out.push_str("%2E"),
-            c => out.push(c),
+    for chunk in raw.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '/' => out.push_str("%2F"),
+                '\0' => out.push_str("%00"),
+                '%' => out.push_str("%25"),
+                '~' => out.push_str("%7E"),
+                '.' if out.is_empty() => out.push_str("%2E"),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("%{b:02X}"));
         }
     }
     out
@@ -43,50 +53,53 @@ pub struct DirNames {
 }
 
 impl DirNames {
-    /// A unique name for `stem` + `ext` (`ext` is empty or starts with `.`):
-    /// a repeat gets `~2`, `~3`, … before the extension, and a stem that
-    /// would make the name longer than 255 bytes is cut to 230 bytes plus
-    /// `~` and 16 hex digits of its SHA-256. The stem must already be
-    /// encoded.
+    /// A unique name for `stem` + `ext` (`ext` is empty or a short
+    /// extension such as `.bin`): a repeat gets `~2`, `~3`, … before the
+    /// extension, and a stem that would make the name longer than 255 bytes
+    /// is cut and marked with `~` and 16 hex digits of its SHA-256. The
+    /// stem must already be encoded.
     pub fn unique(&mut self, stem: &str, ext: &str) -> String {
-        let stem = shorten(stem, ext);
-        let mut name = format!("{stem}{ext}");
-        let mut n = 2;
-        while self.used.contains(&name) {
-            name = format!("{stem}~{n}{ext}");
-            n += 1;
-        }
-        self.used.insert(name.clone());
-        name
+        self.unique_family(stem, &[ext]).pop().unwrap_or_default()
     }
 
     /// Like [`unique`](Self::unique) for a family of names that share one
     /// stem (a tensor's `.bin` and `.npy`): the same suffix for all of them.
+    /// Every name handed out is at most 255 bytes, suffix included, and
+    /// differs from every other name of the directory.
     pub fn unique_family(&mut self, stem: &str, exts: &[&str]) -> Vec<String> {
-        let stem = shorten(stem, exts.iter().max_by_key(|e| e.len()).unwrap_or(&""));
-        let mut n = 1;
-        loop {
+        let ext_len = exts.iter().map(|e| e.len()).max().unwrap_or(0);
+        debug_assert!(ext_len <= 16, "extensions are short");
+        let base = shorten(stem, ext_len, 8);
+        for n in 1u64.. {
             let suffix = if n == 1 {
                 String::new()
             } else {
                 format!("~{n}")
+            };
+            let stem = if base.len() + suffix.len() + ext_len <= NAME_MAX {
+                base.clone()
+            } else {
+                shorten(stem, ext_len, suffix.len())
             };
             let names: Vec<String> = exts.iter().map(|e| format!("{stem}{suffix}{e}")).collect();
             if names.iter().all(|name| !self.used.contains(name)) {
                 self.used.extend(names.iter().cloned());
                 return names;
             }
-            n += 1;
         }
+        unreachable!("a directory holds fewer than 2^64 names")
     }
 }
 
-/// Leaves room for the extension and a `~N` suffix.
-fn shorten(stem: &str, ext: &str) -> String {
-    if stem.len() + ext.len() + 8 <= NAME_MAX {
+/// `stem`, or when `stem` + a suffix of `suffix_len` bytes + an extension of
+/// `ext_len` bytes would exceed [`NAME_MAX`], its first bytes (cut at a
+/// character boundary) with `~` and 16 hex digits of its hash, so that cut
+/// stems stay distinct and the whole name fits.
+fn shorten(stem: &str, ext_len: usize, suffix_len: usize) -> String {
+    if stem.len() + ext_len + suffix_len <= NAME_MAX {
         return stem.to_owned();
     }
-    let mut cut = CUT_AT;
+    let mut cut = CUT_AT.min(NAME_MAX - ext_len - suffix_len - HASH_MARK);
     while !stem.is_char_boundary(cut) {
         cut -= 1;
     }
@@ -107,6 +120,8 @@ mod tests {
         assert_eq!(encode(""), "%");
         assert_eq!(encode("x\0y%z~"), "x%00y%25z%7E");
         assert_eq!(encode("fc1.weight"), "fc1.weight");
+        assert_eq!(encode(b"w\xFF.\xC3"), "w%FF.%C3");
+        assert_eq!(encode(b"\xFF."), "%FF.");
     }
 
     #[test]
@@ -138,6 +153,38 @@ mod tests {
         let other = format!("{long}x");
         let b = d.unique(&other, ".bin");
         assert_ne!(a, b);
-        assert_eq!(a.as_bytes()[..CUT_AT - 2], b.as_bytes()[..CUT_AT - 2]);
+        assert_eq!(a.as_bytes()[..200], b.as_bytes()[..200]);
+    }
+
+    #[test]
+    fn many_repeats_of_a_long_name_stay_within_255_bytes_and_unique() {
+        // 1,000 repeats make a 5-byte suffix, which overflowed names cut
+        // for 255 bytes minus 4.
+        for stem in ["k".repeat(300), "é".repeat(125)] {
+            let mut d = DirNames::default();
+            let mut seen = HashSet::new();
+            for _ in 0..1_010 {
+                let [bin, npy] =
+                    <[String; 2]>::try_from(d.unique_family(&stem, &[".bin", ".npy"])).unwrap();
+                assert!(
+                    bin.len() <= NAME_MAX && npy.len() <= NAME_MAX,
+                    "{}",
+                    bin.len()
+                );
+                assert_eq!(bin.strip_suffix(".bin"), npy.strip_suffix(".npy"));
+                assert!(seen.insert(bin) && seen.insert(npy));
+                let one = d.unique(&stem, ".bin");
+                assert!(one.len() <= NAME_MAX, "{}", one.len());
+                assert!(seen.insert(one));
+            }
+        }
+    }
+
+    #[test]
+    fn a_name_that_fits_is_kept_until_its_suffix_would_not() {
+        let mut d = DirNames::default();
+        let stem = "k".repeat(243);
+        assert_eq!(d.unique(&stem, ".bin"), format!("{stem}.bin"));
+        assert_eq!(d.unique(&stem, ".bin"), format!("{stem}~2.bin"));
     }
 }

@@ -7,6 +7,8 @@
 //! to build large programs for the benchmarks.
 #![allow(dead_code)]
 
+pub mod nptg;
+pub mod package;
 pub mod xnnpack;
 
 use std::collections::HashMap;

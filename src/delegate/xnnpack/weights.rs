@@ -175,11 +175,10 @@ impl<'a> Context<'a, '_> {
                     buffers.len()
                 ));
             };
-            let storage = buffer.storage().map_or(&[][..], |s| s.bytes());
-            return Ok((
-                Bytes::Payload(Span::of_subslice(self.payload, storage)),
-                None,
-            ));
+            let storage = Span::of_vector(self.payload, buffer.storage().map(|s| s.bytes()));
+            return storage
+                .map(|s| (Bytes::Payload(s), None))
+                .ok_or_else(|| format!("constant_buffer[{idx}] has no storage"));
         }
         Err(format!(
             "constant index {idx}, but the graph has neither constant_data nor constant_buffer"
@@ -290,8 +289,10 @@ fn scales<'a>(
 ) -> Option<Result<Scales<'a>, String>> {
     let inline = |bytes: &'a [u8], count: usize, numpy, raw_bits| {
         (count > 0).then(|| {
+            let span = Span::of_vector(cx.payload, Some(bytes))
+                .ok_or_else(|| "inline scales lie outside the payload".to_owned())?;
             Ok(Scales {
-                bytes: Bytes::Payload(Span::of_subslice(cx.payload, bytes)),
+                bytes: Bytes::Payload(span),
                 count: count as u64,
                 numpy,
                 raw_bits,

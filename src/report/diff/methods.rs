@@ -15,7 +15,7 @@ pub(super) fn added_removed(
     b: Option<&ProgramFile<'_>>,
 ) -> (Vec<String>, Vec<String>) {
     let names = |p: Option<&ProgramFile<'_>>| -> BTreeSet<String> {
-        p.map(|p| p.methods.iter().map(|m| m.name.to_owned()).collect())
+        p.map(|p| p.methods.iter().map(|m| m.name.to_string()).collect())
             .unwrap_or_default()
     };
     let (na, nb) = (names(a), names(b));
@@ -35,7 +35,7 @@ pub(super) fn common<'p, 'a>(
         .iter()
         .filter_map(|ma| {
             let mb = b.methods.iter().find(|mb| mb.name == ma.name)?;
-            Some((ma.name.to_owned(), ma, mb))
+            Some((ma.name.to_string(), ma, mb))
         })
         .collect();
     out.sort_by(|x, y| x.0.cmp(&y.0));
@@ -123,7 +123,7 @@ fn show(v: &[u8]) -> String {
 }
 
 fn payload<'a>(p: &ProgramFile<'a>, d: Option<&crate::format::Delegate<'_>>) -> Option<&'a [u8]> {
-    d.map(|d| d.processed.bytes(p.bytes))
+    d.map(|d| d.processed.map_or(&[][..], |s| s.bytes(p.bytes)))
 }
 
 pub(super) fn delegates(
@@ -136,12 +136,12 @@ pub(super) fn delegates(
     (0..n)
         .filter_map(|i| {
             let (da, db) = (a.delegates.get(i), b.delegates.get(i));
-            let id = |d: Option<&crate::format::Delegate<'_>>| d.map(|d| d.id.to_owned());
+            let id = |d: Option<&crate::format::Delegate<'_>>| d.map(|d| d.id.to_string());
             let specs = |d: Option<&crate::format::Delegate<'_>>| -> BTreeMap<String, String> {
                 d.map(|d| {
                     d.compile_specs
                         .iter()
-                        .map(|(k, v)| ((*k).to_owned(), show(v)))
+                        .map(|(k, v)| (k.to_string(), show(v)))
                         .collect()
                 })
                 .unwrap_or_default()

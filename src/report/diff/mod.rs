@@ -114,7 +114,7 @@ fn program<'p, 'a>(p: &'p Parsed<'a>) -> Option<&'p ProgramFile<'a>> {
     match p {
         Parsed::Program(p) => Some(p),
         Parsed::Bundled(b) => Some(&b.program),
-        Parsed::Data(_) => None,
+        Parsed::Data(_) | Parsed::Package(_) => None,
     }
 }
 

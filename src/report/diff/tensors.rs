@@ -104,7 +104,7 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
     let program = match &side.input.parsed {
         Parsed::Program(p) => Some((p, 0)),
         Parsed::Bundled(b) => Some((&b.program, b.program_span.offset)),
-        Parsed::Data(_) => None,
+        Parsed::Data(_) | Parsed::Package(_) => None,
     };
     let own = side.input.source;
     if let Some((p, shift)) = program {
@@ -113,7 +113,7 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
                 let found = match &t.data {
                     TensorData::External { key } => crate::meta::external::find(
                         data.iter().map(|d| d.1),
-                        key,
+                        *key,
                     )
                     .and_then(|(i, e)| {
                         let bytes = e.span.bytes(data[i].1.bytes).get(..t.nbytes as usize)?;
@@ -125,15 +125,15 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
                 };
                 let Some((bytes, key)) = found else { continue };
                 let place = match t.fqn {
-                    Some(f) => Place::Fqn(f.to_owned()),
-                    None => Place::Value(m.name.to_owned(), t.value_index),
+                    Some(f) => Place::Fqn(f.to_string()),
+                    None => Place::Value(m.name.to_string(), t.value_index),
                 };
                 let item = Item {
                     place,
-                    method: Some(m.name.to_owned()),
+                    method: Some(m.name.to_string()),
                     scalar_type: Some(t.scalar_type),
-                    sizes: t.sizes.clone(),
-                    dim_order: t.dim_order.clone(),
+                    sizes: t.sizes.to_vec(),
+                    dim_order: t.dim_order.to_vec(),
                     bytes,
                     paths: Vec::new(),
                 };
@@ -142,7 +142,7 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
         }
         for n in &p.named {
             let item = Item {
-                place: Place::Key(n.key.to_owned()),
+                place: Place::Key(n.key.to_string()),
                 method: None,
                 scalar_type: None,
                 sizes: Vec::new(),
@@ -161,11 +161,11 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
         for e in &d.entries {
             let layout = e.layout.as_ref();
             let item = Item {
-                place: Place::Key(e.key.to_owned()),
+                place: Place::Key(e.key.to_string()),
                 method: None,
                 scalar_type: layout.map(|l| l.scalar_type),
-                sizes: layout.map(|l| l.sizes.clone()).unwrap_or_default(),
-                dim_order: layout.map(|l| l.dim_order.clone()).unwrap_or_default(),
+                sizes: layout.map(|l| l.sizes.to_vec()).unwrap_or_default(),
+                dim_order: layout.map(|l| l.dim_order.to_vec()).unwrap_or_default(),
                 bytes: e.span.bytes(d.bytes),
                 paths: Vec::new(),
             };

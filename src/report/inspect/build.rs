@@ -44,7 +44,7 @@ fn count<'s>(spans: impl Iterator<Item = &'s Span>) -> Count {
 pub(super) fn program(
     p: &ProgramFile<'_>,
     shift: u64,
-    keys: &HashSet<&str>,
+    keys: &HashSet<crate::format::Name<'_>>,
 ) -> (Program, Vec<Share>) {
     let methods = p
         .methods
@@ -54,7 +54,7 @@ pub(super) fn program(
             let external =
                 |t: &&crate::format::TensorInfo<'_>| matches!(t.data, TensorData::External { .. });
             Method {
-                name: m.name.to_owned(),
+                name: m.name.to_string(),
                 values: m.plan.values().map_or(0, |v| v.len()),
                 instructions: calls.values().sum(),
                 operators: m.plan.operators().map_or(0, |v| v.len()),
@@ -66,7 +66,7 @@ pub(super) fn program(
                     .tensors
                     .iter()
                     .filter(
-                        |t| matches!(t.data, TensorData::External { key } if !keys.contains(key)),
+                        |t| matches!(t.data, TensorData::External { key } if !keys.contains(&key)),
                     )
                     .count(),
                 delegates: m.delegates.len(),
@@ -78,10 +78,10 @@ pub(super) fn program(
         .iter()
         .flat_map(|m| {
             m.delegates.iter().map(|d| Delegate {
-                method: m.name.to_owned(),
+                method: m.name.to_string(),
                 index: d.index,
-                id: d.id.to_owned(),
-                bytes: d.processed.len,
+                id: d.id.to_string(),
+                bytes: d.processed.map_or(0, |s| s.len),
             })
         })
         .collect();
@@ -132,7 +132,7 @@ fn program_spans(p: &ProgramFile<'_>, shift: u64, comp: &mut Composition) {
             .methods
             .iter()
             .flat_map(|m| &m.delegates)
-            .any(|d| d.processed == *s);
+            .any(|d| d.processed == Some(*s));
         let category = if constant_segment == Some(i) {
             "constants"
         } else if mutable.contains(&i) {
@@ -188,7 +188,11 @@ fn inline_content(p: &ProgramFile<'_>, rows: &mut Vec<Share>, size: u64) {
     );
 }
 
-pub(super) fn bundled(name: &str, b: &BundledFile<'_>, keys: &HashSet<&str>) -> Inspection {
+pub(super) fn bundled(
+    name: &str,
+    b: &BundledFile<'_>,
+    keys: &HashSet<crate::format::Name<'_>>,
+) -> Inspection {
     let shift = b.program_span.offset;
     let (program, _) = program(&b.program, shift, keys);
     let size = b.bytes.len() as u64;
@@ -197,8 +201,10 @@ pub(super) fn bundled(name: &str, b: &BundledFile<'_>, keys: &HashSet<&str>) -> 
     for (_, cases) in &b.suites {
         for case in cases {
             for v in case.inputs.iter().chain(&case.expected_outputs) {
-                if let crate::format::TestValue::Tensor(t) = v {
-                    comp.add("test inputs and outputs", t.span);
+                if let crate::format::TestValue::Tensor(t) = v
+                    && let Some(span) = t.span
+                {
+                    comp.add("test inputs and outputs", span);
                 }
             }
         }
@@ -227,7 +233,7 @@ pub(super) fn bundled(name: &str, b: &BundledFile<'_>, keys: &HashSet<&str>) -> 
                 .suites
                 .iter()
                 .map(|(m, cases)| Suite {
-                    method: (*m).to_owned(),
+                    method: m.to_string(),
                     cases: cases.len(),
                 })
                 .collect(),
@@ -235,6 +241,7 @@ pub(super) fn bundled(name: &str, b: &BundledFile<'_>, keys: &HashSet<&str>) -> 
         program: Some(program),
         data: None,
         composition,
+        package: None,
         largest: None,
     }
 }
@@ -275,6 +282,7 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
             segments: count(d.segments.iter()),
         }),
         composition: comp.finish(size),
+        package: None,
         largest: None,
     }
 }

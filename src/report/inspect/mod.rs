@@ -8,6 +8,7 @@ use super::Share;
 use crate::format::{DataFile, Parsed};
 
 mod build;
+mod package;
 mod text;
 
 /// Everything `ptefs inspect` reports about one file.
@@ -34,6 +35,9 @@ pub struct Inspection {
     pub data: Option<Data>,
     /// What share of the file each kind of content takes.
     pub composition: Vec<Share>,
+    /// A native program package's members, methods and tensors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<crate::format::ptn::PackageSummary>,
     /// The largest tensors and blobs, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub largest: Option<Vec<Largest>>,
@@ -96,7 +100,7 @@ pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<
                 path: paths.next().unwrap_or_default(),
                 aliases: paths.collect(),
                 source: tree.source_name(source).to_owned(),
-                scalar_type: meta.map(|m| m.dtype.to_string()),
+                scalar_type: meta.map(|m| m.dtype.name()),
                 sizes: meta.map(|m| m.sizes.to_vec()),
                 bytes,
                 share: super::composition::share(bytes, file_size),
@@ -228,7 +232,7 @@ pub struct Data {
 /// Inspects `parsed` (shown as `name`); `attached` are the data files
 /// that may hold its external tensors.
 pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> Inspection {
-    let keys: HashSet<&str> = attached
+    let keys: HashSet<crate::format::Name<'_>> = attached
         .iter()
         .flat_map(|d| d.entries.iter().map(|e| e.key))
         .collect();
@@ -245,10 +249,12 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 program: Some(program),
                 data: None,
                 composition,
+                package: None,
                 largest: None,
             }
         }
         Parsed::Data(d) => build::data(name, d),
         Parsed::Bundled(b) => build::bundled(name, b, &keys),
+        Parsed::Package(p) => package::package(name, p),
     }
 }

@@ -84,8 +84,8 @@ impl Builder {
             }) => {
                 let shape = TensorShape {
                     scalar_type: *scalar_type,
-                    sizes,
-                    dim_order,
+                    sizes: sizes.clone(),
+                    dim_order: dim_order.clone(),
                 };
                 let (bin, npy) = self.tensor_files(dir, stem, origin, *span, &shape);
                 Entry {
@@ -93,10 +93,10 @@ impl Builder {
                     npy: Some(npy),
                     kind: Some("Tensor"),
                     shape: Some(shape.describe()),
-                    nbytes: Some(span.len),
-                    source: Some(Source {
+                    nbytes: Some(span.map_or(0, |s| s.len)),
+                    source: span.map(|s| Source {
                         file: None,
-                        offset: origin.shifted(*span).offset,
+                        offset: origin.shifted(s).offset,
                     }),
                     ..Entry::default()
                 }

@@ -44,14 +44,16 @@ impl Builder {
                 }),
                 ..Entry::default()
             };
+            entry.flag_escaped_names();
             let name = match &e.layout {
                 Some(l) => {
                     let shape = TensorShape {
                         scalar_type: l.scalar_type,
-                        sizes: &l.sizes,
-                        dim_order: &l.dim_order,
+                        sizes: l.sizes.clone(),
+                        dim_order: l.dim_order.clone(),
                     };
-                    let (bin, npy) = self.tensor_files(&mut tdir, &stem, origin, e.span, &shape);
+                    let (bin, npy) =
+                        self.tensor_files(&mut tdir, &stem, origin, Some(e.span), &shape);
                     entry.npy = Some(npy);
                     entry.shape = Some(shape.describe());
                     entry.location = Some("tensor");

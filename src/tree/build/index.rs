@@ -1,9 +1,11 @@
 //! The entries of `index.json` files: one type, so every directory's index
 //! has the same field names in the same order.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
-use crate::format::scalar;
+use crate::format::{Name, scalar};
 use crate::schema::ScalarType;
 
 /// One entry of an `index.json`. Fields that do not apply to an entry are
@@ -27,10 +29,14 @@ pub(super) struct Entry<'a> {
     pub value_index: Option<usize>,
     /// Named data: the original key.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<&'a str>,
+    pub key: Option<Name<'a>>,
     /// Program tensors: the fully qualified name, or `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fqn: Option<Option<&'a str>>,
+    pub fqn: Option<Option<Name<'a>>>,
+    /// Present (`true`) when `key` or `fqn` is not UTF-8: both are then
+    /// shown with `%` and each byte outside a UTF-8 character as `%XX`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percent_encoded: Option<bool>,
     /// Test case values: `Tensor`, `Int`, `Bool`, `Double`.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'static str>,
@@ -61,6 +67,39 @@ pub(super) struct Entry<'a> {
     /// External tensors found in no attached data file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<bool>,
+    /// Package tensors: the safetensors dtype code (`F32`, `BF16`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<&'static str>,
+    /// Package tensors: the key whose bytes this alias names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias_of: Option<&'a str>,
+    /// Package tensors: the graph's sizes when they differ from the stored
+    /// shape (quantized tensors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logical_sizes: Option<Vec<i64>>,
+    /// Package tensors: the quantization scheme, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quant: Option<&'static str>,
+    /// Package tensors: the graph's input kind (`PARAMETER`, `BUFFER`,
+    /// `CONSTANT_TENSOR`, `MUTABLE_BUFFER` for those without bytes).
+    #[serde(rename = "kind", skip_serializing_if = "Option::is_none")]
+    pub input_kind: Option<&'static str>,
+    /// Package tensors: written by some method.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutated: Option<bool>,
+    /// Package tensors: `(method, placeholder)` of every use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_by: Option<Vec<(&'a str, &'a str)>>,
+}
+
+impl Entry<'_> {
+    /// Sets `percent_encoded` when a name of the entry needs it.
+    pub fn flag_escaped_names(&mut self) {
+        let fqn = self.fqn.flatten();
+        if self.key.into_iter().chain(fqn).any(Name::is_escaped) {
+            self.percent_encoded = Some(true);
+        }
+    }
 }
 
 /// Where bytes are: `file` is the data file's name for bytes from an
@@ -72,25 +111,37 @@ pub(super) struct Source<'a> {
     pub offset: u64,
 }
 
-/// A tensor's type and shape.
-#[derive(Debug, Serialize)]
-pub(super) struct Shape {
-    pub scalar_type: String,
-    pub numpy_dtype: Option<&'static str>,
-    pub raw_bits: bool,
-    pub sizes: Vec<i64>,
-    pub dim_order: Vec<u8>,
-    pub npy_shape: Vec<u64>,
+/// A tensor's type and shape, as `index.json` describes it. The sizes and
+/// dim order are shared with the tensor (and with every value that shares
+/// its table); the NumPy shape is worked out while writing.
+#[derive(Debug)]
+pub(super) struct Shape(TensorShape);
+
+impl Serialize for Shape {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let t = &self.0;
+        let np = scalar::numpy(t.scalar_type);
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("scalar_type", &scalar::name(t.scalar_type))?;
+        m.serialize_entry("numpy_dtype", &np.map(|n| n.descr))?;
+        m.serialize_entry("raw_bits", &np.is_some_and(|n| n.raw_bits))?;
+        m.serialize_entry("sizes", &*t.sizes)?;
+        m.serialize_entry("dim_order", &*t.dim_order)?;
+        m.serialize_entry("npy_shape", &t.physical())?;
+        m.end()
+    }
 }
 
 /// Element type, logical sizes and dim order of a tensor file.
-pub(super) struct TensorShape<'t> {
+#[derive(Debug, Clone)]
+pub(super) struct TensorShape {
     pub scalar_type: ScalarType,
-    pub sizes: &'t [i64],
-    pub dim_order: &'t [u8],
+    pub sizes: Arc<[i64]>,
+    pub dim_order: Arc<[u8]>,
 }
 
-impl TensorShape<'_> {
+impl TensorShape {
     /// The sizes as laid out in memory: logical sizes in dim order, when the
     /// dim order is a permutation; otherwise the logical sizes.
     pub fn physical(&self) -> Vec<u64> {
@@ -113,14 +164,6 @@ impl TensorShape<'_> {
 
     /// The `index.json` description.
     pub fn describe(&self) -> Shape {
-        let np = scalar::numpy(self.scalar_type);
-        Shape {
-            scalar_type: scalar::name(self.scalar_type),
-            numpy_dtype: np.map(|n| n.descr),
-            raw_bits: np.is_some_and(|n| n.raw_bits),
-            sizes: self.sizes.to_vec(),
-            dim_order: self.dim_order.to_vec(),
-            npy_shape: self.physical(),
-        }
+        Shape(self.clone())
     }
 }

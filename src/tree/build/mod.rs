@@ -4,14 +4,16 @@
 mod bundled;
 mod data;
 mod index;
+mod package;
 mod program;
 mod xnnpack;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::names::{DirNames, encode};
 use super::render::{self, npy};
-use super::{Content, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
+use super::{Content, Dtype, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
 use crate::format::{DataFile, Parsed, Span, scalar};
 use index::TensorShape;
 
@@ -101,6 +103,8 @@ struct Builder {
     tensors: Vec<TensorMeta>,
     warnings: Vec<String>,
     source_names: HashMap<SourceId, String>,
+    /// Every `.npy` header handed out so far.
+    npy_headers: HashSet<Arc<[u8]>>,
     /// Files by the source bytes they serve, so that the same bytes seen at
     /// another path become another name of the same file.
     by_bytes: HashMap<BytesKey, Ino>,
@@ -295,25 +299,34 @@ impl Builder {
         name
     }
 
-    /// `<stem>.bin` and, where NumPy can describe it, `<stem>.npy`.
+    /// `<stem>.bin` and, where NumPy can describe it, `<stem>.npy`. A
+    /// tensor without a span (no data vector, no bytes) gets empty contents.
     fn tensor_files(
         &mut self,
         dir: &mut Dir,
         stem: &str,
         origin: Origin,
-        span: Span,
-        shape: &TensorShape<'_>,
+        span: Option<Span>,
+        shape: &TensorShape,
     ) -> (String, Option<String>) {
-        let header = scalar::numpy(shape.scalar_type)
-            .and_then(|np| npy::header(np.descr, &shape.physical()));
+        let content = |header: Option<Arc<[u8]>>| match (span, header) {
+            (Some(span), None) => origin.content(span),
+            (Some(span), Some(prefix)) => Content::Prefixed {
+                prefix,
+                source: origin.source,
+                span: origin.shifted(span),
+            },
+            (None, header) => Content::Generated(header.as_deref().unwrap_or_default().into()),
+        };
+        let header = self.npy_header(shape);
         let meta = Some(self.tensors.len() as u32);
         self.tensors.push(TensorMeta {
-            dtype: scalar::name(shape.scalar_type).into(),
-            sizes: shape.sizes.into(),
+            dtype: Dtype::Scalar(shape.scalar_type),
+            sizes: shape.sizes.clone(),
         });
         let Some(header) = header else {
             let name = dir.names.unique(stem, ".bin");
-            self.file(dir.ino, name.clone(), origin.content(span), meta);
+            self.file(dir.ino, name.clone(), content(None), meta);
             return (name, None);
         };
         let mut names = dir.names.unique_family(stem, &[".bin", ".npy"]).into_iter();
@@ -321,14 +334,22 @@ impl Builder {
             names.next().unwrap_or_default(),
             names.next().unwrap_or_default(),
         );
-        self.file(dir.ino, bin.clone(), origin.content(span), meta);
-        let content = Content::Prefixed {
-            prefix: header.into_boxed_slice(),
-            source: origin.source,
-            span: origin.shifted(span),
-        };
-        self.file(dir.ino, npy.clone(), content, meta);
+        self.file(dir.ino, bin.clone(), content(None), meta);
+        self.file(dir.ino, npy.clone(), content(Some(header)), meta);
         (bin, Some(npy))
+    }
+
+    /// The `.npy` header of a tensor: one copy per distinct header, as
+    /// most tensors of a file share their type and shape with others.
+    fn npy_header(&mut self, shape: &TensorShape) -> Option<Arc<[u8]>> {
+        let header = scalar::numpy(shape.scalar_type)
+            .and_then(|np| npy::header(np.descr, &shape.physical()))?;
+        if let Some(h) = self.npy_headers.get(&header[..]) {
+            return Some(h.clone());
+        }
+        let header: Arc<[u8]> = header.into();
+        self.npy_headers.insert(header.clone());
+        Some(header)
     }
 
     fn input(&mut self, root: Ino, input: &Input<'_>, data: &[Attached<'_, '_>]) {
@@ -347,6 +368,7 @@ impl Builder {
             Parsed::Program(p) => self.program(&mut dir, &input.name, origin, p, data),
             Parsed::Data(d) => self.data(&mut dir, origin, d),
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
+            Parsed::Package(p) => self.package(&mut dir, origin, p),
         }
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::index::{Entry, Source, TensorShape};
 use super::xnnpack::{NamedIndex, Place, Shown};
 use super::{Attached, Builder, Dir, Origin};
-use crate::format::{MethodInfo, ProgramFile, Span, TensorData, TensorInfo};
+use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::names::{encode, padded};
 use crate::tree::render::{code_txt, flatc_json, readme};
 
@@ -100,6 +100,9 @@ impl Builder {
                 location: Some("named"),
                 ..Entry::default()
             });
+            if let Some(e) = index.last_mut() {
+                e.flag_escaped_names();
+            }
         }
         self.json(&mut ndir, "index.json", &index);
 
@@ -126,12 +129,12 @@ impl Builder {
         let mut paths = vec![None; nvalues];
         let max_value = m.tensors.iter().map(|t| t.value_index).max().unwrap_or(0) as u64;
         let mut index = Vec::new();
-        let mut warned: HashSet<&str> = HashSet::new();
+        let mut warned: HashSet<Name<'_>> = HashSet::new();
         for t in &m.tensors {
             let shape = TensorShape {
                 scalar_type: t.scalar_type,
-                sizes: &t.sizes,
-                dim_order: &t.dim_order,
+                sizes: t.sizes.clone(),
+                dim_order: t.dim_order.clone(),
             };
             let mut entry = Entry {
                 value_index: Some(t.value_index),
@@ -153,8 +156,9 @@ impl Builder {
                     entry.buffer_index = Some(*buffer_index);
                     entry.mutable_data_segments_index = Some(*table);
                 }
-                TensorData::External { key } => entry.key = Some(key),
+                TensorData::External { key } => entry.key = Some(*key),
             }
+            entry.flag_escaped_names();
             let found = match t.data.span() {
                 Some(span) => Some((origin, span, None)),
                 None => self.external(file_name, m, t, data, &mut warned),
@@ -165,7 +169,7 @@ impl Builder {
                     if let Some(fqn) = t.fqn {
                         stem = format!("{stem}.{}", encode(fqn));
                     }
-                    let (bin, npy) = self.tensor_files(&mut tdir, &stem, o, span, &shape);
+                    let (bin, npy) = self.tensor_files(&mut tdir, &stem, o, Some(span), &shape);
                     if let Some(p) = paths.get_mut(t.value_index) {
                         *p = Some(format!("{base}/tensors/{bin}"));
                     }
@@ -192,7 +196,7 @@ impl Builder {
         m: &MethodInfo<'_>,
         t: &TensorInfo<'k>,
         data: &[Attached<'d, '_>],
-        warned: &mut HashSet<&'k str>,
+        warned: &mut HashSet<Name<'k>>,
     ) -> Option<(Origin, Span, Option<&'d str>)> {
         let TensorData::External { key } = t.data else {
             return None;
@@ -250,21 +254,30 @@ impl Builder {
             let stem = format!("{}-{}", padded(d.index as u64, max), encode(d.id));
             let name = ddir.names.unique(&stem, "");
             let mut one = self.dir(ddir.ino, name.clone());
-            self.raw(&mut one, "processed", origin, d.processed);
+            match d.processed {
+                Some(span) => {
+                    self.raw(&mut one, "processed", origin, span);
+                }
+                None => self.generated(&mut one, "processed.bin", Box::default()),
+            }
             let specs: Vec<Value> = d
                 .compile_specs
                 .iter()
                 .map(|(k, v)| json!({"key": k, "value": v, "text": std::str::from_utf8(v).ok()}))
                 .collect();
             self.json(&mut one, "compile_specs.json", &specs);
-            let place = Place {
-                dir_path: format!("{base}/delegates/{name}"),
-                origin,
-                program: shown.program,
-                file_name: shown.file_name,
-                processed: d.processed,
-            };
-            self.decoded_delegate(&mut one, d.id, &place, named);
+            // A delegate whose payload is not located, or whose backend id
+            // is not text, has nothing to decode.
+            if let (Some(processed), Some(id)) = (d.processed, d.id.as_str()) {
+                let place = Place {
+                    dir_path: format!("{base}/delegates/{name}"),
+                    origin,
+                    program: shown.program,
+                    file_name: shown.file_name,
+                    processed,
+                };
+                self.decoded_delegate(&mut one, id, &place, named);
+            }
         }
     }
 }
@@ -319,8 +332,12 @@ fn summary(p: &ProgramFile<'_>, origin: Origin) -> Value {
         .flatten()
         .enumerate()
         .map(|(i, d)| {
-            let span = Span::of_subslice(p.bytes, d.data().map_or(&[][..], |v| v.bytes()));
-            json!({"index": i, "size": span.len, "file_offset": origin.shifted(span).offset})
+            let span = Span::of_vector(p.bytes, d.data().map(|v| v.bytes()));
+            json!({
+                "index": i,
+                "size": span.map_or(0, |s| s.len),
+                "file_offset": span.map(|s| origin.shifted(s).offset),
+            })
         })
         .collect();
     json!({

@@ -13,12 +13,12 @@ use crate::delegate::xnnpack::{self, Bytes, Payload, Scales, Weight, datatype};
 use crate::delegate::{self, Decoded};
 use crate::format::{ProgramFile, Span};
 use crate::tree::render::{npy, xnnpack_code, xnnpack_json};
-use crate::tree::{Content, TensorMeta};
+use crate::tree::{Content, Dtype, TensorMeta};
 
 /// Named-data entries a payload may refer to: the program's own first,
 /// then each attached data file's.
 pub(super) struct NamedIndex<'d> {
-    by_key: HashMap<&'d str, (Origin, Span, Option<&'d str>)>,
+    by_key: HashMap<&'d [u8], (Origin, Span, Option<&'d str>)>,
 }
 
 impl<'d> NamedIndex<'d> {
@@ -29,7 +29,9 @@ impl<'d> NamedIndex<'d> {
     ) -> Self {
         let mut by_key = HashMap::new();
         for n in &p.named {
-            by_key.entry(n.key).or_insert((origin, n.span, None));
+            by_key
+                .entry(n.key.bytes())
+                .or_insert((origin, n.span, None));
         }
         for d in data {
             let o = Origin {
@@ -37,7 +39,9 @@ impl<'d> NamedIndex<'d> {
                 shift: 0,
             };
             for e in &d.file.entries {
-                by_key.entry(e.key).or_insert((o, e.span, Some(d.name)));
+                by_key
+                    .entry(e.key.bytes())
+                    .or_insert((o, e.span, Some(d.name)));
             }
         }
         NamedIndex { by_key }
@@ -77,7 +81,7 @@ impl Builder {
         named: &NamedIndex<'_>,
     ) {
         let payload = place.processed.bytes(place.program.bytes);
-        let len = |k: &str| named.by_key.get(k).map(|(_, s, _)| s.len);
+        let len = |k: &str| named.by_key.get(k.as_bytes()).map(|(_, s, _)| s.len);
         let Some(decoded) = delegate::decode(backend, payload, &len) else {
             return;
         };
@@ -163,7 +167,7 @@ impl Builder {
                     .filter(|(_, (n, _))| *n == span.len)
                     .map(|(s, (_, shape))| (s.numpy, shape.as_slice()));
                 let dims = w.dims.iter().map(|&d| i64::from(d)).collect();
-                let meta = self.meta(datatype::name(w.datatype), dims);
+                let meta = self.meta(Dtype::Xnnpack(w.datatype), dims);
                 let (bin, npy) = self.typed_pair(wdir, &w.name, (o, span), numpy, meta);
                 e.name = Some(bin);
                 e.npy = Some(npy);
@@ -201,7 +205,7 @@ impl Builder {
             return ScaleEntry::missing("named data entry vanished".into());
         };
         let dtype = if s.raw_bits { "bfloat16" } else { "float32" };
-        let meta = self.meta(dtype.to_owned(), vec![s.count as i64]);
+        let meta = self.meta(Dtype::Named(dtype), vec![s.count as i64]);
         let numpy = Some((s.numpy, &[s.count][..]));
         let stem = format!("{name}.scale");
         let (bin, npy) = self.typed_pair(wdir, &stem, (o, span), numpy, meta);
@@ -249,7 +253,7 @@ impl Builder {
         );
         self.file(dir.ino, bin.clone(), o.content(span), Some(meta));
         let content = Content::Prefixed {
-            prefix: header.into_boxed_slice(),
+            prefix: header.into(),
             source: o.source,
             span: o.shifted(span),
         };
@@ -258,9 +262,9 @@ impl Builder {
     }
 
     /// Records a type and shape for the extended attributes of files.
-    fn meta(&mut self, dtype: String, sizes: Vec<i64>) -> u32 {
+    fn meta(&mut self, dtype: Dtype, sizes: Vec<i64>) -> u32 {
         self.tensors.push(TensorMeta {
-            dtype: dtype.into(),
+            dtype,
             sizes: sizes.into(),
         });
         (self.tensors.len() - 1) as u32
@@ -280,7 +284,7 @@ fn locate<'d>(b: &Bytes<'_>, place: &Place<'_, '_>, named: &NamedIndex<'d>) -> O
         )),
         Bytes::Named { key, len } => named
             .by_key
-            .get(key)
+            .get(key.as_bytes())
             .filter(|(_, s, _)| s.len >= *len)
             .map(|&(o, s, f)| (o, Span { len: *len, ..s }, f)),
     }

@@ -2,13 +2,13 @@
 //!
 //! An argument names a value by index, so one value may be printed once per
 //! use. Literals are therefore bounded: lists show their first
-//! [`LIST_ITEMS`] items and a count, strings their first [`STRING_BYTES`]
+//! `LIST_ITEMS` items and a count, strings their first `STRING_BYTES`
 //! bytes, names [`NAME_LIMIT`] bytes. The text then grows with the number of
 //! arguments in the file, not with arguments × value sizes.
 
 use std::fmt::Write;
 
-use crate::format::{NAME_LIMIT, clip, operator_name};
+use crate::format::{NAME_LIMIT, clip, operator_name, text};
 use crate::schema::program as fb;
 
 /// Items of a list literal shown before `…`.
@@ -19,7 +19,8 @@ const STRING_BYTES: usize = 64;
 /// Renders every chain of `plan`.
 pub fn render(plan: fb::ExecutionPlan<'_>) -> String {
     let mut out = String::new();
-    let name = clip(plan.name().unwrap_or(""), NAME_LIMIT);
+    let shown = text::plan_name(plan).unwrap_or_default().show();
+    let name = clip(&shown, NAME_LIMIT);
     let nvalues = plan.values().map_or(0, |v| v.len());
     let noperators = plan.operators().map_or(0, |v| v.len());
     let ids = |v: Option<flatbuffers::Vector<'_, i32>>| -> String {
@@ -62,7 +63,11 @@ fn instruction(plan: fb::ExecutionPlan<'_>, ins: fb::Instruction<'_>) -> String 
                     .map(|ds| ds.get(i))
             })
             .map_or("<out of range>".into(), |del| {
-                clip(del.id().unwrap_or(""), NAME_LIMIT)
+                clip(
+                    &text::backend_id(del).unwrap_or_default().show(),
+                    NAME_LIMIT,
+                )
+                .into_owned()
             });
         let mut s = format!("delegate {} {id}", d.delegate_index());
         for a in d.args().iter().flatten() {
@@ -111,7 +116,8 @@ fn argument(plan: fb::ExecutionPlan<'_>, id: i32) -> String {
     } else if let Some(x) = v.val_as_bool() {
         x.bool_val().to_string()
     } else if let Some(x) = v.val_as_string() {
-        let text = clip(x.string_val().unwrap_or(""), STRING_BYTES);
+        let shown = text::string_val(x).unwrap_or_default().show();
+        let text = clip(&shown, STRING_BYTES);
         serde_json::Value::String(text.into_owned()).to_string()
     } else if v.val_as_null().is_some() {
         "None".to_owned()

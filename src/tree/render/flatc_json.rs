@@ -10,18 +10,19 @@
 use flatbuffers::{Follow, ForwardsUOffset, Vector};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use crate::format::text;
 use crate::schema::flat_tensor as ft;
 use crate::schema::program as fb;
 
 /// An object being written: fields in the order they are put.
-struct Fields<M>(M);
+pub(super) struct Fields<M>(pub(super) M);
 
 impl<M: SerializeMap> Fields<M> {
-    fn put<V: Serialize + ?Sized>(&mut self, key: &str, v: &V) -> Result<(), M::Error> {
+    pub(super) fn put<V: Serialize + ?Sized>(&mut self, key: &str, v: &V) -> Result<(), M::Error> {
         self.0.serialize_entry(key, v)
     }
     /// Adds the field only when present, as flatc does for non-scalars.
-    fn opt<V: Serialize>(&mut self, key: &str, v: Option<V>) -> Result<(), M::Error> {
+    pub(super) fn opt<V: Serialize>(&mut self, key: &str, v: Option<V>) -> Result<(), M::Error> {
         match v {
             Some(v) => self.0.serialize_entry(key, &v),
             None => Ok(()),
@@ -30,7 +31,7 @@ impl<M: SerializeMap> Fields<M> {
 }
 
 /// An enum value by name, or by number when the schema does not name it.
-struct Enum(Option<&'static str>, i64);
+pub(super) struct Enum(pub(super) Option<&'static str>, pub(super) i64);
 
 impl Serialize for Enum {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -47,9 +48,10 @@ macro_rules! enum_of {
         Enum(v.variant_name(), i64::from(v.0))
     }};
 }
+pub(super) use enum_of;
 
 /// A vector of scalars.
-struct Scalars<'a, T: Follow<'a> + 'a>(Vector<'a, T>);
+pub(super) struct Scalars<'a, T: Follow<'a> + 'a>(pub(super) Vector<'a, T>);
 
 impl<'a, T> Serialize for Scalars<'a, T>
 where
@@ -62,7 +64,10 @@ where
 }
 
 /// A vector of tables, each shown through `W`.
-struct Tables<'a, T: 'a, W>(Vector<'a, ForwardsUOffset<T>>, fn(T) -> W);
+pub(super) struct Tables<'a, T: 'a, W>(
+    pub(super) Vector<'a, ForwardsUOffset<T>>,
+    pub(super) fn(T) -> W,
+);
 
 impl<'a, T: 'a, W: Serialize> Serialize for Tables<'a, T, W>
 where
@@ -107,6 +112,7 @@ macro_rules! table {
         }
     };
 }
+pub(super) use table;
 
 /// `ExecutionPlan`, with `ptefs_path` added to the tensor values that have
 /// a file (`paths[value index]`).
@@ -121,7 +127,7 @@ impl Serialize for Plan<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = self.plan;
         let mut o = Fields(s.serialize_map(None)?);
-        o.opt("name", p.name())?;
+        o.opt("name", text::plan_name(p))?;
         o.opt(
             "container_meta_type",
             p.container_meta_type().map(ContainerMetadata),
@@ -148,13 +154,13 @@ impl Serialize for Plan<'_> {
 }
 
 table!(ContainerMetadata, fb::ContainerMetadata, |c, o| {
-    o.opt("encoded_inp_str", c.encoded_inp_str())?;
-    o.opt("encoded_out_str", c.encoded_out_str())?;
+    o.opt("encoded_inp_str", text::encoded_inp_str(c))?;
+    o.opt("encoded_out_str", text::encoded_out_str(c))?;
 });
 
 table!(Operator, fb::Operator, |op, o| {
-    o.opt("name", op.name())?;
-    o.opt("overload", op.overload())?;
+    o.opt("name", text::operator_name(op))?;
+    o.opt("overload", text::operator_overload(op))?;
 });
 
 table!(BufferDevice, fb::NonConstBufferDevice, |d, o| {
@@ -223,7 +229,7 @@ table!(Double, fb::Double, |x, o| {
 });
 
 table!(Str, fb::String, |x, o| {
-    o.opt("string_val", x.string_val())?;
+    o.opt("string_val", text::string_val(x))?;
 });
 
 struct Tensor<'a>(fb::Tensor<'a>, Option<&'a str>);
@@ -258,7 +264,7 @@ table!(Allocation, fb::AllocationDetails, |a, o| {
 
 table!(ExtraTensorInfo, fb::ExtraTensorInfo, |e, o| {
     o.put("mutable_data_segments_idx", &e.mutable_data_segments_idx())?;
-    o.opt("fully_qualified_name", e.fully_qualified_name())?;
+    o.opt("fully_qualified_name", text::fully_qualified_name(e))?;
     o.put("location", &enum_of!(e.location()))?;
     o.put("device_type", &enum_of!(e.device_type()))?;
     o.put("device_index", &e.device_index())?;
@@ -279,10 +285,10 @@ table!(FrameList, fb::FrameList, |l, o| {
 });
 
 table!(Frame, fb::Frame, |f, o| {
-    o.opt("filename", f.filename())?;
+    o.opt("filename", text::frame_filename(f))?;
     o.put("lineno", &f.lineno())?;
-    o.opt("name", f.name())?;
-    o.opt("context", f.context())?;
+    o.opt("name", text::frame_name(f))?;
+    o.opt("context", text::frame_context(f))?;
 });
 
 table!(Instruction, fb::Instruction, |i, o| {
@@ -325,7 +331,7 @@ table!(FreeCall, fb::FreeCall, |f, o| {
 });
 
 table!(Delegate, fb::BackendDelegate, |d, o| {
-    o.opt("id", d.id())?;
+    o.opt("id", text::backend_id(d))?;
     o.opt("processed", d.processed().map(DataReference))?;
     o.opt(
         "compile_specs",
@@ -339,7 +345,7 @@ table!(DataReference, fb::BackendDelegateDataReference, |r, o| {
 });
 
 table!(CompileSpec, fb::CompileSpec, |c, o| {
-    o.opt("key", c.key())?;
+    o.opt("key", text::compile_spec_key(c))?;
     o.opt("value", c.value().map(Scalars))?;
 });
 
@@ -378,7 +384,7 @@ impl Serialize for NamedEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let n = self.0;
         let mut o = Fields(s.serialize_map(None)?);
-        o.opt("key", n.key())?;
+        o.opt("key", text::data_key(n))?;
         o.put("segment_index", &n.segment_index())?;
         o.opt("tensor_layout", n.tensor_layout().map(Layout))?;
         o.opt("ptefs_path", self.1)?;

@@ -1,17 +1,31 @@
 //! Generated file contents. Every JSON file goes through [`json`].
 
 pub mod code_txt;
+pub mod dot;
 pub mod flatc_json;
+mod json_style;
+pub mod nptg_json;
 pub mod npy;
+pub mod ptn_code;
 pub mod readme;
 pub mod xnnpack_code;
 pub mod xnnpack_json;
 
 use serde::Serialize;
 
-/// Pretty-printed JSON with a final newline.
+/// JSON with a final newline: objects one member per line, arrays on one
+/// line (so a shape reads `[1, 3, 224, 224]` and costs a few bytes per
+/// dimension, however long).
+///
+/// The text is measured first and then written into a buffer of exactly
+/// that size: a tree holds every JSON file, and a growing buffer would
+/// briefly need up to twice the size of the largest.
 pub fn json(v: &impl Serialize) -> serde_json::Result<Box<[u8]>> {
-    let mut out = serde_json::to_vec_pretty(v)?;
+    let mut count = json_style::Counter(0);
+    json_style::write(&mut count, v)?;
+    let mut out = Vec::with_capacity(count.0 + 1);
+    json_style::write(&mut out, v)?;
     out.push(b'\n');
+    debug_assert_eq!(out.len(), out.capacity());
     Ok(out.into_boxed_slice())
 }
