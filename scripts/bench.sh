@@ -3,7 +3,8 @@
 # 1 GiB tensor), built with the test writer (examples/make_model.rs).
 # Prints medians of RUNS runs, each with the baseline measured in the same
 # run: an ordinary directory with the same files, and reading the source
-# file directly. Needs FUSE. Usage: scripts/bench.sh [WORKDIR]
+# file directly; first, the mount time of the MobileNetV2 XNNPACK fixture
+# (see below). Needs FUSE. Usage: scripts/bench.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
@@ -17,17 +18,45 @@ mnt=$work/mnt
 plain=$work/plain
 mkdir -p "$mnt"
 grep -q " $mnt " /proc/self/mountinfo && $ptefs umount "$mnt"
-if [[ ! -f $model ]]; then
-  echo "writing $model ..."
-  target/release/examples/make_model "$model" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824
-fi
-big=methods/forward/tensors/00000.layers.18446744073709551615.weight.bin
 
 now() { date +%s%N; }
 # median of the arguments
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ms() { awk -v n="$1" 'BEGIN {printf "%.1f ms", n/1e6}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a/b}'; }
+
+# Mount time of a real delegated program: MobileNetV2 lowered to XNNPACK,
+# whose payload is decoded while the tree is built. BASELINE=<another ptefs
+# binary> times that build too, alternating run by run, for before/after
+# figures under the same conditions; XNNPACK_ONLY=1 stops after this.
+xnn=tests/fixtures/mv2_xnnpack.pte
+xmnt=$work/mnt-xnnpack
+mkdir -p "$xmnt"
+cat "$xnn" > /dev/null
+xnn_time() { # BINARY: the time of one mount, then unmounts
+  local s e; s=$(now); "$1" mount "$xnn" "$xmnt"; e=$(now); "$1" umount "$xmnt"; echo $((e - s))
+}
+cur=(); base=(); ls_cur=(); ls_base=()
+for _ in $(seq "$runs"); do
+  cur+=("$(xnn_time "$ptefs")")
+  s=$(now); $ptefs ls -R "$xnn" > /dev/null; e=$(now); ls_cur+=($((e - s)))
+  if [[ -n ${BASELINE:-} ]]; then
+    base+=("$(xnn_time "$BASELINE")")
+    s=$(now); $BASELINE ls -R "$xnn" > /dev/null; e=$(now); ls_base+=($((e - s)))
+  fi
+done
+line="mount mv2_xnnpack.pte: $(ms "$(median "${cur[@]}")"); ls -R: $(ms "$(median "${ls_cur[@]}")") (medians of $runs)"
+if [[ -n ${BASELINE:-} ]]; then
+  line+="; baseline: mount $(ms "$(median "${base[@]}")"), ls -R $(ms "$(median "${ls_base[@]}")"); mount takes $(ratio "$(median "${cur[@]}")" "$(median "${base[@]}")") the baseline's time"
+fi
+echo "$line"
+[[ -n ${XNNPACK_ONLY:-} ]] && exit 0
+if [[ ! -f $model ]]; then
+  echo "writing $model ..."
+  target/release/examples/make_model "$model" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824
+fi
+big=methods/forward/tensors/00000.layers.18446744073709551615.weight.bin
+
 mbps() { awk -v bytes="$1" -v ns="$2" 'BEGIN {printf "%.0f MB/s", bytes/(ns/1e9)/1e6}'; }
 rss() { awk '/RssAnon/ {print $2 " kB"}' "/proc/$(pgrep -f "ptefs mount $model $mnt" | head -1)/status"; }
 mount_() { $ptefs mount "$model" "$mnt"; }

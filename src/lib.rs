@@ -19,7 +19,7 @@
 //!   and `diff`.
 
 pub mod cli;
-
+pub mod delegate;
 pub mod format;
 pub mod fs;
 pub mod fuse;
@@ -52,6 +52,7 @@ pub(crate) mod generated {
     pub mod native_graph_generated;
     pub mod flat_tensor_verify_generated;
     pub mod program_generated;
+    pub mod xnnpack_generated;
     pub mod program_verify_generated;
 }
 
@@ -60,6 +61,7 @@ pub(crate) mod generated {
 // carries.
 use generated::{
     bundled_program_generated, flat_tensor_generated, native_graph_generated, program_generated,
+    xnnpack_generated,
 };
 mod scalar_type_generated {
     pub use crate::program_generated::*;

@@ -159,7 +159,7 @@ impl Fs {
 
     /// Every path under `from` (itself first), depth first in name order,
     /// each with its inode; a file with several names appears once per name.
-    pub fn walk(&self, from: Ino) -> Vec<(String, Ino)> {
+    pub fn walk(&self, from: Ino) -> crate::tree::Walk<'_> {
         self.view.tree.walk(from)
     }
 

@@ -7,12 +7,10 @@
 //! arithmetic.
 
 mod build;
-mod largest;
 pub mod names;
 pub mod render;
 
 pub use build::{Input, build, build_with_names};
-pub use largest::Largest;
 
 use crate::format::Span;
 
@@ -66,11 +64,33 @@ pub struct File {
     pub tensor: Option<u32>,
 }
 
+/// A tensor file's element type, in the vocabulary of what stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dtype {
+    /// A program or data file tensor (`FLOAT`).
+    Scalar(crate::schema::ScalarType),
+    /// An XNNPACK delegate's value (`xnn_datatype_fp32`).
+    Xnnpack(crate::schema::xnnpack::XNNDatatype),
+    /// A fixed name (`float32` for quantization scales).
+    Named(&'static str),
+}
+
+impl Dtype {
+    /// The name the extended attributes and reports show.
+    pub fn name(self) -> String {
+        match self {
+            Dtype::Scalar(t) => crate::format::scalar::name(t),
+            Dtype::Xnnpack(t) => crate::delegate::xnnpack::datatype::name(t),
+            Dtype::Named(n) => n.to_owned(),
+        }
+    }
+}
+
 /// Type and shape of a tensor, shared by its `.bin` and `.npy`.
 #[derive(Debug)]
 pub struct TensorMeta {
     /// Element type.
-    pub scalar_type: crate::schema::ScalarType,
+    pub dtype: Dtype,
     /// Logical sizes (shared with the tensor's other files and values).
     pub sizes: std::sync::Arc<[i64]>,
 }
@@ -294,10 +314,7 @@ impl Tree {
         };
         let mut x = Vec::with_capacity(4);
         if let Some(t) = f.tensor.and_then(|t| self.tensors.get(t as usize)) {
-            x.push((
-                "user.ptefs.dtype",
-                crate::format::scalar::name(t.scalar_type).into_bytes(),
-            ));
+            x.push(("user.ptefs.dtype", t.dtype.name().into_bytes()));
             let dims: Vec<String> = t.sizes.iter().map(i64::to_string).collect();
             x.push((
                 "user.ptefs.shape",
@@ -340,23 +357,12 @@ impl Tree {
     /// Every path under `from` in depth-first order with entries sorted,
     /// `from` itself first, each with the inode it names. A file with
     /// several names appears once per name.
-    pub fn walk(&self, from: Ino) -> Vec<(String, Ino)> {
-        let mut out = Vec::new();
-        let mut stack = vec![(self.path(from), from)];
-        while let Some((path, ino)) = stack.pop() {
-            if let Some(entries) = self.entries(ino) {
-                stack.extend(entries.iter().rev().map(|e| {
-                    let child = if path.is_empty() {
-                        e.name.to_string()
-                    } else {
-                        format!("{path}/{}", e.name)
-                    };
-                    (child, e.ino)
-                }));
-            }
-            out.push((path, ino));
+    pub fn walk(&self, from: Ino) -> Walk<'_> {
+        Walk {
+            tree: self,
+            first: Some((self.path(from), from)),
+            stack: Vec::new(),
         }
-        out
     }
 
     /// Total bytes of all files, as `du --apparent-size` would add them up.
@@ -368,5 +374,46 @@ impl Tree {
                 NodeKind::Dir(_) => 0,
             })
             .sum()
+    }
+}
+
+/// Every path under an inode, depth first in name order: see
+/// [`Tree::walk`]. It holds one path per directory level, so walking a
+/// large tree costs no more memory than its deepest path.
+#[derive(Debug)]
+pub struct Walk<'t> {
+    tree: &'t Tree,
+    first: Option<(String, Ino)>,
+    /// Per directory being walked: its path, its entries, the next one.
+    stack: Vec<(String, &'t [Entry], usize)>,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = (String, Ino);
+
+    fn next(&mut self) -> Option<(String, Ino)> {
+        if let Some((path, ino)) = self.first.take() {
+            if let Some(entries) = self.tree.entries(ino) {
+                self.stack.push((path.clone(), entries, 0));
+            }
+            return Some((path, ino));
+        }
+        loop {
+            let (dir, entries, next) = self.stack.last_mut()?;
+            let Some(e) = entries.get(*next) else {
+                self.stack.pop();
+                continue;
+            };
+            *next += 1;
+            let path = if dir.is_empty() {
+                e.name.to_string()
+            } else {
+                format!("{dir}/{}", e.name)
+            };
+            if let Some(sub) = self.tree.entries(e.ino) {
+                self.stack.push((path.clone(), sub, 0));
+            }
+            return Some((path, e.ino));
+        }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod nptg;
 pub mod package;
+pub mod xnnpack;
 
 use std::collections::HashMap;
 use std::io::{self, Write};

@@ -87,7 +87,9 @@ pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<
     let mut all: Vec<Largest> = by_ino
         .into_iter()
         .map(|(ino, mut paths)| {
-            paths.sort_by_key(|(_, p)| !p.contains("/tensors/"));
+            // The file's first name leads; the others follow in tree order.
+            let first = tree.path(ino);
+            paths.sort_by_key(|(_, p)| *p != first);
             let source = paths.first().map_or(0, |(s, _)| *s);
             let file_size = source_sizes.get(source).copied().unwrap_or(0);
             let meta = tree.tensor_meta(ino);
@@ -100,7 +102,7 @@ pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<
                 path: paths.next().unwrap_or_default(),
                 aliases: paths.collect(),
                 source: tree.source_name(source).to_owned(),
-                scalar_type: meta.map(|m| crate::format::scalar::name(m.scalar_type)),
+                scalar_type: meta.map(|m| m.dtype.name()),
                 sizes: meta.map(|m| m.sizes.to_vec()),
                 bytes,
                 share: super::composition::share(bytes, file_size),

@@ -7,13 +7,14 @@ mod index;
 mod meta;
 mod package;
 mod program;
+mod xnnpack;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::names::{DirNames, encode};
 use super::render::{self, npy};
-use super::{Content, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
+use super::{Content, Dtype, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
 use crate::format::{DataFile, Parsed, Span, scalar};
 use crate::meta::names::{Checkpoint, Digest32};
 use index::TensorShape;
@@ -286,7 +287,7 @@ impl Builder {
             (Some(a), Some(b)) => {
                 let (a, b) = (meta(Some(a)), meta(Some(b)));
                 a.zip(b)
-                    .is_some_and(|(a, b)| a.scalar_type == b.scalar_type && a.sizes == b.sizes)
+                    .is_some_and(|(a, b)| a.dtype == b.dtype && a.sizes == b.sizes)
             }
             (None, Some(_)) => {
                 f.tensor = tensor;
@@ -349,7 +350,7 @@ impl Builder {
         let header = self.npy_header(shape);
         let meta = Some(self.tensors.len() as u32);
         self.tensors.push(TensorMeta {
-            scalar_type: shape.scalar_type,
+            dtype: Dtype::Scalar(shape.scalar_type),
             sizes: shape.sizes.clone(),
         });
         let Some(header) = header else {

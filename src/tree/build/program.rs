@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::index::{Entry, Meaning, Source, TensorShape};
 use super::meta::MethodMeta;
+use super::xnnpack::{NamedIndex, Place, Shown};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::Ino;
@@ -28,10 +29,18 @@ impl Builder {
         let mut methods = self.subdir(root, "methods");
         let mut method_dirs = Vec::new();
         let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
+        let named = NamedIndex::new(p, origin, data);
+        let shown = Shown {
+            file_name,
+            origin,
+            program: p,
+        };
         for m in &p.methods {
             let name = methods.names.unique(&encode(m.name), "");
             let mut mdir = self.dir(methods.ino, name.clone());
-            let meta = MethodMeta::new(m, self.delegates(&mut mdir, origin, m), &plans);
+            let base = format!("methods/{name}");
+            let delegate_dirs = self.delegates(&mut mdir, &base, &shown, m, &named);
+            let meta = MethodMeta::new(m, delegate_dirs, &plans);
             let (paths, files) = self.tensors(
                 &mut mdir,
                 &format!("methods/{name}"),
@@ -320,8 +329,18 @@ impl Builder {
         }
     }
 
-    /// `delegates/` of a method. Returns each delegate's directory name.
-    fn delegates(&mut self, mdir: &mut Dir, origin: Origin, m: &MethodInfo<'_>) -> Vec<String> {
+    /// `delegates/` of a method (`base` is the method's directory path),
+    /// decoding the payloads of backends ptefs knows. Returns each
+    /// delegate's directory name.
+    fn delegates(
+        &mut self,
+        mdir: &mut Dir,
+        base: &str,
+        shown: &Shown<'_, '_>,
+        m: &MethodInfo<'_>,
+        named: &NamedIndex<'_>,
+    ) -> Vec<String> {
+        let origin = shown.origin;
         let mut ddir = self.subdir(mdir, "delegates");
         let mut names = Vec::new();
         let max = m.delegates.len().saturating_sub(1) as u64;
@@ -329,7 +348,7 @@ impl Builder {
             let stem = format!("{}-{}", padded(d.index as u64, max), encode(d.id));
             let name = ddir.names.unique(&stem, "");
             names.push(name.clone());
-            let mut one = self.dir(ddir.ino, name);
+            let mut one = self.dir(ddir.ino, name.clone());
             match d.processed {
                 Some(span) => {
                     self.raw(&mut one, "processed", origin, span);
@@ -342,6 +361,18 @@ impl Builder {
                 .map(|(k, v)| json!({"key": k, "value": v, "text": std::str::from_utf8(v).ok()}))
                 .collect();
             self.json(&mut one, "compile_specs.json", &specs);
+            // A delegate whose payload is not located, or whose backend id
+            // is not text, has nothing to decode.
+            if let (Some(processed), Some(id)) = (d.processed, d.id.as_str()) {
+                let place = Place {
+                    dir_path: format!("{base}/delegates/{name}"),
+                    origin,
+                    program: shown.program,
+                    file_name: shown.file_name,
+                    processed,
+                };
+                self.decoded_delegate(&mut one, id, &place, named);
+            }
         }
         names
     }

@@ -9,6 +9,8 @@ pub mod npy;
 pub mod ops_yaml;
 pub mod ptn_code;
 pub mod readme;
+pub mod xnnpack_code;
+pub mod xnnpack_json;
 
 use serde::Serialize;
 

@@ -1,0 +1,130 @@
+//! Every delegate of a program decoded at once, for reports (`inspect`,
+//! `diff`) that start from parsed files rather than from the tree.
+
+use std::collections::HashMap;
+
+use super::{Decoded, WeightName, decode, xnnpack};
+use crate::format::{DataFile, Name, ProgramFile, Result};
+
+/// Named-data blobs by key: the program's own first, then each attached
+/// data file's, as the runtime looks them up.
+#[derive(Debug, Default)]
+pub struct NamedData<'a> {
+    by_key: HashMap<&'a [u8], &'a [u8]>,
+}
+
+impl<'a> NamedData<'a> {
+    /// The blobs of `program` and of `data`, in that order of precedence.
+    pub fn of(program: &ProgramFile<'a>, data: &[&DataFile<'a>]) -> NamedData<'a> {
+        let mut by_key = HashMap::new();
+        for n in &program.named {
+            by_key
+                .entry(n.key.bytes())
+                .or_insert(n.span.bytes(program.bytes));
+        }
+        for d in data {
+            for e in &d.entries {
+                by_key.entry(e.key.bytes()).or_insert(e.span.bytes(d.bytes));
+            }
+        }
+        NamedData { by_key }
+    }
+
+    /// The blob stored under `key`.
+    pub fn get(&self, key: &str) -> Option<&'a [u8]> {
+        self.by_key.get(key.as_bytes()).copied()
+    }
+}
+
+/// One delegate of a program, decoded when its backend has a decoder.
+#[derive(Debug)]
+pub struct ProgramDelegate<'a> {
+    /// The method holding it.
+    pub method: Name<'a>,
+    /// Index in the method's `delegates`.
+    pub index: usize,
+    /// The backend id.
+    pub backend: Name<'a>,
+    /// `None` for a backend without a decoder, or a delegate whose payload
+    /// is not located (the payload stays opaque).
+    pub decoded: Option<Result<Decoded<'a>>>,
+}
+
+/// Decodes every delegate of every method of `program`.
+pub fn decode_program<'a>(
+    program: &ProgramFile<'a>,
+    named: &NamedData<'a>,
+) -> Vec<ProgramDelegate<'a>> {
+    let len = |k: &str| named.get(k).map(|b| b.len() as u64);
+    let mut out = Vec::new();
+    for m in &program.methods {
+        for d in &m.delegates {
+            out.push(ProgramDelegate {
+                method: m.name,
+                index: d.index,
+                backend: d.id,
+                decoded: d
+                    .id
+                    .as_str()
+                    .zip(d.processed)
+                    .and_then(|(id, span)| decode(id, span.bytes(program.bytes), &len)),
+            });
+        }
+    }
+    out
+}
+
+impl<'a> Decoded<'a> {
+    /// Every weight with its stable name and its stored bytes (`None` when
+    /// they cannot be found), for pairing two versions of a model by name
+    /// and comparing the bytes.
+    pub fn weights_with_bytes(&self, named: &NamedData<'a>) -> Vec<(WeightName, Option<&'a [u8]>)> {
+        let Decoded::Xnnpack(p) = self;
+        self.weight_names()
+            .into_iter()
+            .zip(&p.weights)
+            .map(|(name, w)| {
+                let bytes = w.bytes.as_ref().ok().and_then(|b| match b {
+                    xnnpack::Bytes::Payload(s) => Some(s.bytes(p.bytes)),
+                    xnnpack::Bytes::Named { key, len } => {
+                        named.get(key).and_then(|b| b.get(..*len as usize))
+                    }
+                });
+                (name, bytes)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_the_delegates_of_a_fixture() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/quant_xnnpack.pte"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let p = ProgramFile::parse(&bytes).unwrap();
+        let named = NamedData::of(&p, &[]);
+        let all = decode_program(&p, &named);
+        assert_eq!(all.len(), 1);
+        let d = all[0].decoded.as_ref().unwrap().as_ref().unwrap();
+        let s = d.summary();
+        assert_eq!(s.backend, "XnnpackBackend");
+        assert_eq!((s.nodes, s.values), (4, 9));
+        assert_eq!(s.ops["XNNFullyConnected"], 2);
+        assert_eq!(s.constant_bytes["xnn_datatype_qcint8"], 2048 + 1024);
+        assert_eq!(s.constant_bytes["scales"], (64 + 64 + 16 + 16) * 4);
+        let weights = d.weights_with_bytes(&named);
+        let (name, bytes) = &weights[0];
+        assert_eq!(name.name, "001-fully_connected.filter");
+        assert_eq!(
+            (name.layer.as_deref(), name.role.as_str()),
+            (Some("001-fully_connected"), "filter")
+        );
+        assert_eq!(bytes.map(<[u8]>::len), Some(2048));
+    }
+}

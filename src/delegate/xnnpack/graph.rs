@@ -1,0 +1,86 @@
+//! The verified `XNNGraph` flatbuffer and its values by id.
+
+use std::collections::HashMap;
+
+use flatbuffers::VerifierOptions;
+
+use crate::format::{Error, Result, Span};
+use crate::schema::xnnpack as fb;
+
+/// A tensor value of the graph.
+#[derive(Debug, Clone)]
+pub struct Value<'a> {
+    /// Position in `XNNGraph.xvalues`.
+    pub index: usize,
+    /// The plain tensor value (for a quantized value, its `tensor_value`).
+    pub tensor: fb::XNNTensorValue<'a>,
+    /// The quantized wrapper, when the value is quantized.
+    pub quantized: Option<fb::XNNQuantizedTensorValue<'a>>,
+}
+
+impl Value<'_> {
+    /// The id nodes use (`id_out`).
+    pub fn id(&self) -> u32 {
+        self.tensor.id_out()
+    }
+
+    /// `dims`, empty when absent.
+    pub fn dims(&self) -> Vec<u32> {
+        self.tensor
+            .dims()
+            .map(|d| d.iter().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Verifier limits for a flatbuffer of `len` bytes: depth is bounded, and
+/// more tables than 4-byte slots means shared objects, which is how a small
+/// hostile payload would make the decoder work out of proportion.
+fn options(len: usize) -> VerifierOptions {
+    VerifierOptions {
+        max_depth: 32,
+        max_tables: len / 4 + 16,
+        max_apparent_size: len.saturating_mul(4).saturating_add(1 << 20),
+        ignore_missing_null_terminator: false,
+    }
+}
+
+/// Verifies the flatbuffer at `span` of `payload` and returns its root.
+pub fn verify<'a>(payload: &'a [u8], span: Span) -> Result<fb::XNNGraph<'a>> {
+    let bytes = span.bytes(payload);
+    flatbuffers::root_with_opts::<fb::XNNGraph>(&options(bytes.len()), bytes).map_err(|e| {
+        let text = e.to_string();
+        let parts: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        Error::new(format!(
+            "XNNGraph flatbuffer at payload offset {}: {}",
+            span.offset,
+            parts.join(", ")
+        ))
+    })
+}
+
+/// The graph's tensor values in order, and each id's first value. Values
+/// with no tensor are skipped: nothing can refer to them.
+pub fn values<'a>(g: fb::XNNGraph<'a>) -> (Vec<Value<'a>>, HashMap<u32, usize>) {
+    let mut out = Vec::new();
+    let mut by_id = HashMap::new();
+    for (index, x) in g.xvalues().iter().flatten().enumerate() {
+        let quantized = x.xvalue_union_as_xnnquantized_tensor_value();
+        let tensor = match quantized {
+            Some(q) => q.tensor_value(),
+            None => x.xvalue_union_as_xnntensor_value(),
+        };
+        let Some(tensor) = tensor else { continue };
+        by_id.entry(tensor.id_out()).or_insert(out.len());
+        out.push(Value {
+            index,
+            tensor,
+            quantized,
+        });
+    }
+    (out, by_id)
+}

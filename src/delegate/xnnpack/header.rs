@@ -1,0 +1,180 @@
+//! The optional `XH00` header in front of an XNNPACK payload.
+
+use crate::format::{Error, Result, Span};
+
+/// The header magic at bytes 4..8.
+pub const MAGIC: &[u8; 4] = b"XH00";
+
+/// Bytes the known header fields cover.
+const KNOWN_LEN: u16 = 30;
+
+/// Where a payload's flatbuffer and constant data are, relative to the
+/// payload's first byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// `XH00`, or `None` when the payload has no header and is the
+    /// flatbuffer itself.
+    pub magic: Option<String>,
+    /// The header length field (bytes the header says it has).
+    pub header_length: Option<u16>,
+    /// The flatbuffer.
+    pub flatbuffer: Span,
+    /// The constant data (empty when everything is in named data).
+    pub constant_data: Span,
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u64 {
+    u64::from(u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Reads the header of `payload`, checking that both regions lie inside it.
+/// Without `XH00` at bytes 4..8 the whole payload is the flatbuffer, which
+/// must then carry the identifier `XN00` or `XN01`.
+pub fn parse(payload: &[u8]) -> Result<Header> {
+    let total = payload.len() as u64;
+    if payload.len() < 8 {
+        return Err(Error::new(format!(
+            "payload is {total} bytes, too short for a header or flatbuffer (8 bytes)"
+        )));
+    }
+    if &payload[4..8] != MAGIC {
+        check_identifier(&payload[4..8], 0)?;
+        return Ok(Header {
+            magic: None,
+            header_length: None,
+            flatbuffer: Span {
+                offset: 0,
+                len: total,
+            },
+            constant_data: Span {
+                offset: total,
+                len: 0,
+            },
+        });
+    }
+    if payload.len() < usize::from(KNOWN_LEN) {
+        return Err(Error::new(format!(
+            "payload header: payload is {total} bytes, the XH00 header needs {KNOWN_LEN}"
+        )));
+    }
+    let length = u16_at(payload, 8);
+    if length < KNOWN_LEN {
+        return Err(Error::new(format!(
+            "payload header at offset 8: header length {length} is below {KNOWN_LEN}"
+        )));
+    }
+    let flatbuffer = Span::checked(u32_at(payload, 10), u32_at(payload, 14), total, || {
+        "payload header (offsets 10..18): flatbuffer".to_owned()
+    })?;
+    let constant_data = Span::checked(u32_at(payload, 18), u64_at(payload, 22), total, || {
+        "payload header (offsets 18..30): constant data".to_owned()
+    })?;
+    if flatbuffer.len < 8 {
+        return Err(Error::new(format!(
+            "payload header (offset 14): flatbuffer size {} is too small for a flatbuffer",
+            flatbuffer.len
+        )));
+    }
+    let at = flatbuffer.offset as usize + 4;
+    check_identifier(&payload[at..at + 4], at)?;
+    Ok(Header {
+        magic: Some(String::from_utf8_lossy(MAGIC).into_owned()),
+        header_length: Some(length),
+        flatbuffer,
+        constant_data,
+    })
+}
+
+fn check_identifier(id: &[u8], at: usize) -> Result<()> {
+    if id == b"XN01" || id == b"XN00" {
+        return Ok(());
+    }
+    Err(Error::new(format!(
+        "payload offset {at}: flatbuffer identifier is \"{}\", expected XN01 or XN00 (or an XH00 header at 4)",
+        id.escape_ascii()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_header(fb_off: u32, fb_len: u32, cd_off: u32, cd_len: u64, total: usize) -> Vec<u8> {
+        let mut p = vec![0u8; total];
+        p[4..8].copy_from_slice(MAGIC);
+        p[8..10].copy_from_slice(&30u16.to_le_bytes());
+        p[10..14].copy_from_slice(&fb_off.to_le_bytes());
+        p[14..18].copy_from_slice(&fb_len.to_le_bytes());
+        p[18..22].copy_from_slice(&cd_off.to_le_bytes());
+        p[22..30].copy_from_slice(&cd_len.to_le_bytes());
+        if let Some(id) = p.get_mut(fb_off as usize + 4..fb_off as usize + 8) {
+            id.copy_from_slice(b"XN01");
+        }
+        p
+    }
+
+    #[test]
+    fn reads_the_regions() {
+        let h = parse(&with_header(32, 16, 48, 8, 56)).unwrap();
+        assert_eq!(
+            h.flatbuffer,
+            Span {
+                offset: 32,
+                len: 16
+            }
+        );
+        assert_eq!(h.constant_data, Span { offset: 48, len: 8 });
+        assert_eq!(h.header_length, Some(30));
+    }
+
+    #[test]
+    fn no_header_means_the_whole_payload() {
+        let mut p = vec![0u8; 24];
+        p[4..8].copy_from_slice(b"XN00");
+        let h = parse(&p).unwrap();
+        assert_eq!(h.magic, None);
+        assert_eq!(h.flatbuffer, Span { offset: 0, len: 24 });
+    }
+
+    #[test]
+    fn rejects_what_does_not_fit() {
+        let e = parse(&with_header(32, 100, 48, 0, 56)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("flatbuffer: bytes 32..132 extend past the end at 56"),
+            "{e}"
+        );
+        let e = parse(&with_header(32, 16, 48, u64::MAX, 56)).unwrap_err();
+        assert!(e.to_string().contains("constant data: offset 48"), "{e}");
+        let mut short = with_header(32, 16, 48, 0, 56);
+        short[8..10].copy_from_slice(&12u16.to_le_bytes());
+        assert!(
+            parse(&short)
+                .unwrap_err()
+                .to_string()
+                .contains("header length 12")
+        );
+        assert!(
+            parse(b"0000ZZZZ")
+                .unwrap_err()
+                .to_string()
+                .contains("identifier is")
+        );
+        assert!(
+            parse(b"1234")
+                .unwrap_err()
+                .to_string()
+                .contains("too short")
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! The XNNPACK delegate payload (`XnnpackBackend`): an optional `XH00`
+//! header, an `XNNGraph` flatbuffer (identifier `XN01` or `XN00`) and
+//! constant data, with weights often kept in named data instead.
+
+pub mod datatype;
+pub mod graph;
+pub mod header;
+pub mod names;
+pub mod nodes;
+pub mod weights;
+
+use std::collections::BTreeMap;
+
+pub use graph::Value;
+pub use header::Header;
+pub use names::{Layout, Use};
+pub use nodes::{Field, Node};
+pub use weights::{Bytes, Quant, Scales, Weight};
+
+use crate::format::Result;
+use crate::schema::xnnpack as fb;
+
+/// The backend id this module decodes.
+pub const BACKEND_ID: &str = "XnnpackBackend";
+
+/// A decoded payload. Spans are relative to the payload's first byte.
+#[derive(Debug)]
+pub struct Payload<'a> {
+    /// The payload.
+    pub bytes: &'a [u8],
+    /// Where the flatbuffer and constant data are.
+    pub header: Header,
+    /// The flatbuffer's identifier (`XN01`).
+    pub identifier: String,
+    /// The verified graph.
+    pub graph: fb::XNNGraph<'a>,
+    /// Every node, in order.
+    pub nodes: Vec<Node>,
+    /// Every tensor value, in order.
+    pub values: Vec<Value<'a>>,
+    /// Every constant value, in value order.
+    pub weights: Vec<Weight<'a>>,
+}
+
+/// Decodes `payload`. `named` gives the length of a named-data entry (of
+/// the program or an attached data file) by key. Errors name what is wrong
+/// and where; a constant whose bytes cannot be found is not an error but a
+/// weight whose `bytes` says why.
+pub fn decode<'a>(payload: &'a [u8], named: &dyn Fn(&str) -> Option<u64>) -> Result<Payload<'a>> {
+    let header = header::parse(payload)?;
+    let graph = graph::verify(payload, header.flatbuffer)?;
+    let id_at = header.flatbuffer.offset as usize + 4;
+    let identifier = String::from_utf8_lossy(&payload[id_at..id_at + 4]).into_owned();
+    let nodes: Vec<Node> = graph
+        .xnodes()
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, x)| nodes::read(i, x))
+        .collect();
+    let (values, by_id) = graph::values(graph);
+    let cx = weights::Context {
+        payload,
+        graph,
+        constant_data: header.constant_data,
+        named,
+    };
+    let weights = weights::collect(&cx, &nodes, &values, &by_id);
+    Ok(Payload {
+        bytes: payload,
+        header,
+        identifier,
+        graph,
+        nodes,
+        values,
+        weights,
+    })
+}
+
+impl Payload<'_> {
+    /// Node counts by union member name (`XNNConv2d`).
+    pub fn op_counts(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for n in &self.nodes {
+            let op = n.op.map_or_else(|| format!("op{}", n.tag), str::to_owned);
+            *counts.entry(op).or_default() += 1;
+        }
+        counts
+    }
+
+    /// Bytes of constant values by datatype name (`xnn_datatype_fp32`),
+    /// counted once per value; scale blobs under `scales`.
+    pub fn constant_bytes(&self) -> BTreeMap<String, u64> {
+        let mut bytes = BTreeMap::new();
+        for w in &self.weights {
+            if let Ok(b) = &w.bytes {
+                *bytes.entry(datatype::name(w.datatype)).or_default() += b.len();
+            }
+            if let Some(Ok(s)) = &w.scales {
+                *bytes.entry("scales".to_owned()).or_default() += s.bytes.len();
+            }
+        }
+        bytes
+    }
+}
