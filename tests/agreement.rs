@@ -35,7 +35,6 @@ fn cases() -> Vec<(PathBuf, Vec<PathBuf>)> {
 /// What the core says of every path, in the form the other two give.
 fn offline(fs: &Fs) -> BTreeMap<String, Value> {
     fs.walk(ROOT)
-        .into_iter()
         .skip(1)
         .map(|(path, ino)| {
             let a = fs.getattr(ino).unwrap();

@@ -259,7 +259,6 @@ fn cat_while_truncating(cut: impl Fn(u64, u64) -> u64) {
     let (path, ino) = v
         .tree
         .walk(ptefs::tree::ROOT)
-        .into_iter()
         .filter(|(_, i)| v.content(*i).is_some())
         .max_by_key(|(_, i)| v.content(*i).unwrap().len())
         .unwrap();

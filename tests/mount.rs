@@ -39,7 +39,6 @@ fn offline(v: &ptefs::view::View) -> BTreeMap<String, Option<Vec<u8>>> {
     use ptefs::tree::{NodeKind, ROOT};
     v.tree
         .walk(ROOT)
-        .into_iter()
         .skip(1)
         .map(|(path, i)| {
             let bytes = match v.tree.node(i).unwrap().kind {

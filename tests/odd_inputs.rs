@@ -18,7 +18,6 @@ use writer::{Bytes, Chain, Data, Delegate, Instr, Method, Program, Tensor, Value
 /// Every file of `tree` (built from `src` alone) read whole, by path.
 fn contents(tree: &Tree, src: &[u8]) -> Vec<(String, Vec<u8>)> {
     tree.walk(ROOT)
-        .into_iter()
         .filter_map(|(path, ino)| match &tree.node(ino)?.kind {
             NodeKind::File(f) => {
                 let mut out = Vec::new();
@@ -58,7 +57,6 @@ fn empty_8_byte_vectors_at_4_mod_8_open_like_the_runtime_loads_them() {
     // Distinct files: an unnamed tensor's alias is another name of its .bin.
     let bins = tree
         .walk(ROOT)
-        .into_iter()
         .filter(|(p, _)| p.contains("/tensors/") && p.ends_with(".bin"))
         .map(|(_, ino)| ino)
         .collect::<std::collections::HashSet<_>>()
@@ -132,7 +130,7 @@ fn names_that_are_not_utf8_are_served_percent_encoded() {
     let bytes = non_utf8_program();
     // Without the fix the whole file was refused.
     let tree = Tree::from_bytes("odd.pte", &bytes).unwrap();
-    let paths: Vec<String> = tree.walk(ROOT).into_iter().map(|(p, _)| p).collect();
+    let paths: Vec<String> = tree.walk(ROOT).map(|(p, _)| p).collect();
     for want in [
         "methods/fwd%FF%251/tensors/0.w.%FF%252.bin",
         "methods/fwd%FF%251/tensors/0.w.%FF%252.npy",

@@ -38,12 +38,18 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
         ));
         return Ok(NOT_FOUND);
     };
+    // The long format aligns sizes, so it needs every line first; the short
+    // one streams, however large the tree.
     let lines = listing(&fs, ino, path, args.recursive);
-    let width = lines
-        .iter()
-        .map(|(a, _)| a.size.to_string().len())
-        .max()
-        .unwrap_or(1);
+    let width = if args.long {
+        let lines = listing(&fs, ino, path, args.recursive);
+        lines
+            .map(|(a, _)| a.size.to_string().len())
+            .max()
+            .unwrap_or(1)
+    } else {
+        1
+    };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     for (attr, name) in lines {
@@ -67,27 +73,33 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
 
 /// What `ls` shows of `ino`: the entries of a directory (every path below
 /// it with `recursive`), or the file itself.
-fn listing(fs: &Fs, ino: Ino, path: &str, recursive: bool) -> Vec<(Attr, String)> {
-    let attr = |ino| fs.getattr(ino).ok();
+fn listing<'f>(
+    fs: &'f Fs,
+    ino: Ino,
+    path: &str,
+    recursive: bool,
+) -> Box<dyn Iterator<Item = (Attr, String)> + 'f> {
+    let attr = move |ino| fs.getattr(ino).ok();
     let Some(top) = attr(ino) else {
-        return Vec::new();
+        return Box::new(std::iter::empty());
     };
     if top.kind == FileKind::RegularFile {
-        return vec![(top, path.trim_end_matches('/').to_owned())];
+        return Box::new(std::iter::once((
+            top,
+            path.trim_end_matches('/').to_owned(),
+        )));
     }
     if recursive {
-        return fs
-            .walk(ino)
-            .into_iter()
-            .skip(1)
-            .filter_map(|(p, i)| Some((attr(i)?, p)))
-            .collect();
+        return Box::new(
+            fs.walk(ino)
+                .skip(1)
+                .filter_map(move |(p, i)| Some((attr(i)?, p))),
+        );
     }
-    fs.readdir(ino, 2)
-        .map(|entries| {
-            entries
-                .filter_map(|e| Some((attr(e.ino)?, e.name.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
+    match fs.readdir(ino, 2) {
+        Ok(entries) => {
+            Box::new(entries.filter_map(move |e| Some((attr(e.ino)?, e.name.to_owned()))))
+        }
+        Err(_) => Box::new(std::iter::empty()),
+    }
 }

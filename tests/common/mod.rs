@@ -86,7 +86,6 @@ pub fn json(v: &View, path: &str) -> Value {
 pub fn files(v: &View) -> BTreeMap<String, Vec<u8>> {
     v.tree
         .walk(ROOT)
-        .into_iter()
         .filter(|&(_, i)| matches!(v.tree.node(i).unwrap().kind, NodeKind::File(_)))
         .map(|(path, i)| (path, read_ino(v, i)))
         .collect()
