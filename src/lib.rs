@@ -17,6 +17,7 @@
 //!   `stat` (through [`fs`], so they answer as the mount does), `inspect`
 //!   and `diff`.
 
+pub mod auto_data;
 pub mod cli;
 
 pub mod format;
