@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 runs=${RUNS:-5}
 mkdir -p "$work"
-cargo build --release --quiet --example make_model
+cargo build --release --quiet --example make_model --example make_package
 cargo build --release --quiet
 ptefs=$PWD/target/release/ptefs
 model=$work/big.pte
@@ -44,6 +44,18 @@ for _ in $(seq "$runs"); do
   s=$(now); mount_; e=$(now); t+=($((e - s))); umount_
 done
 echo "mount: $(ms "$(median "${t[@]}")") (median of $runs)"
+
+# The same for a native program package of 20,000 tensors (2,000 of them
+# aliases) and 1 GiB.
+package=$work/big.ptn
+[[ -f $package ]] || target/release/examples/make_package "$package" --tensors 20000 --tensor-bytes 57344
+cat "$package" > /dev/null
+t=()
+for _ in $(seq "$runs"); do
+  s=$(now); $ptefs mount "$package" "$mnt"; e=$(now); t+=($((e - s))); umount_
+done
+echo "package: $(stat -c %s "$package") bytes, $($ptefs ls -R "$package" | wc -l) paths"
+echo "mount .ptn: $(ms "$(median "${t[@]}")") (median of $runs)"
 
 # Listing, against an ordinary directory holding the same tree (empty
 # files of the same sizes).

@@ -17,6 +17,9 @@ trap 'rm -rf "$out" "$derived"' EXIT
 # points at the program's module so that there is one ScalarType type.
 flatc --rust --gen-all -o "$out" -I schema schema/program.fbs
 flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs
+# native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
+# its own, numbered like the program's but with fewer names.
+flatc --rust -o "$out" schema/native_graph.fbs
 
 # Verification-only twins (<name>_verify_generated.rs), with the same wire
 # layout as the real schemas but checked as ExecuTorch's C++ verifier checks:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what ptefs's tests and demo need beyond the Rust toolchain:
-# fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot), NumPy and
-# PyYAML. Idempotent.
+# fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check that
+# graph.dot files render), NumPy and PyYAML. Idempotent.
 set -euo pipefail
 need=()
 command -v fusermount3 >/dev/null || need+=(fuse3)

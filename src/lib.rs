@@ -1,5 +1,6 @@
-//! ptefs shows ExecuTorch program (`.pte`), data (`.ptd`) and bundled
-//! program (`.bpte`) files as read-only directory trees.
+//! ptefs shows ExecuTorch program (`.pte`), data (`.ptd`), bundled
+//! program (`.bpte`) and native program package (`.ptn`) files as
+//! read-only directory trees.
 //!
 //! The crate is layered so that everything a mount serves can be tested
 //! without one; imports run downward only:
@@ -49,6 +50,7 @@ pub(crate) mod generated {
     pub mod bundled_program_generated;
     pub mod bundled_program_verify_generated;
     pub mod flat_tensor_generated;
+    pub mod native_graph_generated;
     pub mod flat_tensor_verify_generated;
     pub mod program_generated;
     pub mod program_verify_generated;
@@ -57,7 +59,9 @@ pub(crate) mod generated {
 // flatc's code names its modules by crate-root paths, and reaches
 // `ScalarType` through `scalar_type_generated`, which the program's module
 // carries.
-use generated::{bundled_program_generated, flat_tensor_generated, program_generated};
+use generated::{
+    bundled_program_generated, flat_tensor_generated, native_graph_generated, program_generated,
+};
 mod scalar_type_generated {
     pub use crate::program_generated::*;
 }

@@ -131,9 +131,9 @@ fn one_changed_weight_names_the_element_and_both_values() {
     assert_eq!(
         r.out,
         "method forward: tensor changed: methods/forward/tensors/0.w1.bin \
-         (also methods/forward/values/0, constants/1.bin): \
+         (also constants/1.bin, methods/forward/values/0): \
          2 of 4 elements differ; max abs diff 5.000000e-1 at [1] (2.000000e0 vs 2.500000e0); \
-         max rel diff 1.000000e0; mean abs diff 3.750000e-1\n"
+         max rel diff 1.000000e0; mean abs diff 3.750000e-1; used by add.self\n"
     );
     let (_, j) = json(&[], &pa, &pb);
     let c = &j["methods"]["common"]["forward"]["tensors"]["changed"][0];
@@ -141,7 +141,7 @@ fn one_changed_weight_names_the_element_and_both_values() {
     assert_eq!(c["a"]["path"], "methods/forward/tensors/0.w1.bin");
     assert_eq!(
         c["a"]["aliases"],
-        serde_json::json!(["methods/forward/values/0", "constants/1.bin"])
+        serde_json::json!(["constants/1.bin", "methods/forward/values/0"])
     );
     let e = &c["elements"];
     assert_eq!(e["differing"], 2);
@@ -450,4 +450,91 @@ fn directories_pair_files_by_relative_path() {
         "{}",
         r.out
     );
+}
+
+#[test]
+fn packages_pair_their_tensors_by_data_key() {
+    let r = ptefs(&[], &[&fixture("kv.ptn"), &fixture("kv.ptn")]);
+    assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
+    let (code, j) = json(&[], &fixture("mlp.ptn"), &fixture("tied.ptn"));
+    assert_eq!(code, 1);
+    let t = &j["tensors"];
+    let names = |k: &str| -> Vec<String> {
+        t[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(names("removed").contains(&"fc1.weight".to_owned()), "{t}");
+    // An alias is another name of its owner's bytes: listed once.
+    let added = t["added"].as_array().unwrap();
+    let pos = added
+        .iter()
+        .find(|r| r["path"] == "tensors/pos_a.bin")
+        .unwrap();
+    assert_eq!(pos["aliases"], serde_json::json!(["tensors/pos_b.bin"]));
+}
+
+#[test]
+fn io_and_memory_sections_say_what_the_exporter_recorded_differently() {
+    let (a, b) = (fixture("mlp.pte"), fixture("dynamic.pte"));
+    let (code, j) = json(&["--only", "io,memory"], &a, &b);
+    assert_eq!(code, 1);
+    let m = &j["methods"]["common"]["forward"];
+    let io: Vec<(String, String, Value, Value)> = m["io"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["at"].as_str().unwrap().into(),
+                c["field"].as_str().unwrap().into(),
+                c["a"].clone(),
+                c["b"].clone(),
+            )
+        })
+        .collect();
+    // The exported shapes and their dynamism, from flatc's own JSON.
+    let plan = |f: &str| -> Value {
+        let t = std::fs::read_to_string(fixture(&format!("flatc-json/{f}.json"))).unwrap();
+        serde_json::from_str::<Value>(&t).unwrap()["execution_plan"][0].clone()
+    };
+    let (pa, pb) = (plan("mlp.pte"), plan("dynamic.pte"));
+    let input = |p: &Value| p["values"][p["inputs"][0].as_u64().unwrap() as usize]["val"].clone();
+    let (ia, ib) = (input(&pa), input(&pb));
+    assert!(
+        io.contains(&(
+            "input 0".into(),
+            "sizes".into(),
+            ia["sizes"].clone(),
+            ib["sizes"].clone()
+        )),
+        "{io:?}"
+    );
+    assert!(
+        io.contains(&(
+            "input 0".into(),
+            "shape_dynamism".into(),
+            ia["shape_dynamism"].clone(),
+            ib["shape_dynamism"].clone()
+        )),
+        "{io:?}"
+    );
+    assert!(
+        io.iter().all(|c| c.1 != "mem_offset"),
+        "placements belong to memory: {io:?}"
+    );
+    let memory = m["memory"].as_array().unwrap();
+    let sizes = |p: &Value| p["non_const_buffer_sizes"][1].clone();
+    assert!(
+        memory
+            .iter()
+            .any(|c| c["at"] == "buffer 1" && c["a"] == sizes(&pa) && c["b"] == sizes(&pb)),
+        "{memory:?}"
+    );
+    assert!(m.get("tensors").is_none() && j.get("file").is_none());
+    // The same pair differs in nothing else that --only leaves out.
+    let r = ptefs(&["--only", "methods,delegates"], &[&a, &b]);
+    assert_eq!((r.code, r.out.as_str()), (0, ""));
 }

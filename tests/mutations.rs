@@ -55,6 +55,7 @@ fn structure(bytes: &[u8]) -> (usize, Vec<Span>) {
         Parsed::Program(p) => (p.flatbuffer.len as usize, p.segments.clone()),
         Parsed::Data(d) => (d.flatbuffer.len as usize, d.segments.clone()),
         Parsed::Bundled(b) => (b.bytes.len(), Vec::new()),
+        Parsed::Package(p) => (p.bytes.len(), p.members.iter().map(|m| m.data).collect()),
     }
 }
 
@@ -274,6 +275,7 @@ fn mutated_fixtures_open_or_fail_cleanly() {
         .into_iter()
         .map(|m| (m.clone(), fixture(&m)))
         .collect();
+    inputs.extend(["kv.ptn", "tied.ptn"].map(|m| (m.to_owned(), fixture(m))));
     inputs.push((
         "mlp.bpte".into(),
         write_file(dir.path(), "mlp.bpte", &bundled.to_bytes()),

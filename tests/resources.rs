@@ -65,6 +65,13 @@ fn flatbuffer_len(bytes: &[u8]) -> u64 {
     match format::parse(bytes) {
         Ok(Parsed::Program(p)) => p.flatbuffer.len,
         Ok(Parsed::Data(d)) => d.flatbuffer.len,
+        // A package's metadata: its graph, safetensors header and aliases.
+        Ok(Parsed::Package(p)) => (p.members.iter())
+            .map(|m| match m.name.as_str() {
+                "program.safetensors" => 8 + p.tensors.header_len,
+                _ => m.data.len,
+            })
+            .sum(),
         _ => bytes.len() as u64,
     }
 }
@@ -259,6 +266,7 @@ fn memory_stays_within_the_stated_bound() {
             ),
         ),
     ]);
+    cases.push(("many-keys.ptn".to_owned(), many_keys_package(50_000)));
     let mut worst = 0f64;
     for (name, bytes) in &cases {
         let (peak, fb_len, opened) = measure(name, bytes);
@@ -287,6 +295,36 @@ fn memory_stays_within_the_stated_bound() {
         )
         .2
     );
+}
+
+/// A package of `n` one-byte tensors, every fifth key an alias, all used by
+/// one method.
+fn many_keys_package(n: usize) -> Vec<u8> {
+    use writer::package::{Chunk, StTensor, constants_method, package};
+    let keys: Vec<String> = (0..n).map(|i| format!("k.{i}")).collect();
+    let uses: Vec<_> = (keys.iter())
+        .map(|k| {
+            (
+                k.as_str(),
+                ptefs::schema::native_graph::ScalarType::BYTE,
+                &[1i64][..],
+            )
+        })
+        .collect();
+    let tensors: Vec<StTensor> = (keys.iter().enumerate())
+        .filter(|(i, _)| i % 5 != 4)
+        .map(|(i, k)| StTensor {
+            key: k.clone(),
+            dtype: "U8",
+            shape: vec![1],
+            data: Chunk::Bytes(vec![i as u8]),
+        })
+        .collect();
+    let aliases: Vec<(&str, &str)> = (0..n)
+        .filter(|i| i % 5 == 4)
+        .map(|i| (keys[i].as_str(), keys[i - 1].as_str()))
+        .collect();
+    package(&[constants_method(&uses)], &tensors, &aliases).to_bytes()
 }
 
 /// Peak RSS of the command line on worst cases may reach at most

@@ -13,7 +13,7 @@ use crate::tree;
 #[derive(Args, Debug)]
 #[command(
     after_help = "Sections (for --only and as JSON keys), in order: file, methods, \
-    then for each method in both files instructions, delegates, tensors; last, \
+    then for each method in both files io, instructions, memory, delegates, tensors; last, \
     program-wide data under tensors.\n\n\
     Examples:\n  \
     ptefs diff old.pte new.pte\n  \

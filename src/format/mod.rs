@@ -1,4 +1,4 @@
-//! Parsing and validation of `.pte`, `.ptd` and `.bpte` files.
+//! Parsing and validation of `.pte`, `.ptd`, `.bpte` and `.ptn` files.
 //!
 //! Everything here works on a byte slice (usually a memory map) and returns
 //! views that borrow it. Every offset and length taken from the file is
@@ -11,6 +11,7 @@ mod error;
 mod header;
 mod index;
 mod program;
+pub mod ptn;
 pub mod scalar;
 mod shapes;
 mod span;
@@ -25,6 +26,7 @@ pub use program::{
     Delegate, MethodInfo, NAME_LIMIT, NamedBlob, ProgramFile, TensorData, TensorInfo, clip,
     operator_name, tensor_nbytes,
 };
+pub use ptn::PackageFile;
 pub use span::Span;
 pub use text::Name;
 
@@ -37,6 +39,8 @@ pub enum Kind {
     Data,
     /// `BP??`: a bundled program.
     Bundled,
+    /// `PK\x03\x04` at byte 0: a native program package (a zip).
+    Package,
 }
 
 impl Kind {
@@ -46,12 +50,16 @@ impl Kind {
             Kind::Program => "pte",
             Kind::Data => "ptd",
             Kind::Bundled => "bpte",
+            Kind::Package => "ptn",
         }
     }
 }
 
 /// Identifies a file by its magic bytes.
 pub fn sniff(bytes: &[u8]) -> Result<Kind> {
+    if bytes.starts_with(b"PK\x03\x04") {
+        return Ok(Kind::Package);
+    }
     if bytes.len() < 8 {
         return Err(Error::TooShort {
             what: "file",
@@ -80,6 +88,8 @@ pub enum Parsed<'a> {
     Data(DataFile<'a>),
     /// A `.bpte`.
     Bundled(BundledFile<'a>),
+    /// A `.ptn`.
+    Package(PackageFile<'a>),
 }
 
 /// Parses and validates a file of any kind, chosen by its magic.
@@ -88,6 +98,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>> {
         Kind::Program => Parsed::Program(ProgramFile::parse(bytes)?),
         Kind::Data => Parsed::Data(DataFile::parse(bytes)?),
         Kind::Bundled => Parsed::Bundled(BundledFile::parse(bytes)?),
+        Kind::Package => Parsed::Package(PackageFile::parse(bytes)?),
     })
 }
 
@@ -99,6 +110,7 @@ impl Parsed<'_> {
             Parsed::Program(p) => &p.warnings,
             Parsed::Data(d) => &d.warnings,
             Parsed::Bundled(b) => &b.warnings,
+            Parsed::Package(p) => &p.warnings,
         }
     }
 }

@@ -13,6 +13,12 @@ pub struct NumpyType {
     pub raw_bits: bool,
 }
 
+/// ExecuTorch's number for complex64 (`ComplexFloat`), which the program
+/// schema does not name.
+pub const COMPLEX_FLOAT: ScalarType = ScalarType(9);
+/// ExecuTorch's number for complex128 (`ComplexDouble`).
+pub const COMPLEX_DOUBLE: ScalarType = ScalarType(10);
+
 const fn np(descr: &'static str) -> Option<NumpyType> {
     Some(NumpyType {
         descr,
@@ -52,6 +58,8 @@ fn info(t: ScalarType) -> Option<(u64, NumpyType)> {
         ScalarType::UINT16 => (2, np("<u2")),
         ScalarType::UINT32 => (4, np("<u4")),
         ScalarType::UINT64 => (8, np("<u8")),
+        COMPLEX_FLOAT => (8, np("<c8")),
+        COMPLEX_DOUBLE => (16, np("<c16")),
         _ => return None,
     };
     numpy.map(|n| (size, n))
@@ -69,6 +77,11 @@ pub fn numpy(t: ScalarType) -> Option<NumpyType> {
 
 /// The schema's name (`FLOAT`), or the number for a type it does not name.
 pub fn name(t: ScalarType) -> String {
-    t.variant_name()
-        .map_or_else(|| t.0.to_string(), str::to_owned)
+    match t {
+        COMPLEX_FLOAT => "COMPLEXFLOAT".to_owned(),
+        COMPLEX_DOUBLE => "COMPLEXDOUBLE".to_owned(),
+        _ => t
+            .variant_name()
+            .map_or_else(|| t.0.to_string(), str::to_owned),
+    }
 }

@@ -81,7 +81,7 @@ pub(super) fn root<'a, R: Root<'a>>(
 /// at least four bytes, so more tables than `len / 4` means objects are
 /// shared, which is how a small hostile file would make verification and
 /// everything after it do work out of proportion to its size.
-fn options(len: usize) -> VerifierOptions {
+pub(super) fn options(len: usize) -> VerifierOptions {
     VerifierOptions {
         max_depth: 64,
         max_tables: len / 4 + 16,
@@ -92,7 +92,7 @@ fn options(len: usize) -> VerifierOptions {
 
 /// The verifier's error on one line: it reports the failing range and then
 /// the path of fields that led there, one per line.
-fn one_line(e: &flatbuffers::InvalidFlatbuffer) -> String {
+pub(super) fn one_line(e: &flatbuffers::InvalidFlatbuffer) -> String {
     let text = e.to_string();
     let parts: Vec<&str> = text
         .lines()

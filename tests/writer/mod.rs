@@ -7,6 +7,9 @@
 //! to build large programs for the benchmarks.
 #![allow(dead_code)]
 
+pub mod nptg;
+pub mod package;
+
 use std::collections::HashMap;
 use std::io::{self, Write};
 

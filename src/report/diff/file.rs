@@ -37,6 +37,16 @@ fn facts(p: &Parsed<'_>) -> Vec<(&'static str, Value)> {
             f.push(("bundle.test_suites", json!(b.suites.len())));
             program_facts(&b.program, "program.size", &mut f);
         }
+        Parsed::Package(p) => {
+            let s = p.summary();
+            f.push(("kind", json!("package")));
+            f.push(("size", json!(s.file_size)));
+            f.push(("identifier", json!(s.identifier)));
+            f.push(("version", json!(s.version)));
+            f.push(("package.members", json!(s.members.len())));
+            f.push(("package.stored_tensors", json!(s.stored_tensors)));
+            f.push(("package.aliases", json!(s.aliases)));
+        }
         Parsed::Data(d) => {
             f.push(("kind", json!("data")));
             f.push(("size", json!(d.bytes.len())));

@@ -3,12 +3,15 @@
 //!
 //! Sections, in order: `file` (sizes, identifiers, versions, header fields,
 //! counts), `methods` (added and removed), then for each method on both
-//! sides `instructions` (code.txt as a unified diff, operator counts),
-//! `delegates` (backends, compile specs, payloads) and `tensors`; last,
-//! program-wide data (named blobs, data-file entries) under `tensors`.
+//! sides `io` (inputs and outputs), `instructions` (code.txt as a unified
+//! diff, operator counts), `memory` (planned buffers and placements),
+//! `delegates` (backends, compile specs, payloads) and `tensors` (with the
+//! operators using each changed one); last, program-wide data (named blobs,
+//! data-file entries) under `tensors`.
 
 mod file;
 mod methods;
+mod plan;
 mod tensors;
 mod text;
 pub mod values;
@@ -19,6 +22,7 @@ use serde::Serialize;
 
 pub use file::FieldChange;
 pub use methods::{DelegateChange, Instructions, SpecChange};
+pub use plan::PlanChange;
 pub use tensors::{BytesChange, Changed, Moved, Ref, Side, Tensors};
 pub use values::{At, Elements, Figure, Tolerance};
 
@@ -31,8 +35,12 @@ pub enum Section {
     File,
     /// Methods added or removed.
     Methods,
+    /// Each method's inputs and outputs.
+    Io,
     /// Each method's instructions and operator counts.
     Instructions,
+    /// Each method's memory plan.
+    Memory,
     /// Each method's delegates.
     Delegates,
     /// Each method's tensors, and program-wide data.
@@ -89,9 +97,16 @@ pub struct Methods {
 /// The sections of one method in both files.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Method {
+    /// `io`: inputs and outputs whose type, sizes, dim order, dynamism or
+    /// planning differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<Vec<PlanChange>>,
     /// `instructions`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<Instructions>,
+    /// `memory`: planned buffer sizes and value placements that differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Vec<PlanChange>>,
     /// `delegates`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegates: Option<Vec<DelegateChange>>,
@@ -102,9 +117,12 @@ pub struct Method {
 
 impl Method {
     fn differs(&self) -> bool {
-        self.instructions
-            .as_ref()
-            .is_some_and(Instructions::differs)
+        self.io.as_ref().is_some_and(|c| !c.is_empty())
+            || self.memory.as_ref().is_some_and(|c| !c.is_empty())
+            || self
+                .instructions
+                .as_ref()
+                .is_some_and(Instructions::differs)
             || self.delegates.as_ref().is_some_and(|d| !d.is_empty())
             || self.tensors.as_ref().is_some_and(|t| t.changes() > 0)
     }
@@ -114,7 +132,7 @@ fn program<'p, 'a>(p: &'p Parsed<'a>) -> Option<&'p ProgramFile<'a>> {
     match p {
         Parsed::Program(p) => Some(p),
         Parsed::Bundled(b) => Some(&b.program),
-        Parsed::Data(_) => None,
+        Parsed::Data(_) | Parsed::Package(_) => None,
     }
 }
 
@@ -144,13 +162,27 @@ pub fn compare(a: &Side<'_, '_>, b: &Side<'_, '_>, names: (&str, &str), opt: &Op
         r.methods.added = Some(added);
         r.methods.removed = Some(removed);
     }
-    let (ia, ib) = (tensors::items(a), tensors::items(b));
+    let (mut ia, mut ib) = (tensors::items(a), tensors::items(b));
+    // A package keeps its tensors at its root: against one, a program's
+    // tensors are compared as program-wide data too, by name then bytes.
+    let package = |s: &Side<'_, '_>| matches!(s.input.parsed, Parsed::Package(_));
+    if package(a) || package(b) {
+        for t in ia.iter_mut().chain(ib.iter_mut()) {
+            t.method = None;
+        }
+    }
     let (mut ta, mut tb) = (by_method(ia), by_method(ib));
     if let (Some(pa), Some(pb)) = (pa, pb) {
         for (name, ma, mb) in methods::common(pa, pb) {
             let mut m = Method::default();
+            if opt.wants(Section::Io) {
+                m.io = Some(plan::io(ma.plan, mb.plan));
+            }
             if opt.wants(Section::Instructions) {
                 m.instructions = Some(methods::instructions(ma, mb));
+            }
+            if opt.wants(Section::Memory) {
+                m.memory = Some(plan::memory(ma.plan, mb.plan));
             }
             if opt.wants(Section::Delegates) {
                 m.delegates = Some(methods::delegates(pa, ma, pb, mb));
@@ -161,7 +193,14 @@ pub fn compare(a: &Side<'_, '_>, b: &Side<'_, '_>, names: (&str, &str), opt: &Op
                     ta.remove(&key).unwrap_or_default(),
                     tb.remove(&key).unwrap_or_default(),
                 );
-                m.tensors = Some(tensors::pair(x, y, opt.tolerance));
+                let mut t = tensors::pair(x, y, opt.tolerance);
+                let users = crate::meta::users::users(ma.plan);
+                for c in &mut t.changed {
+                    if let Some(v) = c.a.value_index {
+                        c.used_by = users.of(v).iter().map(|u| users.label(u)).collect();
+                    }
+                }
+                m.tensors = Some(t);
             }
             r.methods.common.insert(name, m);
         }

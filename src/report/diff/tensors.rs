@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::values::{self, Elements, Tolerance};
-use crate::format::{Parsed, TensorData, scalar};
+use crate::format::ptn::PackageFile;
+use crate::format::{DataFile, Parsed, ProgramFile, TensorData, scalar};
 use crate::schema::ScalarType;
 use crate::tree::Input;
 use crate::tree::{Content, NodeKind, ROOT, SourceId, Tree};
@@ -36,6 +37,8 @@ impl Place {
 #[derive(Debug, Clone)]
 pub(super) struct Item<'a> {
     place: Place,
+    /// Its index among its method's values.
+    value: Option<usize>,
     /// The method whose tensor it is; `None` for program-wide data.
     pub(super) method: Option<String>,
     scalar_type: Option<ScalarType>,
@@ -56,58 +59,56 @@ pub struct Side<'s, 'a> {
     pub tree: &'s Tree,
 }
 
-/// Every name each source range has in the tree.
+/// Every name each source range has in the tree: the file's first name,
+/// then its others in tree order.
 fn paths_by_range(tree: &Tree) -> HashMap<(SourceId, u64, u64), Vec<String>> {
     let mut out: HashMap<_, Vec<String>> = HashMap::new();
     for (path, ino) in tree.walk(ROOT) {
         if let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind)
             && let Content::Source { source, span } = &f.content
         {
-            out.entry((*source, span.offset, span.len))
-                .or_default()
-                .push(path);
+            let paths = out.entry((*source, span.offset, span.len)).or_default();
+            if paths.is_empty() {
+                paths.push(tree.path(ino));
+            }
+            if paths[0] != path {
+                paths.push(path);
+            }
         }
     }
     out
 }
 
-/// The tensors and blobs of a side, each byte range once: under its fully
-/// qualified name where it has one, else the first method's value, else
-/// its key, with every path it has.
-pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
-    let index = paths_by_range(side.tree);
-    let mut out: Vec<Item<'a>> = Vec::new();
-    let mut seen: HashMap<(SourceId, u64, u64), usize> = HashMap::new();
-    let mut add = |item: Item<'a>, key: (SourceId, u64, u64)| {
-        if let Some(&i) = seen.get(&key) {
-            // Another name for bytes already listed: keep the better name.
-            let better =
-                matches!(item.place, Place::Fqn(_)) && !matches!(out[i].place, Place::Fqn(_));
-            if better {
-                out[i].place = item.place;
+/// Items gathered from a side, each byte range once.
+struct Collector<'a> {
+    index: HashMap<(SourceId, u64, u64), Vec<String>>,
+    out: Vec<Item<'a>>,
+    seen: HashMap<(SourceId, u64, u64), usize>,
+}
+
+impl<'a> Collector<'a> {
+    /// Adds `item`, whose bytes are `key`; bytes already listed only get
+    /// the better name (a fully qualified one).
+    fn add(&mut self, item: Item<'a>, key: (SourceId, u64, u64)) {
+        if let Some(&i) = self.seen.get(&key) {
+            let known = &mut self.out[i];
+            if matches!(item.place, Place::Fqn(_)) && !matches!(known.place, Place::Fqn(_)) {
+                known.place = item.place;
             }
             return;
         }
-        let mut paths = index.get(&key).cloned().unwrap_or_default();
-        paths.sort_by_key(|p| !p.starts_with("methods/"));
-        seen.insert(key, out.len());
-        out.push(Item { paths, ..item });
-    };
-    let data: Vec<_> = side
-        .attached
-        .iter()
-        .filter_map(|i| match &i.parsed {
-            Parsed::Data(d) => Some((i.source, d)),
-            _ => None,
-        })
-        .collect();
-    let program = match &side.input.parsed {
-        Parsed::Program(p) => Some((p, 0)),
-        Parsed::Bundled(b) => Some((&b.program, b.program_span.offset)),
-        Parsed::Data(_) => None,
-    };
-    let own = side.input.source;
-    if let Some((p, shift)) = program {
+        let paths = self.index.get(&key).cloned().unwrap_or_default();
+        self.seen.insert(key, self.out.len());
+        self.out.push(Item { paths, ..item });
+    }
+
+    fn program(
+        &mut self,
+        p: &ProgramFile<'a>,
+        own: SourceId,
+        shift: u64,
+        data: &[(SourceId, &DataFile<'a>)],
+    ) {
         for m in &p.methods {
             for t in &m.tensors {
                 let found = match &t.data {
@@ -130,6 +131,7 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
                 };
                 let item = Item {
                     place,
+                    value: Some(t.value_index),
                     method: Some(m.name.to_string()),
                     scalar_type: Some(t.scalar_type),
                     sizes: t.sizes.to_vec(),
@@ -137,42 +139,84 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
                     bytes,
                     paths: Vec::new(),
                 };
-                add(item, key);
+                self.add(item, key);
             }
         }
         for n in &p.named {
-            let item = Item {
-                place: Place::Key(n.key.to_string()),
-                method: None,
-                scalar_type: None,
-                sizes: Vec::new(),
-                dim_order: Vec::new(),
-                bytes: n.span.bytes(p.bytes),
-                paths: Vec::new(),
-            };
-            add(item, (own, n.span.offset + shift, n.span.len));
+            let item = blob(Place::Key(n.key.to_string()), n.span.bytes(p.bytes));
+            self.add(item, (own, n.span.offset + shift, n.span.len));
         }
     }
-    let shown_data = match &side.input.parsed {
-        Parsed::Data(d) => Some((own, d)),
-        _ => None,
-    };
-    for (source, d) in shown_data.into_iter().chain(data.iter().copied()) {
+
+    fn data(&mut self, d: &DataFile<'a>, source: SourceId) {
         for e in &d.entries {
             let layout = e.layout.as_ref();
             let item = Item {
-                place: Place::Key(e.key.to_string()),
-                method: None,
                 scalar_type: layout.map(|l| l.scalar_type),
                 sizes: layout.map(|l| l.sizes.to_vec()).unwrap_or_default(),
                 dim_order: layout.map(|l| l.dim_order.to_vec()).unwrap_or_default(),
-                bytes: e.span.bytes(d.bytes),
-                paths: Vec::new(),
+                ..blob(Place::Key(e.key.to_string()), e.span.bytes(d.bytes))
             };
-            add(item, (source, e.span.offset, e.span.len));
+            self.add(item, (source, e.span.offset, e.span.len));
         }
     }
-    out
+
+    /// A package's stored tensors by data key, which is the fully
+    /// qualified name, so that they pair with a program's.
+    fn package(&mut self, p: &PackageFile<'a>, source: SourceId) {
+        for (key, t, _) in p.keys() {
+            let item = Item {
+                scalar_type: t.scalar_type,
+                sizes: t.shape.iter().map(|&d| d as i64).collect(),
+                ..blob(Place::Fqn(key.to_owned()), t.span.bytes(p.bytes))
+            };
+            self.add(item, (source, t.span.offset, t.span.len));
+        }
+    }
+}
+
+/// Program-wide bytes at `place`, without a type.
+fn blob(place: Place, bytes: &[u8]) -> Item<'_> {
+    Item {
+        place,
+        value: None,
+        method: None,
+        scalar_type: None,
+        sizes: Vec::new(),
+        dim_order: Vec::new(),
+        bytes,
+        paths: Vec::new(),
+    }
+}
+
+/// The tensors and blobs of a side, each byte range once: under its fully
+/// qualified name where it has one, else the first method's value, else
+/// its key, with every path it has.
+pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
+    let mut c = Collector {
+        index: paths_by_range(side.tree),
+        out: Vec::new(),
+        seen: HashMap::new(),
+    };
+    let data: Vec<(SourceId, &DataFile<'a>)> = side
+        .attached
+        .iter()
+        .filter_map(|i| match &i.parsed {
+            Parsed::Data(d) => Some((i.source, d)),
+            _ => None,
+        })
+        .collect();
+    let own = side.input.source;
+    match &side.input.parsed {
+        Parsed::Program(p) => c.program(p, own, 0, &data),
+        Parsed::Bundled(b) => c.program(&b.program, own, b.program_span.offset, &data),
+        Parsed::Data(d) => c.data(d, own),
+        Parsed::Package(p) => c.package(p, own),
+    }
+    for (source, d) in &data {
+        c.data(d, *source);
+    }
+    c.out
 }
 
 /// A tensor or blob as the report names it.
@@ -193,6 +237,9 @@ pub struct Ref {
     pub sizes: Option<Vec<i64>>,
     /// Bytes.
     pub nbytes: u64,
+    /// For a method's tensor: its index among the plan's values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_index: Option<usize>,
 }
 
 fn reference(i: &Item<'_>) -> Ref {
@@ -204,6 +251,7 @@ fn reference(i: &Item<'_>) -> Ref {
         scalar_type: i.scalar_type.map(scalar::name),
         sizes: i.scalar_type.map(|_| i.sizes.clone()),
         nbytes: i.bytes.len() as u64,
+        value_index: i.value,
     }
 }
 
@@ -227,6 +275,10 @@ pub struct Changed {
     /// For blobs without a type: bytes that differ, and the sizes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<BytesChange>,
+    /// The calls that use the tensor (in A): `convolution.weight`,
+    /// `delegate-0.arg2`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub used_by: Vec<String>,
 }
 
 /// How two untyped blobs differ.
@@ -354,6 +406,7 @@ fn change(a: &Item<'_>, b: &Item<'_>, tol: Tolerance) -> Option<Changed> {
         reshaped: None,
         elements: None,
         bytes: None,
+        used_by: Vec::new(),
     };
     if a.scalar_type != b.scalar_type {
         let name = |t: Option<ScalarType>| t.map_or_else(|| "untyped".to_owned(), scalar::name);

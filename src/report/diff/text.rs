@@ -57,6 +57,10 @@ fn changed(o: &mut String, scope: &str, c: &Changed) {
             let _ = write!(o, "; {} differences involve NaN or infinity", e.nonfinite);
         }
     }
+    if !c.used_by.is_empty() {
+        let users: Vec<String> = c.used_by.iter().map(|u| escape(u).into_owned()).collect();
+        let _ = write!(o, "; used by {}", users.join(", "));
+    }
     if let Some(b) = &c.bytes {
         let _ = write!(
             o,
@@ -91,6 +95,9 @@ fn tensors(o: &mut String, scope: &str, t: &Tensors) {
 
 fn method(o: &mut String, name: &str, m: &Method) {
     let scope = format!("method {}: ", escape(name));
+    for c in m.io.iter().flatten().chain(m.memory.iter().flatten()) {
+        let _ = writeln!(o, "{scope}{} {}: {} -> {}", c.at, c.field, c.a, c.b);
+    }
     if let Some(i) = &m.instructions {
         for (op, (a, b)) in &i.counts {
             let _ = writeln!(o, "{scope}{} calls {a} -> {b}", escape(op));
@@ -193,6 +200,11 @@ impl Report {
         }
         for (name, m) in &self.methods.common {
             let name = escape(name);
+            for (section, c) in [("io", &m.io), ("memory", &m.memory)] {
+                if let Some(c) = c.as_ref().filter(|c| !c.is_empty()) {
+                    rows.push((format!("{name}/{section}"), format!("{} fields", c.len())));
+                }
+            }
             if let Some(i) = m.instructions.as_ref().filter(|i| i.differs()) {
                 let lines = i
                     .unified

@@ -241,6 +241,7 @@ pub(super) fn bundled(
         program: Some(program),
         data: None,
         composition,
+        package: None,
         largest: None,
     }
 }
@@ -281,6 +282,7 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
             segments: count(d.segments.iter()),
         }),
         composition: comp.finish(size),
+        package: None,
         largest: None,
     }
 }

@@ -8,6 +8,7 @@ use super::Share;
 use crate::format::{DataFile, Parsed};
 
 mod build;
+mod package;
 mod text;
 
 /// Everything `ptefs inspect` reports about one file.
@@ -34,6 +35,9 @@ pub struct Inspection {
     pub data: Option<Data>,
     /// What share of the file each kind of content takes.
     pub composition: Vec<Share>,
+    /// A native program package's members, methods and tensors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<crate::format::ptn::PackageSummary>,
     /// The largest tensors and blobs, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub largest: Option<Vec<Largest>>,
@@ -63,8 +67,8 @@ pub struct Largest {
 
 /// The `n` largest tensors and blobs of `tree`, whose sources have
 /// `source_sizes` bytes: every file that is a byte range of a source, each
-/// range once whatever its names, segments left out as the containers they
-/// are.
+/// range once whatever its names, segments and package members left out as
+/// the containers they are.
 pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<Largest> {
     use std::collections::BTreeMap;
 
@@ -75,7 +79,7 @@ pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<
             continue;
         };
         if let Content::Source { source, .. } = f.content
-            && !path.split('/').any(|c| c == "segments")
+            && !path.split('/').any(|c| c == "segments" || c == "members")
         {
             by_ino.entry(ino).or_default().push((source, path));
         }
@@ -245,10 +249,12 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 program: Some(program),
                 data: None,
                 composition,
+                package: None,
                 largest: None,
             }
         }
         Parsed::Data(d) => build::data(name, d),
         Parsed::Bundled(b) => build::bundled(name, b, &keys),
+        Parsed::Package(p) => package::package(name, p),
     }
 }

@@ -12,6 +12,7 @@ impl Inspection {
         let kind = match self.kind {
             "program" => "ExecuTorch program",
             "data" => "ExecuTorch data file",
+            "package" => "ExecuTorch native program package",
             _ => "ExecuTorch bundled program",
         };
         let _ = writeln!(
@@ -45,6 +46,9 @@ impl Inspection {
         }
         if let Some(d) = &self.data {
             data(&mut o, d);
+        }
+        if let Some(p) = &self.package {
+            super::package::text(&mut o, p);
         }
         if let Some(top) = &self.largest {
             let _ = writeln!(o, "\nlargest {}:", top.len());

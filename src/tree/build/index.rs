@@ -67,6 +67,29 @@ pub(super) struct Entry<'a> {
     /// External tensors found in no attached data file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<bool>,
+    /// Package tensors: the safetensors dtype code (`F32`, `BF16`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<&'static str>,
+    /// Package tensors: the key whose bytes this alias names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias_of: Option<&'a str>,
+    /// Package tensors: the graph's sizes when they differ from the stored
+    /// shape (quantized tensors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logical_sizes: Option<Vec<i64>>,
+    /// Package tensors: the quantization scheme, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quant: Option<&'static str>,
+    /// Package tensors: the graph's input kind (`PARAMETER`, `BUFFER`,
+    /// `CONSTANT_TENSOR`, `MUTABLE_BUFFER` for those without bytes).
+    #[serde(rename = "kind", skip_serializing_if = "Option::is_none")]
+    pub input_kind: Option<&'static str>,
+    /// Package tensors: written by some method.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutated: Option<bool>,
+    /// Package tensors: `(method, placeholder)` of every use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_by: Option<Vec<(&'a str, &'a str)>>,
     /// What the program says of the value beyond its bytes; boxed, since
     /// most entries of a large index have none of it.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]

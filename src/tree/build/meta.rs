@@ -17,7 +17,7 @@ use crate::meta::{dataflow, io, oplist, users};
 use crate::schema::program as fb;
 use crate::tree::Ino;
 use crate::tree::names::encode;
-use crate::tree::render::graph_dot;
+use crate::tree::render::dot;
 use crate::tree::render::ops_yaml::{self, MethodCalls};
 
 /// What the builders of one method share: the users of every value and
@@ -182,7 +182,7 @@ impl Builder {
         };
         self.json(mdir, "memory.json", &memory);
         let graph = dataflow::graph(m.plan);
-        let dot = graph_dot::render(&m.name.show(), m.plan, &graph, &meta.delegate_dirs);
+        let dot = dot::program::render(&m.name.show(), m.plan, &graph, &meta.delegate_dirs);
         self.generated(mdir, "graph.dot", dot.into_bytes().into());
         if let Some(v) = io::constant_value(m.plan) {
             self.json(mdir, "value.json", &v);

@@ -5,6 +5,7 @@ mod bundled;
 mod data;
 mod index;
 mod meta;
+mod package;
 mod program;
 
 use std::collections::{HashMap, HashSet};
@@ -395,6 +396,7 @@ impl Builder {
             Parsed::Program(p) => self.program(&mut dir, &input.name, origin, p, data),
             Parsed::Data(d) => self.data(&mut dir, origin, d),
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
+            Parsed::Package(p) => self.package(&mut dir, origin, p),
         }
     }
 }

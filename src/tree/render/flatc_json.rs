@@ -15,14 +15,14 @@ use crate::schema::flat_tensor as ft;
 use crate::schema::program as fb;
 
 /// An object being written: fields in the order they are put.
-struct Fields<M>(M);
+pub(super) struct Fields<M>(pub(super) M);
 
 impl<M: SerializeMap> Fields<M> {
-    fn put<V: Serialize + ?Sized>(&mut self, key: &str, v: &V) -> Result<(), M::Error> {
+    pub(super) fn put<V: Serialize + ?Sized>(&mut self, key: &str, v: &V) -> Result<(), M::Error> {
         self.0.serialize_entry(key, v)
     }
     /// Adds the field only when present, as flatc does for non-scalars.
-    fn opt<V: Serialize>(&mut self, key: &str, v: Option<V>) -> Result<(), M::Error> {
+    pub(super) fn opt<V: Serialize>(&mut self, key: &str, v: Option<V>) -> Result<(), M::Error> {
         match v {
             Some(v) => self.0.serialize_entry(key, &v),
             None => Ok(()),
@@ -31,7 +31,7 @@ impl<M: SerializeMap> Fields<M> {
 }
 
 /// An enum value by name, or by number when the schema does not name it.
-struct Enum(Option<&'static str>, i64);
+pub(super) struct Enum(pub(super) Option<&'static str>, pub(super) i64);
 
 impl Serialize for Enum {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -48,9 +48,10 @@ macro_rules! enum_of {
         Enum(v.variant_name(), i64::from(v.0))
     }};
 }
+pub(super) use enum_of;
 
 /// A vector of scalars.
-struct Scalars<'a, T: Follow<'a> + 'a>(Vector<'a, T>);
+pub(super) struct Scalars<'a, T: Follow<'a> + 'a>(pub(super) Vector<'a, T>);
 
 impl<'a, T> Serialize for Scalars<'a, T>
 where
@@ -63,7 +64,10 @@ where
 }
 
 /// A vector of tables, each shown through `W`.
-struct Tables<'a, T: 'a, W>(Vector<'a, ForwardsUOffset<T>>, fn(T) -> W);
+pub(super) struct Tables<'a, T: 'a, W>(
+    pub(super) Vector<'a, ForwardsUOffset<T>>,
+    pub(super) fn(T) -> W,
+);
 
 impl<'a, T: 'a, W: Serialize> Serialize for Tables<'a, T, W>
 where
@@ -108,6 +112,7 @@ macro_rules! table {
         }
     };
 }
+pub(super) use table;
 
 /// `ExecutionPlan`, with `ptefs_path` added to the tensor values that have
 /// a file (`paths[value index]`).

@@ -1,11 +1,13 @@
 //! Generated file contents. Every JSON file goes through [`json`].
 
 pub mod code_txt;
+pub mod dot;
 pub mod flatc_json;
-pub mod graph_dot;
 mod json_style;
+pub mod nptg_json;
 pub mod npy;
 pub mod ops_yaml;
+pub mod ptn_code;
 pub mod readme;
 
 use serde::Serialize;

@@ -56,3 +56,31 @@ program/                     the embedded program's whole tree
 testsets/<method>/<case>/    each test case: input_<i> and expected_<i> as
                              .bin and .npy, index.json for every value
 ";
+
+/// For a native program package.
+pub const PACKAGE: &str = "\
+This directory shows an ExecuTorch native program package (.ptn), read-only.
+
+package.json         zip members with offsets and sizes, the graph's
+                     identifier and version, the safetensors header, aliases
+program.json         the whole graph (program.ptg) as flatc prints it
+members/<name>       each stored zip member, as it lies in the package
+tensors/             <data key>.bin raw bytes and .npy with a NumPy header for
+                     every safetensors entry and every alias; index.json what
+                     each key is, where its bytes lie, which methods use it,
+                     and the mutable buffers that have no bytes
+methods/<m>/
+  graph.json         the method's table as flatc prints it
+  code.txt           one line per node: inputs, calls with named arguments,
+                     mutated and alias_of marks, outputs
+  io.json            user inputs, outputs and what they update, constants
+                     and mutable buffers
+  graph.dot          the graph for Graphviz (dot -Tsvg graph.dot)
+ERROR.txt            present when a member could not be read; the rest of
+                     the package is still shown
+
+Raw files are byte ranges of the package file (its members are stored, not
+compressed). An alias is another name for its owner's bytes. Names are
+percent-encoded where a key holds '/', NUL, '%', '~' or a leading '.';
+index.json keeps the originals.
+";

@@ -6,28 +6,11 @@
 use std::collections::HashSet;
 use std::fmt::Write;
 
-use super::code_txt;
+use super::quote;
 use crate::format::{NAME_LIMIT, clip};
 use crate::meta::dataflow::{Call, Graph, Node, Origin};
 use crate::schema::program as fb;
-
-/// A DOT double-quoted string.
-fn quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(ch),
-        }
-    }
-    out.push('"');
-    out
-}
+use crate::tree::render::code_txt;
 
 fn id(node: &Node) -> String {
     match node {
@@ -55,7 +38,7 @@ pub fn render(
     delegate_dirs: &[String],
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "digraph {} {{", quoted(&clip(name, NAME_LIMIT)));
+    let _ = writeln!(out, "digraph {} {{", quote(&clip(name, NAME_LIMIT)));
     out.push_str("  rankdir=TB;\n  node [fontname=\"monospace\"];\n  edge [fontname=\"monospace\", fontsize=10];\n");
     for (v, origin) in &g.sources {
         let fqn = crate::meta::io::value(plan, i64::from(*v))
@@ -70,7 +53,7 @@ pub fn render(
             Origin::Buffer => ("buffer", "cylinder"),
         };
         let label = format!("%{v} {what}{fqn}");
-        let _ = writeln!(out, "  v{v} [shape={shape}, label={}];", quoted(&label));
+        let _ = writeln!(out, "  v{v} [shape={shape}, label={}];", quote(&label));
     }
     for (node, call) in &g.calls {
         let (label, shape) = match call {
@@ -89,7 +72,7 @@ pub fn render(
             out,
             "  {} [shape={shape}, label={}];",
             id(node),
-            quoted(&label)
+            quote(&label)
         );
     }
     if g.edges.iter().any(|e| e.1 == Node::Outputs) {
@@ -101,7 +84,7 @@ pub fn render(
             "  {} -> {} [label={}];",
             id(from),
             id(to),
-            quoted(&tensor_label(plan, *v))
+            quote(&tensor_label(plan, *v))
         );
     }
     out.push_str("}\n");
