@@ -18,6 +18,7 @@
 //!   `stat` (through [`fs`], so they answer as the mount does), `inspect`
 //!   and `diff`.
 
+pub mod auto_data;
 pub mod cli;
 pub mod delegate;
 pub mod format;

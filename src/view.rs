@@ -18,6 +18,8 @@ pub struct View {
     pub tree: Tree,
     /// Files skipped while expanding directory arguments, with the reason.
     pub skipped: Vec<(PathBuf, String)>,
+    /// Data files attached by themselves, one line each.
+    pub notes: Vec<String>,
 }
 
 /// A file that could not be shown, and why.
@@ -90,6 +92,9 @@ pub struct Request {
     /// A checkpoint whose keys name the tensors holding their bytes
     /// (`--names`: safetensors, or a JSON map of name to SHA-256).
     pub names: Option<PathBuf>,
+    /// Attach the data files beside each program that hold external
+    /// tensors no given data file holds (off with `--no-auto-data`).
+    pub auto_data: bool,
 }
 
 /// Files opened and mapped for a [`Request`], not yet parsed.
@@ -238,6 +243,23 @@ impl View {
     /// Opens, validates and lays out everything `req` names (see
     /// [`Opened::parse`] for what is an error).
     pub fn open(req: &Request) -> Result<View, OpenError> {
+        let (extra, notes) = if req.auto_data {
+            crate::auto_data::find(&req.inputs, &req.data)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let with_found;
+        let req = if extra.is_empty() {
+            req
+        } else {
+            let mut data = req.data.clone();
+            data.extend(extra);
+            with_found = Request {
+                data,
+                ..req.clone()
+            };
+            &with_found
+        };
         let opened = Opened::open(req)?;
         let parsed = opened.parse()?;
         // A directory source shows each file in a directory of its own,
@@ -265,6 +287,7 @@ impl View {
             sources: opened.sources,
             tree,
             skipped,
+            notes,
         })
     }
 

@@ -40,6 +40,7 @@ fn open(files: &[PathBuf], data: &[PathBuf], names: &Path) -> View {
         data: data.to_vec(),
         recursive: false,
         names: Some(names.to_owned()),
+        auto_data: false,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -210,6 +211,7 @@ fn names_that_are_not_a_checkpoint_are_refused_with_the_reason() {
         data: vec![],
         recursive: false,
         names: Some(bad.clone()),
+        auto_data: false,
     })
     .unwrap_err()
     .to_string();

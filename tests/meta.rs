@@ -1072,3 +1072,56 @@ fn largest_counts_each_byte_range_once() {
         ]
     );
 }
+
+#[test]
+fn missing_external_keys_and_the_data_files_that_supply_them() {
+    use ptefs::format::{DataFile as Ptd, Parsed, parse};
+    use ptefs::meta::external::{missing_keys, suppliers};
+    let pte = std::fs::read(fixture("mlp_external.pte")).unwrap();
+    let ptd = std::fs::read(fixture("mlp_external.ptd")).unwrap();
+    let other = std::fs::read(fixture("xnnpack_external.ptd")).unwrap();
+    let Ok(Parsed::Program(p)) = parse(&pte) else {
+        panic!()
+    };
+    fn data(b: &[u8]) -> Ptd<'_> {
+        match parse(b) {
+            Ok(Parsed::Data(d)) => d,
+            _ => panic!("not a data file"),
+        }
+    }
+    let (d, o) = (data(&ptd), data(&other));
+    let missing = missing_keys(&p, &[]);
+    let shown: Vec<String> = missing.iter().map(|k| k.show().into_owned()).collect();
+    assert_eq!(shown, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
+    assert!(missing_keys(&p, &[&d]).is_empty());
+    let found = suppliers(&missing, &[&o, &d]);
+    assert_eq!(found.len(), 1, "only mlp_external.ptd holds them");
+    assert_eq!((found[0].0, found[0].1.len()), (1, 4));
+    // Shards: each supplies the keys it holds; a later copy adds nothing.
+    let shard = |keys: &[&str]| {
+        writer::DataFile {
+            entries: keys
+                .iter()
+                .map(|k| (k.to_string(), None, Bytes::Owned(vec![1; 4])))
+                .collect(),
+        }
+        .to_bytes()
+    };
+    let (a, b) = (
+        shard(&["fc1.weight", "fc1.bias"]),
+        shard(&["fc2.weight", "fc2.bias"]),
+    );
+    let (a, b) = (data(&a), data(&b));
+    let found = suppliers(&missing, &[&a, &b, &d]);
+    let named: Vec<(usize, Vec<String>)> = found
+        .iter()
+        .map(|(i, ks)| (*i, ks.iter().map(|k| k.show().into_owned()).collect()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (0, vec!["fc1.weight".to_owned(), "fc1.bias".to_owned()]),
+            (1, vec!["fc2.weight".to_owned(), "fc2.bias".to_owned()]),
+        ]
+    );
+}

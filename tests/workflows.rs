@@ -94,9 +94,11 @@ fn external_tensors_come_from_the_attached_ptd() {
     }
     assert!(v.tree.warnings.is_empty(), "{:?}", v.tree.warnings);
 
-    // Without the .ptd: listed as missing, warned about, not fatal.
+    // Without the .ptd (not even the one beside it): listed as missing,
+    // warned about, not fatal.
     let (code, out, err) = run(&[
         OsStr::new("cat"),
+        OsStr::new("--no-auto-data"),
         fixture("mlp_external.pte").as_os_str(),
         OsStr::new("methods/forward/tensors/index.json"),
     ]);
@@ -149,6 +151,7 @@ fn a_ptd_lacking_a_key_warns_once_and_shows_the_rest() {
     let ptd = write_file(dir.path(), "partial.ptd", &partial.to_bytes());
     let (code, out, err) = run(&[
         OsStr::new("ls"),
+        OsStr::new("--no-auto-data"),
         fixture("mlp_external.pte").as_os_str(),
         OsStr::new("--data"),
         ptd.as_os_str(),
@@ -333,6 +336,7 @@ fn a_directory_shows_each_model_under_its_name() {
         data: vec![],
         recursive: true,
         names: None,
+        auto_data: false,
     })
     .unwrap();
     assert_eq!(

@@ -172,6 +172,7 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
         data: Vec::new(),
         recursive: true,
         names: None,
+        auto_data: false,
     })
     .map_err(|e| {
         error(e);

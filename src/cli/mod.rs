@@ -77,6 +77,10 @@ pub struct Sources {
     /// A checkpoint (safetensors, or JSON {name: sha256}) naming tensors.
     #[arg(long = "names", value_name = "FILE")]
     names: Option<PathBuf>,
+    /// Do not attach the .ptd files beside the file that hold its missing
+    /// external tensors.
+    #[arg(long)]
+    no_auto_data: bool,
 }
 
 impl Sources {
@@ -87,6 +91,7 @@ impl Sources {
             data: self.data.clone(),
             recursive: false,
             names: self.names.clone(),
+            auto_data: !self.no_auto_data,
         })
         .map(Fs::new)
     }
@@ -111,6 +116,7 @@ fn open_inputs(files: &[PathBuf], data: &[PathBuf]) -> Result<Opened, i32> {
         data: data.to_vec(),
         recursive: false,
         names: None,
+        auto_data: false,
     })
     .map_err(|e| {
         error(e);
@@ -132,6 +138,9 @@ pub fn open_view(req: &Request) -> Result<View, i32> {
                     "ptefs: warning: and {} more",
                     view.tree.warnings.len() - SHOWN
                 );
+            }
+            for n in &view.notes {
+                eprintln!("ptefs: note: {n}");
             }
             for (p, why) in &view.skipped {
                 eprintln!("ptefs: note: skipped {}: {why}", p.display());

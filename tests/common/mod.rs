@@ -39,6 +39,8 @@ pub fn view_of(files: &[PathBuf], data: &[PathBuf]) -> View {
         data: data.to_vec(),
         recursive: false,
         names: None,
+        // As the command line and mount do by default.
+        auto_data: true,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -39,6 +39,10 @@ pub(super) struct MountArgs {
     /// A checkpoint (safetensors, or JSON {name: sha256}) naming tensors.
     #[arg(long = "names", value_name = "FILE")]
     names: Option<PathBuf>,
+    /// Do not attach the .ptd files beside a program that hold its missing
+    /// external tensors.
+    #[arg(long)]
+    no_auto_data: bool,
     /// Take models from subdirectories of directory sources too.
     #[arg(long)]
     subdirs: bool,
@@ -85,6 +89,7 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         data: args.data,
         recursive: args.subdirs,
         names: args.names,
+        auto_data: !args.no_auto_data,
     })?;
     let mountpoint = check_mountpoint(&mountpoint).map_err(|e| {
         error(e);

@@ -1,0 +1,109 @@
+//! Data files found by themselves: for a program whose external tensors
+//! no given data file holds, the `.ptd` files beside it that hold them,
+//! whatever their names (exporters let users name them, and Vulkan shards
+//! its constants over several). Only each candidate's header and
+//! flatbuffer are read, to learn its keys.
+
+use std::path::{Path, PathBuf};
+
+use crate::format::{self, DataFile, Kind, Parsed};
+use crate::meta::external::{missing_keys, suppliers};
+use crate::source::Source;
+
+/// The data files to attach beyond `data` for the programs among `inputs`
+/// (files only; directories are left alone), with one note per file
+/// saying which program it supplies and with what.
+pub fn find(inputs: &[PathBuf], data: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let given: Vec<Source> = data.iter().filter_map(|p| Source::open(p).ok()).collect();
+    let given: Vec<DataFile<'_>> = given.iter().filter_map(|s| as_data(s.bytes())).collect();
+    let mut chosen: Vec<PathBuf> = Vec::new();
+    let mut notes = Vec::new();
+    for input in inputs.iter().filter(|p| p.is_file()) {
+        // The data files beside it first: without any, there is nothing
+        // to parse the program for.
+        let paths = candidates(input, data, &chosen);
+        let sources: Vec<(PathBuf, Source)> = paths
+            .into_iter()
+            .filter_map(|p| Source::open(&p).ok().map(|s| (p, s)))
+            .collect();
+        let parsed: Vec<(&Path, DataFile<'_>)> = sources
+            .iter()
+            .filter_map(|(p, s)| as_data(s.bytes()).map(|d| (p.as_path(), d)))
+            .collect();
+        if parsed.is_empty() {
+            continue;
+        }
+        let Ok(source) = Source::open(input) else {
+            continue;
+        };
+        let Ok(Parsed::Program(p)) = format::parse(source.bytes()) else {
+            continue;
+        };
+        let attached: Vec<&DataFile<'_>> = given.iter().collect();
+        let missing = missing_keys(&p, &attached);
+        if missing.is_empty() {
+            continue;
+        }
+        let refs: Vec<&DataFile<'_>> = parsed.iter().map(|(_, d)| d).collect();
+        for (i, keys) in suppliers(&missing, &refs) {
+            let path = parsed[i].0;
+            let shown: Vec<String> = keys.iter().take(3).map(|k| k.show().into_owned()).collect();
+            let more = keys.len().saturating_sub(shown.len());
+            notes.push(format!(
+                "{}: attached {} (found beside it) for {} external tensor{}: {}{}",
+                file_name(input),
+                file_name(path),
+                keys.len(),
+                if keys.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if more > 0 {
+                    format!(", and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+            chosen.push(path.to_owned());
+        }
+    }
+    (chosen, notes)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A data file's view of `bytes`, when they are one.
+fn as_data(bytes: &[u8]) -> Option<DataFile<'_>> {
+    if format::sniff(bytes).ok()? != Kind::Data {
+        return None;
+    }
+    DataFile::parse(bytes).ok()
+}
+
+/// Regular files beside `program`, in name order, other than it, the
+/// given data files and those already chosen.
+fn candidates(program: &Path, data: &[PathBuf], chosen: &[PathBuf]) -> Vec<PathBuf> {
+    let dir = match program.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| !same(p, program))
+        .filter(|p| !data.iter().chain(chosen).any(|d| same(p, d)))
+        .collect();
+    out.sort();
+    out
+}
