@@ -130,8 +130,6 @@ struct Builder {
     /// Files by the source bytes they serve, so that the same bytes seen at
     /// another path become another name of the same file.
     by_bytes: HashMap<BytesKey, Ino>,
-    /// Entries that are further names of a file, as (directory, name).
-    links: HashSet<(Ino, Box<str>)>,
     extra_links: HashMap<Ino, u32>,
     /// Checkpoint keys by the digest of their bytes (`--names`).
     names: Option<HashMap<Digest32, Vec<String>>>,
@@ -147,25 +145,40 @@ type BytesKey = (SourceId, u64, u64, usize);
 
 impl Builder {
     fn finish(mut self) -> Tree {
-        for node in &mut self.nodes {
-            if let NodeKind::Dir(entries) = &mut node.kind {
-                entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-                entries.shrink_to_fit();
-            }
-        }
-        // Each node's first name now stands somewhere else in its parent.
+        // Sort each directory by name. A node's first name is the entry
+        // made with it: in its parent, at the position `push` noted.
         for dir in 1..=self.nodes.len() as Ino {
-            let NodeKind::Dir(entries) = &self.nodes[dir as usize - 1].kind else {
+            let NodeKind::Dir(entries) = &mut self.nodes[dir as usize - 1].kind else {
                 continue;
             };
-            let slots: Vec<(Ino, u32)> = entries
+            let mut entries = std::mem::take(entries);
+            let first: Vec<bool> = entries
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| !self.links.contains(&(dir, e.name.clone())))
-                .map(|(pos, e)| (e.ino, pos as u32))
+                .map(|(i, e)| {
+                    let n = &self.nodes[e.ino as usize - 1];
+                    n.parent == dir && n.slot as usize == i && e.ino != dir
+                })
                 .collect();
-            for (ino, slot) in slots {
-                self.nodes[ino as usize - 1].slot = slot;
+            let mut order: Vec<u32> = (0..entries.len() as u32).collect();
+            order.sort_by(|&a, &b| {
+                entries[a as usize]
+                    .name
+                    .as_bytes()
+                    .cmp(entries[b as usize].name.as_bytes())
+            });
+            for (pos, &i) in order.iter().enumerate() {
+                if first[i as usize] {
+                    self.nodes[entries[i as usize].ino as usize - 1].slot = pos as u32;
+                }
+            }
+            let mut taken: Vec<Option<Entry>> = entries.drain(..).map(Some).collect();
+            let sorted: Vec<Entry> = order
+                .iter()
+                .filter_map(|&i| taken[i as usize].take())
+                .collect();
+            if let NodeKind::Dir(e) = &mut self.nodes[dir as usize - 1].kind {
+                *e = sorted;
             }
         }
         let count = self.source_names.keys().max().map_or(0, |m| m + 1);
@@ -213,14 +226,20 @@ impl Builder {
 
     fn push(&mut self, parent: Ino, name: String, kind: NodeKind) -> Ino {
         let ino = self.nodes.len() as Ino + 1;
+        // Where the first name stands among the parent's entries so far;
+        // `finish` follows it through the sort.
+        let mut slot = 0;
         if ino != ROOT {
+            if let Some(Node {
+                kind: NodeKind::Dir(entries),
+                ..
+            }) = self.nodes.get(parent as usize - 1)
+            {
+                slot = entries.len() as u32;
+            }
             self.add_entry(parent, name.into_boxed_str(), ino);
         }
-        self.nodes.push(Node {
-            parent,
-            slot: 0,
-            kind,
-        });
+        self.nodes.push(Node { parent, slot, kind });
         ino
     }
 
@@ -298,7 +317,6 @@ impl Builder {
     }
 
     fn add_link(&mut self, dir: Ino, name: Box<str>, target: Ino) {
-        self.links.insert((dir, name.clone()));
         *self.extra_links.entry(target).or_default() += 1;
         self.add_entry(dir, name, target);
     }
