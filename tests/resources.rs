@@ -460,14 +460,12 @@ fn cli_child(spec: &str) {
     println!("cli-peak {}", usage.ru_maxrss as u64 * 1024);
 }
 
-#[test]
-fn command_line_memory_grows_with_entries_not_shared_bytes() {
-    if let Ok(spec) = std::env::var(CLI_CHILD) {
-        return cli_child(&spec);
-    }
+/// Generated worst cases for memory: values sharing one tensor object (and
+/// so one long shape), very many small values, and long shapes.
+fn worst_cases() -> [(&'static str, Vec<u8>); 3] {
     let t =
         |sizes: &[i32]| Tensor::new(ScalarType::FLOAT, sizes, Data::Constant(vec![0; 4].into()));
-    let cases = [
+    [
         // One tensor object (4,096 dims) behind 1,000 values; the padding
         // buys the verifier budget for them.
         ("shared-tensor.pte", shared_tensor(1_000, 4_096, 4 << 20)),
@@ -487,7 +485,46 @@ fn command_line_memory_grows_with_entries_not_shared_bytes() {
                 vec![],
             ),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn a_mounted_find_grows_with_entries_not_shared_bytes() {
+    use common::mounted::*;
+    if !fuse_or_skip("a_mounted_find_grows_with_entries_not_shared_bytes") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut over = Vec::new();
+    for (name, bytes) in &worst_cases() {
+        let path = write_file(dir.path(), name, bytes);
+        let m = Mounted::new(&[path.as_os_str()]);
+        let out = Command::new("find").arg(&m.dir).output().unwrap();
+        assert!(out.status.success());
+        let found = out.stdout.iter().filter(|&&b| b == b'\n').count();
+        let pid = daemon_pid(&m.dir).expect("the daemon");
+        let peak = status_kb(&pid.to_string(), "VmHWM:") * 1024;
+        let size = bytes.len() as u64;
+        let bound = CLI_RATIO * size + CLI_FIXED;
+        eprintln!(
+            "mounted find over {name} ({found} paths): file {size} bytes, daemon peak RSS {:.1} MiB (bound {:.1} MiB)",
+            peak as f64 / f64::from(1 << 20),
+            bound as f64 / f64::from(1 << 20)
+        );
+        assert!(found > 10, "{name}: {found} paths");
+        if peak > bound {
+            over.push(format!("mounted find {name}: peak {peak} > {bound}"));
+        }
+    }
+    assert!(over.is_empty(), "{over:#?}");
+}
+
+#[test]
+fn command_line_memory_grows_with_entries_not_shared_bytes() {
+    if let Ok(spec) = std::env::var(CLI_CHILD) {
+        return cli_child(&spec);
+    }
+    let cases = worst_cases();
     let dir = tempfile::tempdir().unwrap();
     let mut over = Vec::new();
     for (name, bytes) in &cases {
