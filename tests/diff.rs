@@ -538,3 +538,59 @@ fn io_and_memory_sections_say_what_the_exporter_recorded_differently() {
     let r = ptefs(&["--only", "methods,delegates"], &[&a, &b]);
     assert_eq!((r.code, r.out.as_str()), (0, ""));
 }
+
+#[test]
+fn a_changed_delegate_weight_is_one_change_by_layer_and_role() {
+    // Re-exporting with one weight changed renames its blob (keys are the
+    // sha256 of the bytes): rename it everywhere and change one float.
+    let mut bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();
+    let oracle =
+        std::fs::read_to_string(fixture("expected/xnnpack/mv2_xnnpack.pte.jsonl")).unwrap();
+    let fc: Value = oracle
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|o| o["nbytes"] == 5_120_000)
+        .unwrap();
+    let key = fc["named_key"].as_str().unwrap().as_bytes().to_vec();
+    let new_key = vec![b'f'; key.len()];
+    let mut renamed = 0;
+    let mut i = 0;
+    while let Some(at) = bytes[i..]
+        .windows(key.len())
+        .position(|w| w == key.as_slice())
+    {
+        let at = i + at;
+        bytes[at..at + key.len()].copy_from_slice(&new_key);
+        renamed += 1;
+        i = at + key.len();
+    }
+    assert!(
+        renamed >= 2,
+        "the key is in the program's named data and in the payload"
+    );
+    let offset = fc["source"]["offset"].as_u64().unwrap() as usize;
+    let x = offset + 4 * 10;
+    let v = f32::from_le_bytes(bytes[x..x + 4].try_into().unwrap());
+    bytes[x..x + 4].copy_from_slice(&(v + 1.0).to_le_bytes());
+    let (_d, pa, pb) = two(&std::fs::read(fixture("mv2_xnnpack.pte")).unwrap(), &bytes);
+    let (code, j) = json(&["--only", "tensors"], &pa, &pb);
+    assert_eq!(code, 1);
+    let t = &j["tensors"];
+    assert_eq!(t["added"], serde_json::json!([]), "{t}");
+    assert_eq!(t["removed"], serde_json::json!([]), "{t}");
+    let changed = t["changed"].as_array().unwrap();
+    assert_eq!(changed.len(), 1, "{t}");
+    let c = &changed[0];
+    assert!(
+        c["a"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("xnnpack/weights/066-fully_connected.filter.bin"),
+        "{c}"
+    );
+    assert_eq!(c["elements"]["differing"], 1);
+    let delta = c["elements"]["max_abs"].as_f64().unwrap();
+    assert!((delta - 1.0).abs() < 1e-5, "{c}");
+    assert_eq!(c["elements"]["at"]["index"], serde_json::json!([0, 10]));
+    assert!(t["unchanged"].as_u64().unwrap() > 60, "{t}");
+}

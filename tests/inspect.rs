@@ -292,3 +292,56 @@ fn top_lists_the_largest_byte_ranges_once_each() {
     let sizes: Vec<u64> = top.iter().map(|t| t["bytes"].as_u64().unwrap()).collect();
     assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
 }
+
+#[test]
+fn delegates_show_what_their_payload_holds() {
+    for (model, data) in [
+        ("mv2_xnnpack.pte", None),
+        ("quant_xnnpack.pte", None),
+        ("xnnpack_external.pte", Some("xnnpack_external.ptd")),
+    ] {
+        let mut cmd = Command::new(ptefs_bin());
+        cmd.args(["inspect", "--json"]).arg(fixture(model));
+        if let Some(d) = data {
+            cmd.arg("--data").arg(fixture(d));
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let oracle =
+            std::fs::read_to_string(fixture(&format!("expected/xnnpack/{model}.jsonl"))).unwrap();
+        let delegates: Vec<Value> = oracle
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|o| o.get("xnodes").is_some())
+            .collect();
+        assert!(!delegates.is_empty(), "{model}");
+        for want in delegates {
+            let got = r["program"]["delegates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["method"] == want["method"] && d["index"] == want["delegate"])
+                .unwrap_or_else(|| panic!("{model}: {want}"));
+            let s = &got["decoded"];
+            assert_eq!(s["backend"], want["backend"], "{model}");
+            assert_eq!(s["nodes"], want["xnodes"], "{model}");
+            assert_eq!(s["values"], want["xvalues"], "{model}");
+            assert_eq!(s["ops"], want["ops"], "{model}");
+        }
+    }
+    let out = Command::new(ptefs_bin())
+        .args(["inspect"])
+        .arg(fixture("mv2_xnnpack.pte"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("    67 nodes, 174 values\n        35  XNNConv2d\n"),
+        "{text}"
+    );
+}

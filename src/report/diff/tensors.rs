@@ -21,6 +21,10 @@ enum Place {
     Value(String, usize),
     /// A named blob or data-file entry.
     Key(String),
+    /// A delegate weight, by layer and role (`012-conv2d.filter` in its
+    /// delegate directory): named blobs are keyed by the sha256 of their
+    /// bytes, so a changed weight would otherwise look removed and added.
+    Layer(String),
 }
 
 impl Place {
@@ -28,7 +32,7 @@ impl Place {
         match self {
             Place::Fqn(f) => f.clone(),
             Place::Value(m, v) => format!("{m}/{v}"),
-            Place::Key(k) => k.clone(),
+            Place::Key(k) | Place::Layer(k) => k.clone(),
         }
     }
 }
@@ -80,13 +84,14 @@ fn paths_by_range(tree: &Tree) -> HashMap<(SourceId, u64, u64), Vec<String>> {
 }
 
 /// Items gathered from a side, each byte range once.
-struct Collector<'a> {
+struct Collector<'a, 't> {
+    tree: &'t Tree,
     index: HashMap<(SourceId, u64, u64), Vec<String>>,
     out: Vec<Item<'a>>,
     seen: HashMap<(SourceId, u64, u64), usize>,
 }
 
-impl<'a> Collector<'a> {
+impl<'a> Collector<'a, '_> {
     /// Adds `item`, whose bytes are `key`; bytes already listed only get
     /// the better name (a fully qualified one).
     fn add(&mut self, item: Item<'a>, key: (SourceId, u64, u64)) {
@@ -98,6 +103,12 @@ impl<'a> Collector<'a> {
             return;
         }
         let paths = self.index.get(&key).cloned().unwrap_or_default();
+        let item = match paths.first() {
+            Some(first) if matches!(item.place, Place::Key(_)) && first.contains("/weights/") => {
+                self.delegate_weight(item, first)
+            }
+            _ => item,
+        };
         self.seen.insert(key, self.out.len());
         self.out.push(Item { paths, ..item });
     }
@@ -161,6 +172,37 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// A blob that a decoded delegate names as a weight (its first name is
+    /// the weight's file): placed by layer and role, typed as the delegate
+    /// stores it where that type is a number ptefs compares.
+    fn delegate_weight(&self, item: Item<'a>, path: &str) -> Item<'a> {
+        let meta = self
+            .tree
+            .resolve(path)
+            .and_then(|i| self.tree.tensor_meta(i));
+        let scalar_type = meta.and_then(|m| match m.dtype.name().as_str() {
+            "xnn_datatype_fp32" => Some(ScalarType::FLOAT),
+            "xnn_datatype_fp16" => Some(ScalarType::HALF),
+            "xnn_datatype_qint8" | "xnn_datatype_qcint8" => Some(ScalarType::CHAR),
+            "xnn_datatype_quint8" => Some(ScalarType::BYTE),
+            "xnn_datatype_qint32" | "xnn_datatype_qcint32" => Some(ScalarType::INT),
+            _ => None,
+        });
+        let sizes: Vec<i64> = meta.map(|m| m.sizes.to_vec()).unwrap_or_default();
+        // Compare as typed only where the bytes are exactly the elements.
+        let fits = scalar_type.is_some_and(|t| {
+            let n: i64 = sizes.iter().product();
+            crate::format::scalar::element_size(t)
+                .is_some_and(|e| e as i64 * n == item.bytes.len() as i64)
+        });
+        Item {
+            place: Place::Layer(path.to_owned()),
+            scalar_type: scalar_type.filter(|_| fits),
+            sizes: if fits { sizes } else { Vec::new() },
+            ..item
+        }
+    }
+
     /// A package's stored tensors by data key, which is the fully
     /// qualified name, so that they pair with a program's.
     fn package(&mut self, p: &PackageFile<'a>, source: SourceId) {
@@ -194,6 +236,7 @@ fn blob(place: Place, bytes: &[u8]) -> Item<'_> {
 /// its key, with every path it has.
 pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
     let mut c = Collector {
+        tree: side.tree,
         index: paths_by_range(side.tree),
         out: Vec::new(),
         seen: HashMap::new(),

@@ -82,6 +82,8 @@ pub(super) fn program(
                 index: d.index,
                 id: d.id.to_string(),
                 bytes: d.processed.map_or(0, |s| s.len),
+                decoded: None,
+                error: None,
             })
         })
         .collect();

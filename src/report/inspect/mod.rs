@@ -216,6 +216,13 @@ pub struct Delegate {
     pub id: String,
     /// Bytes of its processed blob.
     pub bytes: u64,
+    /// What its payload holds, for backends ptefs decodes: node counts per
+    /// operator and constant bytes per datatype.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decoded: Option<crate::delegate::Summary>,
+    /// Why its payload could not be decoded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A data file's contents.
@@ -233,6 +240,31 @@ pub struct Data {
 
 /// Inspects `parsed` (shown as `name`); `attached` are the data files
 /// that may hold its external tensors.
+/// Fills in what each delegate's payload holds, for the backends the
+/// `delegate` decoders know (their weights may be in `attached`).
+fn decode_delegates(
+    program: &mut Program,
+    p: &crate::format::ProgramFile<'_>,
+    attached: &[&DataFile<'_>],
+) {
+    let named = crate::delegate::NamedData::of(p, attached);
+    for d in crate::delegate::decode_program(p, &named) {
+        let method = d.method.to_string();
+        let Some(entry) = program
+            .delegates
+            .iter_mut()
+            .find(|x| x.method == method && x.index == d.index)
+        else {
+            continue;
+        };
+        match d.decoded {
+            Some(Ok(decoded)) => entry.decoded = Some(decoded.summary()),
+            Some(Err(e)) => entry.error = Some(e.to_string()),
+            None => {}
+        }
+    }
+}
+
 pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> Inspection {
     let keys: HashSet<crate::format::Name<'_>> = attached
         .iter()
@@ -240,7 +272,8 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
         .collect();
     match parsed {
         Parsed::Program(p) => {
-            let (program, composition) = build::program(p, 0, &keys);
+            let (mut program, composition) = build::program(p, 0, &keys);
+            decode_delegates(&mut program, p, attached);
             Inspection {
                 file: name.to_owned(),
                 kind: "program",
@@ -256,7 +289,13 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
             }
         }
         Parsed::Data(d) => build::data(name, d),
-        Parsed::Bundled(b) => build::bundled(name, b, &keys),
+        Parsed::Bundled(b) => {
+            let mut r = build::bundled(name, b, &keys);
+            if let Some(program) = &mut r.program {
+                decode_delegates(program, &b.program, attached);
+            }
+            r
+        }
         Parsed::Package(p) => package::package(name, p),
     }
 }

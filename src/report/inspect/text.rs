@@ -128,6 +128,20 @@ fn program(o: &mut String, p: &Program) {
             escape(&d.id),
             d.bytes
         );
+        if let Some(e) = &d.error {
+            let _ = writeln!(o, "    payload not decoded: {}", escape(e));
+        }
+        if let Some(s) = &d.decoded {
+            let _ = writeln!(o, "    {} nodes, {} values", s.nodes, s.values);
+            let mut ops: Vec<(&String, &usize)> = s.ops.iter().collect();
+            ops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            for (op, n) in ops {
+                let _ = writeln!(o, "    {n:>6}  {}", escape(op));
+            }
+            for (dtype, bytes) in &s.constant_bytes {
+                let _ = writeln!(o, "    {bytes:>14} bytes of {}", escape(dtype));
+            }
+        }
     }
 }
 
