@@ -124,6 +124,16 @@ pub struct Inputs<'a> {
     pub skipped: Vec<(PathBuf, String)>,
 }
 
+/// Reads the `--names` checkpoint at `path`.
+pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, OpenError> {
+    let error = |error: String| OpenError::Names {
+        path: path.to_owned(),
+        error,
+    };
+    let bytes = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+    Checkpoint::parse(&bytes).map_err(|e| error(e.to_string()))
+}
+
 impl<'a> Inputs<'a> {
     /// The data files attached to every program.
     pub fn attached_data(&self) -> Vec<&format::DataFile<'a>> {
@@ -265,17 +275,7 @@ impl View {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || opened.found.contains(&true);
-        let names = match &req.names {
-            Some(path) => {
-                let error = |error: String| OpenError::Names {
-                    path: path.clone(),
-                    error,
-                };
-                let bytes = std::fs::read(path).map_err(|e| error(e.to_string()))?;
-                Some(Checkpoint::parse(&bytes).map_err(|e| error(e.to_string()))?)
-            }
-            None => None,
-        };
+        let names = req.names.as_deref().map(load_checkpoint).transpose()?;
         let tree = tree::build_with_names(
             &parsed.shown,
             &parsed.attached,

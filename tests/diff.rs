@@ -594,3 +594,29 @@ fn a_changed_delegate_weight_is_one_change_by_layer_and_role() {
     assert_eq!(c["elements"]["at"]["index"], serde_json::json!([0, 10]));
     assert!(t["unchanged"].as_u64().unwrap() > 60, "{t}");
 }
+
+#[test]
+fn names_pair_unnamed_tensors_by_their_checkpoint_names() {
+    // Two exports whose unnamed constants swap value indices: by index
+    // their bytes moved; named by a checkpoint, each is the same tensor.
+    let a = export(&[("", &[1.0, 2.0]), ("", &[3.0, 4.0])], "aten::add", "1");
+    let b = export(&[("", &[3.0, 4.0]), ("", &[1.0, 2.0])], "aten::add", "1");
+    let (dir, pa, pb) = two(&a, &b);
+    let sha = |v: &[f32]| sha256(&v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+    let map = serde_json::json!({"p": sha(&[1.0, 2.0]), "q": sha(&[3.0, 4.0])});
+    let names = write_file(dir.path(), "names.json", &serde_json::to_vec(&map).unwrap());
+    let (code, j) = json(
+        &["--names", names.to_str().unwrap(), "--only", "tensors"],
+        &pa,
+        &pb,
+    );
+    let t = &j["methods"]["common"]["forward"]["tensors"];
+    assert_eq!(code, 0, "{t}");
+    assert_eq!(t["unchanged"], 2, "{t}");
+    assert_eq!(t["moved"], serde_json::json!([]), "{t}");
+    // Without names the same pair is two values whose bytes moved.
+    let (code, j) = json(&["--only", "tensors"], &pa, &pb);
+    assert_eq!(code, 1);
+    let moved = &j["methods"]["common"]["forward"]["tensors"]["moved"];
+    assert_eq!(moved.as_array().unwrap().len(), 2, "{moved}");
+}

@@ -345,3 +345,51 @@ fn delegates_show_what_their_payload_holds() {
         "{text}"
     );
 }
+
+#[test]
+fn names_reports_the_checkpoint_keys_found_and_missing() {
+    // A JSON map of name to sha256, from the module mlp.pte came from, plus
+    // one key whose bytes no tensor holds.
+    let sd: Value =
+        serde_json::from_slice(&std::fs::read(fixture("state_dicts.json")).unwrap()).unwrap();
+    let mut map: serde_json::Map<String, Value> = sd["mlp"]["state"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v["sha256"].clone()))
+        .collect();
+    map.insert("extra.weight".into(), Value::from("0".repeat(64)));
+    let dir = tempfile::tempdir().unwrap();
+    let names = write_file(dir.path(), "names.json", &serde_json::to_vec(&map).unwrap());
+    let run = |json: bool| {
+        let mut c = Command::new(ptefs_bin());
+        c.arg("inspect");
+        if json {
+            c.arg("--json");
+        }
+        let out = c
+            .arg(fixture("mlp.pte"))
+            .arg("--names")
+            .arg(&names)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let r: Value = serde_json::from_str(&run(true)).unwrap();
+    assert_eq!(r["checkpoint"]["keys"], 5);
+    assert_eq!(r["checkpoint"]["matched"], 4);
+    assert_eq!(
+        r["checkpoint"]["unmatched"],
+        serde_json::json!(["extra.weight"])
+    );
+    let text = run(false);
+    assert!(
+        text.contains("checkpoint: 4 of 5 keys found\n  not found: extra.weight\n"),
+        "{text}"
+    );
+}

@@ -7,6 +7,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{NOT_FOUND, OK, TROUBLE, error, open_inputs};
+use crate::meta::names::Checkpoint;
 use crate::report::diff::{self, Options, Report, Section, Side, Tolerance};
 use crate::tree;
 
@@ -37,6 +38,10 @@ pub(super) struct DiffArgs {
     /// Relative tolerance, with B (the second file) as the reference.
     #[arg(long, default_value_t = 0.0, value_name = "RTOL")]
     rtol: f64,
+    /// A safetensors checkpoint or JSON map {name: sha256}: tensors the
+    /// files store without a name pair by the checkpoint's names.
+    #[arg(long, value_name = "FILE")]
+    names: Option<PathBuf>,
     /// A .ptd attached to both files (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
@@ -72,8 +77,16 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
             rtol: args.rtol,
         },
     };
+    let names = match &args.names {
+        Some(p) => Some(crate::view::load_checkpoint(p).map_err(|e| {
+            error(e);
+            TROUBLE
+        })?),
+        None => None,
+    };
+    let names = names.as_ref();
     let out = if args.a.is_dir() && args.b.is_dir() {
-        let d = dirs(&args.a, &args.b, &opt)?;
+        let d = dirs(&args.a, &args.b, &opt, names)?;
         let differ = d.differ;
         (render_dirs(&d, args)?, differ)
     } else {
@@ -82,6 +95,7 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
             (&args.b, &args.data),
             (&args.a.display().to_string(), &args.b.display().to_string()),
             &opt,
+            names,
         )?;
         (render(&r, args)?, r.differ)
     };
@@ -132,6 +146,7 @@ fn compare_files(
     b: (&Path, &[PathBuf]),
     names: (&str, &str),
     opt: &Options,
+    checkpoint: Option<&Checkpoint>,
 ) -> Result<Report, i32> {
     let fail = |e: &dyn std::fmt::Display| {
         error(e);
@@ -149,8 +164,8 @@ fn compare_files(
         return Err(TROUBLE);
     };
     let (ta, tb) = (
-        tree::build(&ia.shown, &ia.attached, false),
-        tree::build(&ib.shown, &ib.attached, false),
+        tree::build_with_names(&ia.shown, &ia.attached, false, checkpoint),
+        tree::build_with_names(&ib.shown, &ib.attached, false, checkpoint),
     );
     let side = |input, attached, tree| Side {
         input,
@@ -189,7 +204,7 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
 
 /// Two directories, file by file; a `.pte` is compared with the `.ptd`
 /// files beside it on its side attached.
-fn dirs(a: &Path, b: &Path, opt: &Options) -> Result<Dirs, i32> {
+fn dirs(a: &Path, b: &Path, opt: &Options, names: Option<&Checkpoint>) -> Result<Dirs, i32> {
     let (ma, mb) = (models(a)?, models(b)?);
     let mut d = Dirs {
         a: a.display().to_string(),
@@ -226,7 +241,7 @@ fn dirs(a: &Path, b: &Path, opt: &Options) -> Result<Dirs, i32> {
             (Vec::new(), Vec::new())
         };
         let (pa, pb) = (a.join(rel), b.join(rel));
-        let r = compare_files((&pa, &da), (&pb, &db), (&show(&pa), &show(&pb)), opt)?;
+        let r = compare_files((&pa, &da), (&pb, &db), (&show(&pa), &show(&pb)), opt, names)?;
         d.files.push(r);
     }
     d.differ =

@@ -16,6 +16,10 @@ pub(super) struct InspectArgs {
     /// Print JSON for scripts instead of text.
     #[arg(long)]
     json: bool,
+    /// A safetensors checkpoint or JSON map {name: sha256}: report how many
+    /// of its keys the file holds, and which it does not.
+    #[arg(long, value_name = "FILE")]
+    names: Option<PathBuf>,
     /// Also list the N largest tensors and blobs (each byte range once).
     #[arg(long, value_name = "N")]
     top: Option<usize>,
@@ -42,6 +46,19 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         ));
     }
     let mut report = inspect(&input.name, &input.parsed, &inputs.attached_data());
+    if let Some(path) = &args.names {
+        let checkpoint = crate::view::load_checkpoint(path).map_err(|e| {
+            error(e);
+            TROUBLE
+        })?;
+        let tree = crate::tree::build_with_names(
+            std::slice::from_ref(input),
+            &inputs.attached,
+            false,
+            Some(&checkpoint),
+        );
+        report.checkpoint = Some(matched(&tree, &checkpoint));
+    }
     if let Some(n) = args.top {
         let tree = crate::tree::build(std::slice::from_ref(input), &inputs.attached, false);
         let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
@@ -59,4 +76,26 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
     };
     super::print(&out)?;
     Ok(OK)
+}
+
+/// Which keys of `checkpoint` found a file in `tree` (under `by-name/`).
+fn matched(
+    tree: &crate::tree::Tree,
+    checkpoint: &crate::meta::names::Checkpoint,
+) -> crate::meta::names::MatchReport {
+    let unmatched: Vec<String> = checkpoint
+        .keys
+        .keys()
+        .filter(|k| {
+            let name =
+                crate::tree::names::DirNames::default().unique(&crate::tree::names::encode(k), "");
+            tree.resolve(&format!("by-name/{name}")).is_none()
+        })
+        .cloned()
+        .collect();
+    crate::meta::names::MatchReport {
+        keys: checkpoint.keys.len(),
+        matched: checkpoint.keys.len() - unmatched.len(),
+        unmatched,
+    }
 }

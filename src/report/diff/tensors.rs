@@ -109,6 +109,15 @@ impl<'a> Collector<'a, '_> {
             }
             _ => item,
         };
+        // Unnamed bytes that a `--names` checkpoint names pair by that name.
+        let checkpoint = paths.iter().find_map(|p| p.strip_prefix("by-name/"));
+        let item = match (&item.place, checkpoint) {
+            (Place::Value(..) | Place::Key(_), Some(name)) => Item {
+                place: Place::Fqn(name.to_owned()),
+                ..item
+            },
+            _ => item,
+        };
         self.seen.insert(key, self.out.len());
         self.out.push(Item { paths, ..item });
     }

@@ -244,6 +244,7 @@ pub(super) fn bundled(
         data: None,
         composition,
         package: None,
+        checkpoint: None,
         largest: None,
     }
 }
@@ -285,6 +286,7 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
         }),
         composition: comp.finish(size),
         package: None,
+        checkpoint: None,
         largest: None,
     }
 }

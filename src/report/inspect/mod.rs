@@ -38,6 +38,10 @@ pub struct Inspection {
     /// A native program package's members, methods and tensors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub package: Option<crate::format::ptn::PackageSummary>,
+    /// How many keys of a `--names` checkpoint the file holds, and which
+    /// it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<crate::meta::names::MatchReport>,
     /// The largest tensors and blobs, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub largest: Option<Vec<Largest>>,
@@ -285,6 +289,7 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 data: None,
                 composition,
                 package: None,
+                checkpoint: None,
                 largest: None,
             }
         }

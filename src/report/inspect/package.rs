@@ -43,6 +43,7 @@ pub(super) fn package(name: &str, p: &PackageFile<'_>) -> Inspection {
         data: None,
         composition: comp.finish(file_size),
         package: Some(summary),
+        checkpoint: None,
         largest: None,
     }
 }

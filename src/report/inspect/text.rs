@@ -50,6 +50,16 @@ impl Inspection {
         if let Some(p) = &self.package {
             super::package::text(&mut o, p);
         }
+        if let Some(c) = &self.checkpoint {
+            let _ = writeln!(o, "\ncheckpoint: {} of {} keys found", c.matched, c.keys);
+            const SHOWN: usize = 20;
+            for k in c.unmatched.iter().take(SHOWN) {
+                let _ = writeln!(o, "  not found: {}", escape(k));
+            }
+            if c.unmatched.len() > SHOWN {
+                let _ = writeln!(o, "  and {} more not found", c.unmatched.len() - SHOWN);
+            }
+        }
         if let Some(top) = &self.largest {
             let _ = writeln!(o, "\nlargest {}:", top.len());
             for l in top {
