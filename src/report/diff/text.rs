@@ -239,7 +239,8 @@ impl Report {
         for (k, v) in &rows {
             let _ = writeln!(o, " {k:<width$} | {v}");
         }
-        let _ = writeln!(o, " {} changes", rows.len());
+        let plural = if rows.len() == 1 { "" } else { "s" };
+        let _ = writeln!(o, " {} change{plural}", rows.len());
         o
     }
 }
