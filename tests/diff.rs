@@ -620,3 +620,48 @@ fn names_pair_unnamed_tensors_by_their_checkpoint_names() {
     let moved = &j["methods"]["common"]["forward"]["tensors"]["moved"];
     assert_eq!(moved.as_array().unwrap().len(), 2, "{moved}");
 }
+
+#[test]
+fn xnnpack_delegates_differ_node_by_node() {
+    let (code, j) = json(
+        &["--only", "delegates"],
+        &fixture("mv2_xnnpack.pte"),
+        &fixture("quant_xnnpack.pte"),
+    );
+    assert_eq!(code, 1);
+    let d = &j["methods"]["common"]["forward"]["delegates"][0];
+    let nodes = d["nodes"].as_str().unwrap();
+    assert!(
+        nodes.starts_with(
+            "--- a/methods/forward/delegates/0-XnnpackBackend/xnnpack/code.txt\n\
+             +++ b/methods/forward/delegates/0-XnnpackBackend/xnnpack/code.txt\n"
+        ),
+        "{nodes}"
+    );
+    assert!(
+        nodes
+            .lines()
+            .any(|l| l.starts_with('-') && !l.starts_with("---")),
+        "{nodes}"
+    );
+    assert!(
+        nodes
+            .lines()
+            .any(|l| l.starts_with('+') && !l.starts_with("+++")),
+        "{nodes}"
+    );
+    // The same nodes with other weights: the payload differs, the nodes do not.
+    let mut bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();
+    let key = b"9795a48635a05f981dc0553e184f50bf13e9d3009a7ab084fb893c6ac3b7689f";
+    let mut i = 0;
+    while let Some(at) = bytes[i..].windows(key.len()).position(|w| w == key) {
+        let at = i + at;
+        bytes[at..at + key.len()].copy_from_slice(&[b'e'; 64]);
+        i = at + key.len();
+    }
+    let (_d, pa, pb) = two(&std::fs::read(fixture("mv2_xnnpack.pte")).unwrap(), &bytes);
+    let (_, j) = json(&["--only", "delegates"], &pa, &pb);
+    let d = &j["methods"]["common"]["forward"]["delegates"][0];
+    assert!(d["payload"].is_array(), "{d}");
+    assert_eq!(d["nodes"], "", "{d}");
+}

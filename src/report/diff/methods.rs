@@ -9,6 +9,23 @@ use crate::format::{MethodInfo, ProgramFile};
 use crate::meta::ops::instruction_counts;
 use crate::tree::render::code_txt;
 
+/// Two texts as a unified diff with three lines of context under the
+/// header `a/<path>`, `b/<path>`; empty when they are equal. Past a
+/// deadline the diff is coarser but still correct, so two very different
+/// texts cannot make this take long.
+pub(super) fn unified(a: &str, b: &str, path: &str) -> String {
+    if a == b {
+        return String::new();
+    }
+    TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(2))
+        .diff_lines(a, b)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
 /// Methods only in B, then only in A, by name.
 pub(super) fn added_removed(
     a: Option<&ProgramFile<'_>>,
@@ -61,20 +78,7 @@ impl Instructions {
 
 pub(super) fn instructions(a: &MethodInfo<'_>, b: &MethodInfo<'_>) -> Instructions {
     let (ta, tb) = (code_txt::render(a.plan), code_txt::render(b.plan));
-    let unified = if ta == tb {
-        String::new()
-    } else {
-        let path = format!("methods/{}/code.txt", a.name);
-        // Past the deadline the diff is coarser but still correct: two very
-        // different plans cannot make this take long.
-        TextDiff::configure()
-            .timeout(std::time::Duration::from_secs(2))
-            .diff_lines(&ta, &tb)
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{path}"), &format!("b/{path}"))
-            .to_string()
-    };
+    let unified = unified(&ta, &tb, &format!("methods/{}/code.txt", a.name));
     let (ca, cb) = (instruction_counts(a.plan), instruction_counts(b.plan));
     let ops: BTreeSet<&String> = ca.keys().chain(cb.keys()).collect();
     let counts = ops
@@ -102,6 +106,11 @@ pub struct DelegateChange {
     /// Payload sizes of A and B, when the payloads differ.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<(u64, u64)>,
+    /// For a decoded payload (XNNPACK): its `xnnpack/code.txt`, one line
+    /// per node, of A against B as a unified diff; empty when the nodes
+    /// are the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<String>,
 }
 
 /// A compile spec whose value differs.
@@ -171,6 +180,7 @@ pub(super) fn delegates(
                 backend,
                 compile_specs,
                 payload,
+                nodes: None,
             })
         })
         .collect()

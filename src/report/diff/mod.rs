@@ -136,6 +136,28 @@ fn program<'p, 'a>(p: &'p Parsed<'a>) -> Option<&'p ProgramFile<'a>> {
     }
 }
 
+/// The path and text of the `xnnpack/code.txt` of delegate `index` of
+/// method `method` in `tree`, where its payload was decoded.
+fn delegate_code(tree: &crate::tree::Tree, method: &str, index: usize) -> Option<(String, String)> {
+    use crate::tree::{Content, NodeKind};
+    let dir = tree.resolve(&format!(
+        "methods/{}/delegates",
+        crate::tree::names::encode(method)
+    ))?;
+    let one = tree.entries(dir)?.get(index)?.ino;
+    let xnn = tree.lookup(one, b"xnnpack")?;
+    let code = tree.lookup(xnn, b"code.txt")?;
+    match &tree.node(code)?.kind {
+        NodeKind::File(f) => match &f.content {
+            Content::Generated(b) => {
+                Some((tree.path(code), String::from_utf8_lossy(b).into_owned()))
+            }
+            _ => None,
+        },
+        NodeKind::Dir(_) => None,
+    }
+}
+
 /// Items grouped by method (`None`: program-wide).
 fn by_method(items: Vec<tensors::Item<'_>>) -> BTreeMap<Option<String>, Vec<tensors::Item<'_>>> {
     let mut per: BTreeMap<Option<String>, Vec<_>> = BTreeMap::new();
@@ -185,7 +207,17 @@ pub fn compare(a: &Side<'_, '_>, b: &Side<'_, '_>, names: (&str, &str), opt: &Op
                 m.memory = Some(plan::memory(ma.plan, mb.plan));
             }
             if opt.wants(Section::Delegates) {
-                m.delegates = Some(methods::delegates(pa, ma, pb, mb));
+                let mut d = methods::delegates(pa, ma, pb, mb);
+                for c in &mut d {
+                    let (x, y) = (
+                        delegate_code(a.tree, &name, c.index),
+                        delegate_code(b.tree, &name, c.index),
+                    );
+                    if let (Some((path, x)), Some((_, y))) = (x, y) {
+                        c.nodes = Some(methods::unified(&x, &y, &path));
+                    }
+                }
+                m.delegates = Some(d);
             }
             if opt.wants(Section::Tensors) {
                 let key = Some(name.clone());

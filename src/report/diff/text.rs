@@ -128,6 +128,9 @@ fn method(o: &mut String, name: &str, m: &Method) {
             let _ = write!(o, "; payload differs ({a} -> {b} bytes)");
         }
         o.push('\n');
+        if let Some(nodes) = &d.nodes {
+            o.push_str(nodes);
+        }
     }
     if let Some(t) = &m.tensors {
         tensors(o, &scope, t);
