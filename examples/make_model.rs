@@ -1,13 +1,15 @@
 //! Writes a synthetic program for benchmarks and load tests:
-//! `make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G] [--last-seed S]`.
+//! `make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G] [--last-seed S] [--zeros 1]`.
 //! The program has one method with N float tensors of B bytes each and,
 //! when G > 0, one more tensor of G bytes (value 0). Tensor bytes are a
-//! deterministic pattern, so no two tensors share a buffer.
+//! deterministic pattern, so no two tensors share a buffer; with
+//! `--zeros 1` they are zeros, written as holes: a sparse file whose size
+//! may far exceed the disk (a million 100 KiB tensors: 100 GiB).
 
 #[path = "../tests/writer/mod.rs"]
 mod writer;
 
-use std::io::BufWriter;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 
 use ptefs::schema::ScalarType;
 use writer::{Bytes, Data, Program, Tensor, Value};
@@ -21,6 +23,7 @@ fn main() {
     // Another pattern for the last tensor: a file that differs from the
     // default one in its last tensor only, for `ptefs diff` against `cmp`.
     let mut last_seed = None;
+    let mut zeros = false;
     while let Some(flag) = args.next() {
         let v: u64 = args
             .next()
@@ -31,6 +34,7 @@ fn main() {
             "--tensor-bytes" => each = v,
             "--big-bytes" => big = v,
             "--last-seed" => last_seed = Some(v),
+            "--zeros" => zeros = v != 0,
             other => panic!("unknown flag {other}"),
         }
     }
@@ -39,13 +43,17 @@ fn main() {
         let t = Tensor::new(
             ScalarType::FLOAT,
             &sizes,
-            Data::Constant(Bytes::Pattern {
-                len: bytes,
-                seed: if i + 1 == n {
-                    last_seed.unwrap_or(i)
-                } else {
-                    i
-                },
+            Data::Constant(if zeros {
+                Bytes::Zeros { len: bytes }
+            } else {
+                Bytes::Pattern {
+                    len: bytes,
+                    seed: if i + 1 == n {
+                        last_seed.unwrap_or(i)
+                    } else {
+                        i
+                    },
+                }
             }),
         );
         Value::Tensor(t.named(&format!("layers.{}.weight", i)))
@@ -57,6 +65,40 @@ fn main() {
     values.extend((0..n).map(|i| tensor(i, each)));
     let p = Program::forward(values);
     let f = std::fs::File::create(&out).expect("create output");
-    p.write(&mut BufWriter::with_capacity(1 << 22, f))
-        .expect("write");
+    let mut w = BufWriter::with_capacity(1 << 22, Sparse { file: f, len: 0 });
+    p.write(&mut w).expect("write");
+    let sparse = w.into_inner().expect("flush");
+    sparse.file.set_len(sparse.len).expect("set length");
+}
+
+/// A file writer that seeks over whole blocks of zeros, leaving holes.
+#[derive(Debug)]
+struct Sparse {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl Write for Sparse {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        const BLOCK: usize = 4096;
+        let hole = |c: &[u8]| c.len() == BLOCK && c.iter().all(|&b| b == 0);
+        let zeros = buf.chunks(BLOCK).take_while(|c| hole(c)).count() * BLOCK;
+        let n = if zeros > 0 {
+            self.file.seek(SeekFrom::Current(zeros as i64))?;
+            zeros
+        } else {
+            let data: usize = buf
+                .chunks(BLOCK)
+                .take_while(|c| !hole(c))
+                .map(<[u8]>::len)
+                .sum();
+            self.file.write(&buf[..data])?
+        };
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }

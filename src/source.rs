@@ -12,6 +12,8 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use std::sync::Arc;
+
 use memmap2::Mmap;
 
 use crate::format::Span;
@@ -24,7 +26,7 @@ pub struct Source {
     /// The base name shown in the tree.
     pub name: String,
     file: File,
-    map: Option<Mmap>,
+    map: Option<Arc<Mmap>>,
     /// Identity, size, times and mode when opened.
     pub opened: Stamp,
 }
@@ -178,12 +180,12 @@ impl Source {
             // process may still truncate or rewrite the file; this module's
             // contract (see above) is that after parsing, mapped bytes are only
             // handed to the kernel, which reports vanished pages as EFAULT.
-            Some(
-                unsafe { Mmap::map(&file) }.map_err(|error| SourceError::Io {
+            Some(Arc::new(unsafe { Mmap::map(&file) }.map_err(|error| {
+                SourceError::Io {
                     path: path.to_owned(),
                     error,
-                })?,
-            )
+                }
+            })?))
         };
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
@@ -200,7 +202,13 @@ impl Source {
 
     /// The whole file as mapped.
     pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        self.map.as_deref().map_or(&[], |m| &m[..])
+    }
+
+    /// The whole file as mapped, shared with the files of the tree that are
+    /// rendered from it when first read.
+    pub fn shared_map(&self) -> Option<Arc<Mmap>> {
+        self.map.clone()
     }
 
     /// The mapped bytes of `span`, which must lie within the file as opened.

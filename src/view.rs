@@ -3,6 +3,7 @@
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::format::{self, Kind, Parsed};
 use crate::meta::names::Checkpoint;
@@ -228,6 +229,10 @@ impl Opened {
             let input = Input {
                 name: s.name.clone(),
                 source: id,
+                bytes: match s.shared_map() {
+                    Some(map) => map,
+                    None => Arc::new(Vec::new()),
+                },
                 parsed,
             };
             if is_shown {

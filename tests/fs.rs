@@ -194,3 +194,59 @@ fn a_truncated_source_fails_reads_cleanly() {
     let e = fs.read_copy(seg, 0, 16).unwrap_err();
     assert_eq!(e.errno(), libc::EIO);
 }
+
+/// The large rendered files (a method's plan.json, code.txt, memory.json,
+/// graph.dot, program.json, a delegate's graph.json and code.txt) are
+/// rendered when first looked at, not when the tree is built; their size
+/// is exact before their bytes are kept, and reads in any pieces give the
+/// bytes of one whole read.
+#[test]
+fn large_rendered_files_wait_until_looked_at() {
+    use ptefs::tree::{Content, NodeKind};
+    for model in ["mv2_xnnpack.pte", "multi_method.pte", "mlp.pte"] {
+        let fs = fs_of(model);
+        let tree = &fs.view().tree;
+        let lazy: Vec<(String, u64)> = fs
+            .walk(ROOT)
+            .filter(|(_, ino)| {
+                matches!(
+                    tree.node(*ino).map(|n| &n.kind),
+                    Some(NodeKind::File(f)) if matches!(f.content, Content::Lazy(_))
+                )
+            })
+            .collect();
+        let names: Vec<&str> = lazy.iter().map(|(p, _)| p.as_str()).collect();
+        assert!(names.contains(&"program.json"), "{model}: {names:?}");
+        assert!(
+            names.iter().any(|n| n.ends_with("/plan.json")),
+            "{model}: {names:?}"
+        );
+        if model.contains("xnnpack") {
+            assert!(
+                names.iter().any(|n| n.ends_with("xnnpack/graph.json")),
+                "{model}: {names:?}"
+            );
+        }
+        for (path, ino) in &lazy {
+            let Some(NodeKind::File(f)) = tree.node(*ino).map(|n| &n.kind) else {
+                unreachable!()
+            };
+            let Content::Lazy(l) = &f.content else {
+                unreachable!()
+            };
+            assert_eq!(l.known_len(), None, "{model}: {path} rendered at build");
+            let size = fs.getattr(*ino).unwrap().size;
+            let whole = fs.read_copy(*ino, 0, size + 100).unwrap();
+            assert_eq!(whole.len() as u64, size, "{model}: {path}");
+            let mut pieces = Vec::new();
+            loop {
+                let d = fs.read(*ino, pieces.len() as u64, 777).unwrap();
+                if d.is_empty() {
+                    break;
+                }
+                pieces.extend_from_slice(&fs.read_copy(*ino, pieces.len() as u64, 777).unwrap());
+            }
+            assert_eq!(pieces, whole, "{model}: {path}");
+        }
+    }
+}

@@ -7,6 +7,7 @@
 mod attr;
 mod error;
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
@@ -231,7 +232,10 @@ impl Fs {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
         let Some((id, span)) = piece.tail else {
-            return Ok(Data::Rendered(piece.head));
+            return Ok(match piece.head {
+                Cow::Borrowed(b) => Data::Rendered(b),
+                Cow::Owned(v) => Data::Owned(v),
+            });
         };
         let source = self.source(id)?;
         if piece.head.is_empty() {
@@ -240,7 +244,7 @@ impl Fs {
         // Straddling a rendered prefix and source bytes: assemble them,
         // reading the source with pread rather than touching the map.
         let mut buf = Vec::with_capacity(piece.len() as usize);
-        buf.extend_from_slice(piece.head);
+        buf.extend_from_slice(&piece.head);
         self.pread(source, span, &mut buf)?;
         Ok(Data::Owned(buf))
     }
@@ -251,7 +255,7 @@ impl Fs {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
         let mut buf = Vec::with_capacity(piece.len() as usize);
-        buf.extend_from_slice(piece.head);
+        buf.extend_from_slice(&piece.head);
         if let Some((id, span)) = piece.tail {
             let source = self.source(id)?;
             self.pread(source, span, &mut buf)?;

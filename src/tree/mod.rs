@@ -1,16 +1,20 @@
 //! The directory tree a mount shows, built once from parsed files.
 //!
-//! A [`Tree`] holds every node with its exact size. A file's content is
-//! either bytes rendered at build time (JSON, text, `.npy` headers) or a
-//! span of a source file, which readers serve from that file's memory map.
-//! Lookups are binary searches in sorted child lists; reads are index
-//! arithmetic.
+//! A [`Tree`] holds every node. A file's content is bytes rendered at
+//! build time (small JSON, `.npy` headers), bytes rendered when first
+//! looked at ([`lazy`]: the large JSON and text files), or a span of a
+//! source file, which readers serve from that file's memory map. Lookups
+//! are binary searches in sorted child lists; reads are index arithmetic.
 
 mod build;
+pub mod lazy;
 pub mod names;
 pub mod render;
 
+use std::borrow::Cow;
+
 pub use build::{Input, build, build_with_names};
+pub use lazy::{Lazy, SharedBytes};
 
 use crate::format::Span;
 
@@ -107,6 +111,8 @@ pub enum Content {
         /// The bytes.
         span: Span,
     },
+    /// Rendered when first needed.
+    Lazy(Lazy),
     /// Rendered bytes followed by a span of a source file (`.npy`).
     Prefixed {
         /// The rendered prefix, shared by files with the same header.
@@ -119,10 +125,11 @@ pub enum Content {
 }
 
 impl Content {
-    /// The file's size.
+    /// The file's size (rendering a lazy file that never was).
     pub fn len(&self) -> u64 {
         match self {
             Content::Generated(b) => b.len() as u64,
+            Content::Lazy(l) => l.len(),
             Content::Source { span, .. } => span.len,
             Content::Prefixed { prefix, span, .. } => prefix.len() as u64 + span.len,
         }
@@ -136,8 +143,18 @@ impl Content {
     /// What `size` bytes at `offset` are made of: up to two pieces, rendered
     /// bytes first and then a span of a source. Past the end gives nothing.
     pub fn read(&self, offset: u64, size: u64) -> Piece<'_> {
+        if let Content::Lazy(l) = self {
+            let bytes = l.rendered();
+            let start = offset.min(bytes.len() as u64) as usize;
+            let end = offset.saturating_add(size).min(bytes.len() as u64) as usize;
+            return Piece {
+                head: Cow::Owned(bytes[start..end].to_vec()),
+                tail: None,
+            };
+        }
         let (prefix, source): (&[u8], Option<(SourceId, Span)>) = match self {
             Content::Generated(b) => (b, None),
+            Content::Lazy(_) => (&[], None),
             Content::Source { source, span } => (&[], Some((*source, *span))),
             Content::Prefixed {
                 prefix,
@@ -152,6 +169,7 @@ impl Content {
         } else {
             &[]
         };
+        let head = Cow::Borrowed(head);
         let tail = source.and_then(|(id, span)| {
             let from = offset.max(plen);
             (end > from).then(|| {
@@ -169,10 +187,11 @@ impl Content {
 }
 
 /// A read, as rendered bytes followed by a span of a source file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Piece<'a> {
-    /// Rendered bytes, possibly empty.
-    pub head: &'a [u8],
+    /// Rendered bytes, possibly empty: borrowed from the tree, or a copy
+    /// of the part read of a lazily rendered file.
+    pub head: Cow<'a, [u8]>,
     /// Source bytes after `head`.
     pub tail: Option<(SourceId, Span)>,
 }
@@ -213,6 +232,7 @@ impl Tree {
             &[Input {
                 name: name.to_owned(),
                 source: 0,
+                bytes: std::sync::Arc::new(bytes.to_vec()),
                 parsed,
             }],
             &[],
@@ -307,7 +327,7 @@ impl Tree {
             return Vec::new();
         };
         let (source, span) = match &f.content {
-            Content::Generated(_) => return Vec::new(),
+            Content::Generated(_) | Content::Lazy(_) => return Vec::new(),
             Content::Source { source, span } | Content::Prefixed { source, span, .. } => {
                 (*source, span)
             }
@@ -365,11 +385,17 @@ impl Tree {
         }
     }
 
-    /// Total bytes of all files, as `du --apparent-size` would add them up.
+    /// Total bytes of all files, as `du --apparent-size` would add them
+    /// up; a lazy file that was never rendered counts as empty, as
+    /// rendering every file to answer `df` would defeat their laziness.
     pub fn total_bytes(&self) -> u64 {
         self.nodes
             .iter()
             .map(|n| match &n.kind {
+                NodeKind::File(File {
+                    content: Content::Lazy(l),
+                    ..
+                }) => l.known_len().unwrap_or(0),
                 NodeKind::File(f) => f.content.len(),
                 NodeKind::Dir(_) => 0,
             })

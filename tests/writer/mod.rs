@@ -24,18 +24,20 @@ const SEGMENT_ALIGN: u64 = 128;
 const CONSTANT_ALIGN: u64 = 16;
 
 /// Bytes held in memory, or a deterministic pattern produced while writing
-/// (for multi-gigabyte benchmark files).
+/// (for multi-gigabyte benchmark files), or zeros (which a writer that
+/// seeks over them leaves as a hole: files far larger than the disk).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Bytes {
     Owned(Vec<u8>),
     Pattern { len: u64, seed: u64 },
+    Zeros { len: u64 },
 }
 
 impl Bytes {
     pub fn len(&self) -> u64 {
         match self {
             Bytes::Owned(v) => v.len() as u64,
-            Bytes::Pattern { len, .. } => *len,
+            Bytes::Pattern { len, .. } | Bytes::Zeros { len } => *len,
         }
     }
 
@@ -51,6 +53,7 @@ impl Bytes {
             Bytes::Pattern { len, seed } => {
                 (0..*len).map(|i| Self::pattern_byte(*seed, i)).collect()
             }
+            Bytes::Zeros { len } => vec![0; *len as usize],
         }
     }
 
@@ -65,6 +68,16 @@ impl Bytes {
                     for (j, b) in buf[..n].iter_mut().enumerate() {
                         *b = Self::pattern_byte(*seed, i + j as u64);
                     }
+                    out.write_all(&buf[..n])?;
+                    i += n as u64;
+                }
+                Ok(())
+            }
+            Bytes::Zeros { len } => {
+                let buf = vec![0u8; (*len).min(1 << 20) as usize];
+                let mut i = 0;
+                while i < *len {
+                    let n = (*len - i).min(buf.len() as u64) as usize;
                     out.write_all(&buf[..n])?;
                     i += n as u64;
                 }

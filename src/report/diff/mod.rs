@@ -147,15 +147,15 @@ fn delegate_code(tree: &crate::tree::Tree, method: &str, index: usize) -> Option
     let one = tree.entries(dir)?.get(index)?.ino;
     let xnn = tree.lookup(one, b"xnnpack")?;
     let code = tree.lookup(xnn, b"code.txt")?;
-    match &tree.node(code)?.kind {
+    let text = match &tree.node(code)?.kind {
         NodeKind::File(f) => match &f.content {
-            Content::Generated(b) => {
-                Some((tree.path(code), String::from_utf8_lossy(b).into_owned()))
-            }
-            _ => None,
+            Content::Generated(b) => String::from_utf8_lossy(b).into_owned(),
+            Content::Lazy(l) => String::from_utf8_lossy(&l.rendered()).into_owned(),
+            _ => return None,
         },
-        NodeKind::Dir(_) => None,
-    }
+        NodeKind::Dir(_) => return None,
+    };
+    Some((tree.path(code), text))
 }
 
 /// Items grouped by method (`None`: program-wide).

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::index::{Entry, Meaning, TensorShape};
-use super::{Builder, Dir};
+use super::{Builder, Dir, Origin};
 use crate::format::{MethodInfo, ProgramFile, text};
 use crate::meta::memory::{self, PlacedValue};
 use crate::meta::training::{self, TrainingName};
@@ -17,8 +17,8 @@ use crate::meta::{dataflow, io, oplist, users};
 use crate::schema::program as fb;
 use crate::tree::Ino;
 use crate::tree::names::encode;
-use crate::tree::render::dot;
 use crate::tree::render::ops_yaml::{self, MethodCalls};
+use crate::tree::render::{self, dot};
 
 /// What the builders of one method share: the users of every value and
 /// the names of the delegate directories.
@@ -104,6 +104,30 @@ struct PlacedJson {
     users: Vec<Value>,
 }
 
+/// `memory.json` of method `m`.
+fn memory_json(meta: &MethodMeta, m: &MethodInfo<'_>) -> MemoryJson {
+    let plan = memory::plan(m.plan);
+    MemoryJson {
+        non_const_buffer_sizes: plan.non_const_buffer_sizes,
+        buffers: plan
+            .buffers
+            .into_iter()
+            .map(|b| BufferJson {
+                mem_id: b.mem_id,
+                size: b.size,
+                values: b
+                    .values
+                    .into_iter()
+                    .map(|p| PlacedJson {
+                        users: meta.users_json(p.value),
+                        placed: p,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
 impl Builder {
     /// `index.json` entries of tensor values that have no bytes but a
     /// recorded name or location (`extra_tensor_info`), such as mutable
@@ -152,38 +176,35 @@ impl Builder {
     /// `io.json`, `memory.json`, `value.json` (constant methods) and
     /// `values/` of a method. `files` holds the `.bin` of each value that
     /// has one, by value index.
+    /// `at` is the method's index and the length of the program, which
+    /// `origin` locates, for the files rendered when first read.
     pub(super) fn method_meta(
         &mut self,
         mdir: &mut Dir,
-        m: &MethodInfo<'_>,
+        (m, origin, at): (&MethodInfo<'_>, Origin, (usize, usize)),
         meta: &MethodMeta,
         files: &[(usize, Ino)],
     ) {
         self.json(mdir, "io.json", &io::io(m.plan));
-        let plan = memory::plan(m.plan);
-        let memory = MemoryJson {
-            non_const_buffer_sizes: plan.non_const_buffer_sizes,
-            buffers: plan
-                .buffers
-                .into_iter()
-                .map(|b| BufferJson {
-                    mem_id: b.mem_id,
-                    size: b.size,
-                    values: b
-                        .values
-                        .into_iter()
-                        .map(|p| PlacedJson {
-                            users: meta.users_json(p.value),
-                            placed: p,
-                        })
-                        .collect(),
-                })
-                .collect(),
-        };
-        self.json(mdir, "memory.json", &memory);
-        let graph = dataflow::graph(m.plan);
-        let dot = dot::program::render(&m.name.show(), m.plan, &graph, &meta.delegate_dirs);
-        self.generated(mdir, "graph.dot", dot.into_bytes().into());
+        let (mi, len) = at;
+        let dirs = meta.delegate_dirs.clone();
+        self.lazy_program(mdir, "memory.json", origin, len, move |p, out| {
+            let Some(m) = p.methods.get(mi) else {
+                return Ok(());
+            };
+            let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
+            let meta = MethodMeta::new(m, dirs.clone(), &plans);
+            render::json_to(out, &memory_json(&meta, m))
+        });
+        let dirs = meta.delegate_dirs.clone();
+        self.lazy_program(mdir, "graph.dot", origin, len, move |p, out| {
+            let Some(m) = p.methods.get(mi) else {
+                return Ok(());
+            };
+            let graph = dataflow::graph(m.plan);
+            let dot = dot::program::render(&m.name.show(), m.plan, &graph, &dirs);
+            out.write_all(dot.as_bytes())
+        });
         if let Some(v) = io::constant_value(m.plan) {
             self.json(mdir, "value.json", &v);
         }

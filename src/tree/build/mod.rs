@@ -10,12 +10,14 @@ mod program;
 mod xnnpack;
 
 use std::collections::{HashMap, HashSet};
+use std::io::{self, Write};
 use std::sync::Arc;
 
+use super::lazy::{self, RenderCache, SharedBytes};
 use super::names::{DirNames, encode};
 use super::render::{self, npy};
 use super::{Content, Dtype, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
-use crate::format::{DataFile, Parsed, Span, scalar};
+use crate::format::{DataFile, Parsed, ProgramFile, Span, scalar};
 use crate::meta::names::{Checkpoint, Digest32};
 use index::TensorShape;
 
@@ -26,6 +28,8 @@ pub struct Input<'a> {
     pub name: String,
     /// Which source it is, for [`Content::Source`].
     pub source: SourceId,
+    /// The source's bytes, which lazily rendered files are rendered from.
+    pub bytes: SharedBytes,
     /// The parsed file.
     pub parsed: Parsed<'a>,
 }
@@ -65,10 +69,12 @@ pub fn build_with_names(
                 .collect()
         }),
         checkpoint: names.cloned(),
+        cache: Some(RenderCache::new(lazy::CACHE_BUDGET)),
         ..Builder::default()
     };
     for i in inputs.iter().chain(attached) {
         b.source_names.insert(i.source, i.name.clone());
+        b.source_bytes.insert(i.source, i.bytes.clone());
     }
     let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
     if let ([only], false) = (inputs, one_dir_each) {
@@ -125,6 +131,10 @@ struct Builder {
     tensors: Vec<TensorMeta>,
     warnings: Vec<String>,
     source_names: HashMap<SourceId, String>,
+    /// Bytes of each source, for lazily rendered files.
+    source_bytes: HashMap<SourceId, SharedBytes>,
+    /// Where lazily rendered files keep their bytes.
+    cache: Option<std::sync::Arc<RenderCache>>,
     /// Every `.npy` header handed out so far.
     npy_headers: HashSet<Arc<[u8]>>,
     /// Files by the source bytes they serve, so that the same bytes seen at
@@ -267,7 +277,7 @@ impl Builder {
                 source,
                 span,
             } => Some((*source, span.offset, span.len, prefix.len())),
-            Content::Generated(_) => None,
+            Content::Generated(_) | Content::Lazy(_) => None,
         }
         .filter(|k| k.2 > 0);
         if let Some(key) = key {
@@ -337,6 +347,52 @@ impl Builder {
             render::json(&serde_json::json!({ "error": e.to_string() })).unwrap_or_default()
         });
         self.generated(dir, name, bytes);
+    }
+
+    /// `name`, rendered by `render` from the bytes of the program that
+    /// `origin` locates (a bundled program's inner program included) when
+    /// first looked at. The program is parsed again for each render.
+    fn lazy_program(
+        &mut self,
+        dir: &mut Dir,
+        name: &str,
+        origin: Origin,
+        program_len: usize,
+        render: impl Fn(&ProgramFile<'_>, &mut dyn Write) -> io::Result<()> + Send + Sync + 'static,
+    ) {
+        let shift = origin.shift as usize;
+        self.lazy(
+            dir,
+            name,
+            origin.source,
+            Box::new(move |bytes, out| {
+                let window = bytes.get(shift..shift.saturating_add(program_len));
+                match window.map(crate::format::parse) {
+                    Some(Ok(Parsed::Program(p))) => render(&p, out),
+                    Some(Err(e)) => writeln!(out, "cannot render: {e}"),
+                    _ => writeln!(out, "cannot render: the program is no longer where it was"),
+                }
+            }),
+        );
+    }
+
+    /// `name`, rendered by `render` from source `source`'s bytes when first
+    /// looked at.
+    fn lazy(&mut self, dir: &mut Dir, name: &str, source: SourceId, render: lazy::Renderer) {
+        let name = dir.names.unique(name, "");
+        let (Some(bytes), Some(cache)) = (self.source_bytes.get(&source), &self.cache) else {
+            // Only trees built without their sources' bytes get here.
+            let text = format!("cannot render {name}: the source's bytes are not at hand\n");
+            self.file(
+                dir.ino,
+                name,
+                Content::Generated(text.into_bytes().into()),
+                None,
+            );
+            return;
+        };
+        let content = Content::Lazy(cache.file(source, bytes.clone(), render));
+        self.file(dir.ino, name, content, None);
     }
 
     /// `<stem>.bin`, a raw range of a source. Returns its name.

@@ -11,7 +11,7 @@ use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::Ino;
 use crate::tree::names::{encode, padded};
-use crate::tree::render::{code_txt, flatc_json, readme};
+use crate::tree::render::{self, code_txt, flatc_json, readme};
 
 impl Builder {
     pub(super) fn program(
@@ -24,7 +24,10 @@ impl Builder {
     ) {
         self.generated(root, "README.txt", readme::PROGRAM.as_bytes().into());
         self.json(root, "header.json", &header(p));
-        self.json(root, "program.json", &summary(p, origin));
+        let len = p.bytes.len();
+        self.lazy_program(root, "program.json", origin, len, move |p, out| {
+            render::json_to(out, &summary(p, origin))
+        });
 
         let mut methods = self.subdir(root, "methods");
         let mut method_dirs = Vec::new();
@@ -35,7 +38,7 @@ impl Builder {
             origin,
             program: p,
         };
-        for m in &p.methods {
+        for (mi, m) in p.methods.iter().enumerate() {
             let name = methods.names.unique(&encode(m.name), "");
             let mut mdir = self.dir(methods.ino, name.clone());
             let base = format!("methods/{name}");
@@ -49,22 +52,24 @@ impl Builder {
                 (m, &meta, p.bytes),
                 data,
             );
-            self.json(
-                &mut mdir,
-                "plan.json",
-                &flatc_json::Plan {
-                    plan: m.plan,
-                    paths: &paths,
-                },
-            );
-            self.generated(
-                &mut mdir,
-                "code.txt",
-                code_txt::render_with_dirs(m.plan, &meta.delegate_dirs)
-                    .into_bytes()
-                    .into(),
-            );
-            self.method_meta(&mut mdir, m, &meta, &files);
+            self.lazy_program(&mut mdir, "plan.json", origin, len, move |p, out| {
+                let plan = p.methods.get(mi).map(|m| m.plan);
+                render::json_to(
+                    out,
+                    &plan.map(|plan| flatc_json::Plan {
+                        plan,
+                        paths: &paths,
+                    }),
+                )
+            });
+            let dirs = meta.delegate_dirs.clone();
+            self.lazy_program(&mut mdir, "code.txt", origin, len, move |p, out| {
+                match p.methods.get(mi) {
+                    Some(m) => out.write_all(code_txt::render_with_dirs(m.plan, &dirs).as_bytes()),
+                    None => Ok(()),
+                }
+            });
+            self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, &files);
             method_dirs.push((name, meta.delegate_dirs));
         }
 

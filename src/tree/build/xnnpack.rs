@@ -3,6 +3,8 @@
 //! that are byte ranges of the source (payload, named data or a `.ptd`).
 
 use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
@@ -12,8 +14,8 @@ use super::{Attached, Builder, Dir, Origin};
 use crate::delegate::xnnpack::{self, Bytes, Payload, Scales, Weight, datatype};
 use crate::delegate::{self, Decoded};
 use crate::format::{ProgramFile, Span};
-use crate::tree::render::{npy, xnnpack_code, xnnpack_json};
-use crate::tree::{Content, Dtype, TensorMeta};
+use crate::tree::render::{self, npy, xnnpack_code, xnnpack_json};
+use crate::tree::{Content, Dtype, SourceId, TensorMeta};
 
 /// Named-data entries a payload may refer to: the program's own first,
 /// then each attached data file's.
@@ -137,16 +139,55 @@ impl Builder {
             ));
         }
         self.json(&mut wdir, "index.json", &index);
-        self.json(
-            x,
-            "graph.json",
-            &xnnpack_json::Graph {
-                payload: p,
-                paths: &paths,
-            },
-        );
-        let code = xnnpack_code::render(p);
-        self.generated(x, "code.txt", code.into_bytes().into());
+        let lens: HashMap<Vec<u8>, u64> = named
+            .by_key
+            .iter()
+            .map(|(k, (_, span, _))| (k.to_vec(), span.len))
+            .collect();
+        let lens = Arc::new(lens);
+        let at = place.origin.shifted(place.processed);
+        let source = place.origin.source;
+        self.lazy_payload(x, "graph.json", source, at, lens.clone(), move |p, out| {
+            render::json_to(
+                out,
+                &xnnpack_json::Graph {
+                    payload: p,
+                    paths: &paths,
+                },
+            )
+        });
+        self.lazy_payload(x, "code.txt", source, at, lens, |p, out| {
+            out.write_all(xnnpack_code::render(p).as_bytes())
+        });
+    }
+
+    /// `name`, rendered from the payload at `at` of source `source`, decoded
+    /// again (with the lengths of the named data it refers to) for each
+    /// render.
+    fn lazy_payload(
+        &mut self,
+        x: &mut Dir,
+        name: &str,
+        source: SourceId,
+        at: Span,
+        lens: Arc<HashMap<Vec<u8>, u64>>,
+        render: impl Fn(&Payload<'_>, &mut dyn Write) -> io::Result<()> + Send + Sync + 'static,
+    ) {
+        let renderer = move |bytes: &[u8], out: &mut dyn Write| {
+            let Some(payload) = usize::try_from(at.offset)
+                .ok()
+                .zip(usize::try_from(at.end()).ok())
+                .and_then(|(start, end)| bytes.get(start..end))
+            else {
+                return writeln!(out, "cannot render: the payload is no longer where it was");
+            };
+            let len = |k: &str| lens.get(k.as_bytes()).copied();
+            match xnnpack::decode(payload, &len) {
+                Ok(p) => render(&p, out),
+                Err(e) => writeln!(out, "cannot render: {e}"),
+            }
+        };
+        self.lazy(x, name, source, Box::new(renderer));
     }
 
     /// `<name>.bin`, `<name>.npy` and the scale files of one weight.

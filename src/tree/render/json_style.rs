@@ -6,12 +6,12 @@ use serde::Serialize;
 use serde_json::ser::{Formatter, Serializer};
 
 /// Writes `v` to `out` in the style of [`super::json`].
-pub(super) fn write(out: impl Write, v: &impl Serialize) -> serde_json::Result<()> {
+pub(crate) fn write(out: impl Write, v: &impl Serialize) -> serde_json::Result<()> {
     v.serialize(&mut Serializer::with_formatter(out, Style::default()))
 }
 
 /// Counts bytes and keeps none.
-pub(super) struct Counter(pub usize);
+pub(crate) struct Counter(pub usize);
 
 impl Write for Counter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {

@@ -3,7 +3,7 @@
 pub mod code_txt;
 pub mod dot;
 pub mod flatc_json;
-mod json_style;
+pub(crate) mod json_style;
 pub mod nptg_json;
 pub mod npy;
 pub mod ops_yaml;
@@ -13,6 +13,12 @@ pub mod xnnpack_code;
 pub mod xnnpack_json;
 
 use serde::Serialize;
+
+/// Writes `v` to `out` as [`json`] renders it.
+pub fn json_to(out: &mut dyn std::io::Write, v: &impl Serialize) -> std::io::Result<()> {
+    json_style::write(&mut *out, v)?;
+    out.write_all(b"\n")
+}
 
 /// JSON with a final newline: objects one member per line, arrays on one
 /// line (so a shape reads `[1, 3, 224, 224]` and costs a few bytes per

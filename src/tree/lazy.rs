@@ -1,0 +1,251 @@
+//! Files rendered when first looked at rather than when the tree is built.
+//!
+//! The large rendered files of a tree (a method's `plan.json` and
+//! `code.txt`, a delegate's `graph.json`) cost most of the time and memory
+//! a build would otherwise spend up front, although most mounts never
+//! read them. A [`Lazy`] file holds a renderer instead of bytes: the first
+//! `stat` or read renders it and notes its size; the bytes stay in a
+//! [`RenderCache`] shared by the tree, which drops the least recently used
+//! files beyond its budget, to be rendered again when read again.
+//!
+//! A renderer works from its source's bytes, parsing again what it needs
+//! (with the same verification as the first parse), so the tree keeps no
+//! borrowed views and a render sees exactly the bytes the tree was built
+//! from as long as the source is unchanged, which the filesystem checks
+//! before asking.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// What holds a source's bytes: a memory map, or a buffer.
+pub trait SourceBytes: AsRef<[u8]> + fmt::Debug + Send + Sync {}
+
+impl<T: AsRef<[u8]> + fmt::Debug + Send + Sync> SourceBytes for T {}
+
+/// A source's bytes, shared by the lazy files rendered from them.
+pub type SharedBytes = Arc<dyn SourceBytes>;
+
+/// Renders a file from its source's bytes into a writer: a buffer to read
+/// from, or a counter when only the size is wanted, so that `stat` of a
+/// large file costs time but no memory. Rendering is deterministic:
+/// failures are written into the file too, so a file's size never depends
+/// on when it is rendered.
+pub type Renderer = Box<dyn Fn(&[u8], &mut dyn Write) -> io::Result<()> + Send + Sync>;
+
+/// How many rendered bytes a tree keeps by default.
+pub const CACHE_BUDGET: usize = 64 << 20;
+
+/// A file rendered on demand.
+pub struct Lazy {
+    /// Which of the tree's sources it is rendered from.
+    pub source: super::SourceId,
+    bytes: SharedBytes,
+    render: Renderer,
+    size: OnceLock<u64>,
+    /// Its key in the cache.
+    id: u32,
+    cache: Arc<RenderCache>,
+}
+
+impl fmt::Debug for Lazy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lazy")
+            .field("source", &self.source)
+            .field("size", &self.size.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lazy {
+    /// The file's size, counted by rendering it without keeping the bytes
+    /// if that was never done.
+    pub fn len(&self) -> u64 {
+        *self.size.get_or_init(|| {
+            if let Some(b) = self.cache.get(self.id) {
+                return b.len() as u64;
+            }
+            let mut count = crate::tree::render::json_style::Counter(0);
+            self.render_into(&mut count);
+            count.0 as u64
+        })
+    }
+
+    /// True for a file that renders to nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn render_into(&self, out: &mut dyn Write) {
+        if let Err(e) = (self.render)((*self.bytes).as_ref(), out) {
+            log::warn!("rendering a file failed part way: {e}");
+        }
+    }
+
+    /// The size if known without rendering.
+    pub fn known_len(&self) -> Option<u64> {
+        self.size.get().copied()
+    }
+
+    /// The rendered bytes, from the cache or rendered now.
+    pub fn rendered(&self) -> Arc<Vec<u8>> {
+        if let Some(b) = self.cache.get(self.id) {
+            return b;
+        }
+        let mut out = Vec::with_capacity(self.size.get().map_or(0, |&n| n as usize));
+        self.render_into(&mut out);
+        let bytes = Arc::new(out);
+        let _ = self.size.set(bytes.len() as u64);
+        self.cache.put(self.id, bytes.clone());
+        bytes
+    }
+}
+
+/// Rendered files kept in memory, least recently used dropped first once
+/// their bytes exceed the budget. The file just rendered is kept even when
+/// it alone exceeds the budget, so a sequential read of it renders it once.
+#[derive(Debug)]
+pub struct RenderCache {
+    budget: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    files: HashMap<u32, Arc<Vec<u8>>>,
+    /// Keys from least to most recently used.
+    order: VecDeque<u32>,
+    held: usize,
+    next_id: u32,
+}
+
+impl RenderCache {
+    /// A cache keeping up to `budget` rendered bytes.
+    pub fn new(budget: usize) -> Arc<RenderCache> {
+        Arc::new(RenderCache {
+            budget,
+            inner: Mutex::default(),
+        })
+    }
+
+    /// A lazy file of source `source` rendered by `render` from `bytes`.
+    pub fn file(
+        self: &Arc<Self>,
+        source: super::SourceId,
+        bytes: SharedBytes,
+        render: Renderer,
+    ) -> Lazy {
+        let id = {
+            let mut inner = self.lock();
+            inner.next_id += 1;
+            inner.next_id
+        };
+        Lazy {
+            source,
+            bytes,
+            render,
+            size: OnceLock::new(),
+            id,
+            cache: self.clone(),
+        }
+    }
+
+    /// Bytes currently held.
+    pub fn held(&self) -> usize {
+        self.lock().held
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A render that panicked leaves nothing half-done in the cache.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, id: u32) -> Option<Arc<Vec<u8>>> {
+        let mut inner = self.lock();
+        let b = inner.files.get(&id).cloned()?;
+        inner.touch(id);
+        Some(b)
+    }
+
+    fn put(&self, id: u32, bytes: Arc<Vec<u8>>) {
+        let mut inner = self.lock();
+        inner.held += bytes.len();
+        if let Some(old) = inner.files.insert(id, bytes) {
+            inner.held -= old.len();
+        }
+        inner.touch(id);
+        while inner.held > self.budget && inner.order.len() > 1 {
+            let Some(oldest) = inner.order.pop_front() else {
+                break;
+            };
+            if let Some(old) = inner.files.remove(&oldest) {
+                inner.held -= old.len();
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Marks `id` as the most recently used. The cache holds few files
+    /// (its budget is in megabytes of rendered text), so a scan is cheap.
+    fn touch(&mut self, id: u32) {
+        if self.order.back() != Some(&id) {
+            self.order.retain(|&k| k != id);
+            self.order.push_back(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(cache: &Arc<RenderCache>, len: usize, calls: Arc<Mutex<u32>>) -> Lazy {
+        let bytes: SharedBytes = Arc::new(vec![7u8; 4]);
+        cache.file(
+            0,
+            bytes,
+            Box::new(move |b, out| {
+                *calls.lock().unwrap() += 1;
+                let bytes: Vec<u8> = b.iter().copied().cycle().take(len).collect();
+                out.write_all(&bytes)
+            }),
+        )
+    }
+
+    #[test]
+    fn renders_once_while_cached_and_again_after_eviction() {
+        let cache = RenderCache::new(100);
+        let calls = Arc::new(Mutex::new(0));
+        let a = file(&cache, 60, calls.clone());
+        let b = file(&cache, 60, calls.clone());
+        assert_eq!(a.len(), 60);
+        assert_eq!(cache.held(), 0, "a size is counted, not kept");
+        assert_eq!(&a.rendered()[..], &[7u8; 60][..]);
+        assert_eq!(a.len(), 60);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            2,
+            "a counted once and rendered once"
+        );
+        assert_eq!(b.rendered().len(), 60);
+        assert_eq!(cache.held(), 60, "a was dropped to make room for b");
+        assert_eq!(a.rendered().len(), 60);
+        assert_eq!(*calls.lock().unwrap(), 4, "a rendered again");
+    }
+
+    #[test]
+    fn a_file_larger_than_the_budget_stays_until_the_next() {
+        let cache = RenderCache::new(10);
+        let calls = Arc::new(Mutex::new(0));
+        let big = file(&cache, 50, calls.clone());
+        big.rendered();
+        big.rendered();
+        assert_eq!(*calls.lock().unwrap(), 1);
+        assert_eq!(cache.held(), 50);
+        let small = file(&cache, 5, calls.clone());
+        small.rendered();
+        assert_eq!(cache.held(), 5);
+    }
+}
