@@ -112,7 +112,7 @@ pub enum Content {
         span: Span,
     },
     /// Rendered when first needed.
-    Lazy(Lazy),
+    Lazy(Box<Lazy>),
     /// Rendered bytes followed by a span of a source file (`.npy`).
     Prefixed {
         /// The rendered prefix, shared by files with the same header.

@@ -391,7 +391,7 @@ impl Builder {
             );
             return;
         };
-        let content = Content::Lazy(cache.file(source, bytes.clone(), render));
+        let content = Content::Lazy(Box::new(cache.file(source, bytes.clone(), render)));
         self.file(dir.ino, name, content, None);
     }
 
