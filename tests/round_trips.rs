@@ -126,3 +126,55 @@ print(json.dumps({"label": label, "other": other,
     assert_eq!(want.len(), 4, "{want:?}");
     assert_eq!(got["ptefs"], serde_json::Value::Object(want));
 }
+
+#[test]
+fn files_open_and_close_without_the_daemon_and_rereads_cost_nothing() {
+    if !fuse_or_skip("files_open_and_close_without_the_daemon_and_rereads_cost_nothing") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (mnt, log) = Mounted::logged(
+        &fixture("mv2_xnnpack.pte"),
+        tmp.path(),
+        Some("fuser::request=debug"),
+    );
+    let v = view("mv2_xnnpack.pte");
+    let want = files(&v);
+    assert!(want.len() > 100, "{} files", want.len());
+    let read_all = || {
+        for (path, bytes) in &want {
+            assert_eq!(&std::fs::read(mnt.join(path)).unwrap(), bytes, "{path}");
+        }
+    };
+    let from = std::fs::metadata(&log).unwrap().len() as usize;
+    read_all();
+    let first = requests_since(&log, from);
+    let named = |reqs: &[String], op: &str| reqs.iter().filter(|l| l.contains(op)).count();
+    // The first open and close tell the kernel it needs no daemon for them.
+    for op in [" OPEN ", " FLUSH ", " RELEASE "] {
+        assert!(named(&first, op) <= 1, "{op}: {}", named(&first, op));
+    }
+    assert!(named(&first, " READ ") > 0);
+    let from = std::fs::metadata(&log).unwrap().len() as usize;
+    read_all();
+    let again = requests_since(&log, from);
+    assert!(
+        again.len() < want.len() / 10,
+        "{} requests reading {} files again:\n{}",
+        again.len(),
+        want.len(),
+        again[..again.len().min(20)].join("\n")
+    );
+    // Writing is still refused, by the kernel now: the mount is read-only.
+    let err = std::fs::OpenOptions::new()
+        .write(true)
+        .open(mnt.join("header.json"))
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
+    let out = Command::new(ptefs_bin())
+        .arg("umount")
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
