@@ -89,7 +89,6 @@ impl Filesystem for PtefsFs {
             InitFlags::FUSE_READDIRPLUS_AUTO,
             InitFlags::FUSE_PARALLEL_DIROPS,
             InitFlags::FUSE_CACHE_SYMLINKS,
-            InitFlags::FUSE_POSIX_ACL,
         ] {
             let _ = config.add_capabilities(cap);
         }

@@ -24,8 +24,8 @@ pub enum FsError {
     /// An extended attribute the file does not have.
     #[error("no such extended attribute")]
     NoAttribute,
-    /// An extended attribute namespace the tree keeps nothing in
-    /// (`security.*`: labels belong to a security module, not to ptefs).
+    /// An extended attribute namespace the tree keeps nothing in: all but
+    /// `user.*` (no security labels, no ACLs).
     #[error("extended attributes of this namespace are not supported")]
     UnsupportedAttribute,
     /// The source file changed since the tree was built, so its bytes no
