@@ -71,7 +71,7 @@ fi
 
 print_table() {
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r), $work on $(df --output=fstype "$work" | tail -1); medians of $runs runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  [[ -f $model ]] && echo "model: $(stat -c %s "$model") bytes, $npaths paths"
+  [[ -n $npaths ]] && echo "model: $(stat -c %s "$model") bytes, $npaths paths"
   echo
   echo "| measure | ptefs | anchor | ratio |"
   echo "|---|---|---|---|"
