@@ -244,7 +244,7 @@ for extra in scripts/bench-scale.sh scripts/bench-remote.sh; do
   [[ -x $extra ]] || continue
   say "running $extra ..."
   while IFS= read -r line; do
-    [[ $line == \|* ]] && rows+=("$line")
+    if [[ $line == \|* ]]; then rows+=("$line"); fi
   done < <(RUNS=$runs "$extra" "$work")
 done
 
