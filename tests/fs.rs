@@ -35,8 +35,13 @@ fn every_failure_has_its_errno() {
         ),
         (
             fs.getxattr(file, b"security.selinux").unwrap_err(),
-            libc::ENODATA,
+            libc::EOPNOTSUPP,
         ),
+        (
+            fs.getxattr(file, b"system.posix_acl_access").unwrap_err(),
+            libc::EOPNOTSUPP,
+        ),
+        (fs.getxattr(file, b"user.other").unwrap_err(), libc::ENODATA),
         (fs.readdir(file, 0).err().unwrap(), libc::ENOTDIR),
     ];
     for (e, errno) in cases {

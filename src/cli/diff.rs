@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde::Serialize;
 
+use super::progress::Progress;
 use super::{NOT_FOUND, OK, TROUBLE, error, open_inputs};
 use crate::meta::names::Checkpoint;
 use crate::report::diff::{self, Options, Report, Section, Side, Tolerance};
@@ -85,20 +86,24 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
         None => None,
     };
     let names = names.as_ref();
+    let (a, b) = (args.a.display().to_string(), args.b.display().to_string());
+    let progress = Progress::new(&format!("{a} vs {b}"));
     let out = if args.a.is_dir() && args.b.is_dir() {
-        let d = dirs(&args.a, &args.b, &opt, names)?;
+        let d = dirs(&args.a, &args.b, &opt, names, &progress)?;
         let differ = d.differ;
         (render_dirs(&d, args)?, differ)
     } else {
         let r = compare_files(
             (&args.a, &args.data),
             (&args.b, &args.data),
-            (&args.a.display().to_string(), &args.b.display().to_string()),
+            (&a, &b),
             &opt,
             names,
+            (&progress, ""),
         )?;
         (render(&r, args)?, r.differ)
     };
+    progress.finish();
     super::print(&out.0)?;
     Ok(if out.1 { NOT_FOUND } else { OK })
 }
@@ -140,22 +145,29 @@ fn render_dirs(d: &Dirs, args: &DiffArgs) -> Result<String, i32> {
     Ok(o)
 }
 
-/// Compares two files, each with the data files to attach to it.
+/// Compares two files, each with the data files to attach to it, showing
+/// each stage on `progress` after the label given with it.
 fn compare_files(
     a: (&Path, &[PathBuf]),
     b: (&Path, &[PathBuf]),
     names: (&str, &str),
     opt: &Options,
     checkpoint: Option<&Checkpoint>,
+    (progress, label): (&Progress, &str),
 ) -> Result<Report, i32> {
     let fail = |e: &dyn std::fmt::Display| {
-        error(e);
+        progress.suspend(|| error(e));
         TROUBLE
     };
-    let (oa, ob) = (
-        open_inputs(&[a.0.to_owned()], a.1)?,
-        open_inputs(&[b.0.to_owned()], b.1)?,
-    );
+    let stage = |what: &str| progress.stage(&format!("{label}{what}"));
+    stage("opening");
+    let (oa, ob) = progress.suspend(|| -> Result<_, i32> {
+        Ok((
+            open_inputs(&[a.0.to_owned()], a.1)?,
+            open_inputs(&[b.0.to_owned()], b.1)?,
+        ))
+    })?;
+    stage("parsing");
     let (ia, ib) = (
         oa.parse().map_err(|e| fail(&e))?,
         ob.parse().map_err(|e| fail(&e))?,
@@ -163,6 +175,7 @@ fn compare_files(
     let (Some(xa), Some(xb)) = (ia.shown.first(), ib.shown.first()) else {
         return Err(TROUBLE);
     };
+    stage("building the trees");
     let (ta, tb) = (
         tree::build_with_names(&ia.shown, &ia.attached, false, checkpoint),
         tree::build_with_names(&ib.shown, &ib.attached, false, checkpoint),
@@ -172,6 +185,7 @@ fn compare_files(
         attached,
         tree,
     };
+    stage("comparing metadata and tensor bytes");
     Ok(diff::compare(
         &side(xa, &ia.attached, &ta),
         &side(xb, &ib.attached, &tb),
@@ -204,8 +218,15 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
 
 /// Two directories, file by file; a `.pte` is compared with the `.ptd`
 /// files beside it on its side attached.
-fn dirs(a: &Path, b: &Path, opt: &Options, names: Option<&Checkpoint>) -> Result<Dirs, i32> {
-    let (ma, mb) = (models(a)?, models(b)?);
+fn dirs(
+    a: &Path,
+    b: &Path,
+    opt: &Options,
+    names: Option<&Checkpoint>,
+    progress: &Progress,
+) -> Result<Dirs, i32> {
+    progress.stage("finding model files");
+    let (ma, mb) = progress.suspend(|| -> Result<_, i32> { Ok((models(a)?, models(b)?)) })?;
     let mut d = Dirs {
         a: a.display().to_string(),
         b: b.display().to_string(),
@@ -233,7 +254,8 @@ fn dirs(a: &Path, b: &Path, opt: &Options, names: Option<&Checkpoint>) -> Result
             .map(|p| root.join(p))
             .collect()
     };
-    for rel in ma.iter().filter(|p| mb.contains(p)) {
+    let pairs = ma.iter().filter(|p| mb.contains(p)).count();
+    for (i, rel) in ma.iter().filter(|p| mb.contains(p)).enumerate() {
         let is_program = rel.extension().is_some_and(|e| e == "pte");
         let (da, db) = if is_program {
             (beside(a, rel, &ma), beside(b, rel, &mb))
@@ -241,7 +263,15 @@ fn dirs(a: &Path, b: &Path, opt: &Options, names: Option<&Checkpoint>) -> Result
             (Vec::new(), Vec::new())
         };
         let (pa, pb) = (a.join(rel), b.join(rel));
-        let r = compare_files((&pa, &da), (&pb, &db), (&show(&pa), &show(&pb)), opt, names)?;
+        let label = format!("{}/{pairs} {}: ", i + 1, crate::text::escape(&show(rel)));
+        let r = compare_files(
+            (&pa, &da),
+            (&pb, &db),
+            (&show(&pa), &show(&pb)),
+            opt,
+            names,
+            (progress, &label),
+        )?;
         d.files.push(r);
     }
     d.differ =

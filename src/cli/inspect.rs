@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::progress::Progress;
 use super::{OK, TROUBLE, error, open_inputs};
 use crate::report::inspect::{inspect, largest};
 
@@ -31,26 +32,32 @@ pub(super) struct InspectArgs {
 }
 
 pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
-    let opened = open_inputs(std::slice::from_ref(&args.file), &args.data)?;
-    let inputs = opened.parse().map_err(|e| {
-        error(e);
+    let progress = Progress::new(&args.file.display().to_string());
+    let fail = |e: &dyn std::fmt::Display| {
+        progress.suspend(|| error(e));
         TROUBLE
-    })?;
+    };
+    progress.stage("opening");
+    let opened = progress.suspend(|| open_inputs(std::slice::from_ref(&args.file), &args.data))?;
+    progress.stage("parsing");
+    let inputs = opened.parse().map_err(|e| fail(&e))?;
     let Some(input) = inputs.shown.first() else {
         return Err(TROUBLE);
     };
-    for w in input.parsed.warnings() {
-        error(format_args!(
-            "warning: {}: {w}",
-            crate::text::escape(&input.name)
-        ));
-    }
+    progress.suspend(|| {
+        for w in input.parsed.warnings() {
+            error(format_args!(
+                "warning: {}: {w}",
+                crate::text::escape(&input.name)
+            ));
+        }
+    });
+    progress.stage("summarizing");
     let mut report = inspect(&input.name, &input.parsed, &inputs.attached_data());
     if let Some(path) = &args.names {
-        let checkpoint = crate::view::load_checkpoint(path).map_err(|e| {
-            error(e);
-            TROUBLE
-        })?;
+        progress.stage("loading the checkpoint");
+        let checkpoint = crate::view::load_checkpoint(path).map_err(|e| fail(&e))?;
+        progress.stage("building the tree with the checkpoint's names");
         let tree = crate::tree::build_with_names(
             std::slice::from_ref(input),
             &inputs.attached,
@@ -60,10 +67,12 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         report.checkpoint = Some(matched(&tree, &checkpoint));
     }
     if let Some(n) = args.top {
+        progress.stage("building the tree");
         let tree = crate::tree::build(std::slice::from_ref(input), &inputs.attached, false);
         let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
         report.largest = Some(largest(&tree, n, &sizes));
     }
+    progress.finish();
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
             error(format_args!("{}: {e}", args.file.display()));

@@ -8,6 +8,7 @@ mod diff;
 mod inspect;
 mod list;
 mod mount;
+pub mod progress;
 mod stat;
 
 use std::ffi::OsString;

@@ -24,6 +24,10 @@ pub enum FsError {
     /// An extended attribute the file does not have.
     #[error("no such extended attribute")]
     NoAttribute,
+    /// An extended attribute namespace the tree keeps nothing in: all but
+    /// `user.*` (no security labels, no ACLs).
+    #[error("extended attributes of this namespace are not supported")]
+    UnsupportedAttribute,
     /// The source file changed since the tree was built, so its bytes no
     /// longer match the tree.
     #[error(transparent)]
@@ -52,6 +56,7 @@ impl FsError {
             FsError::ReadOnly => libc::EROFS,
             FsError::NotExecutable => libc::EACCES,
             FsError::NoAttribute => libc::ENODATA,
+            FsError::UnsupportedAttribute => libc::EOPNOTSUPP,
             FsError::SourceChanged(_) | FsError::Read { .. } => libc::EIO,
         }
     }

@@ -266,8 +266,15 @@ impl Fs {
     /// The value of extended attribute `name` of `ino`.
     pub fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         self.getattr(ino)?;
-        // `ls -l` asks every file for security.selinux and an ACL; answer
-        // those without building the attribute list.
+        // `ls -l` asks every file for security.selinux and its ACL
+        // (system.posix_acl_*). "Not supported" (rather than "no such
+        // attribute") is what a filesystem without labels or ACLs says, and
+        // `ls` then stops asking for the rest of the listing: one round
+        // trip per listing instead of one per file. ENOSYS would stop the
+        // kernel asking, but for every name, user.ptefs.* included.
+        if !name.starts_with(b"user.") {
+            return Err(FsError::UnsupportedAttribute);
+        }
         if !name.starts_with(b"user.ptefs.") {
             return Err(FsError::NoAttribute);
         }
