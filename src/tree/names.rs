@@ -1,8 +1,6 @@
 //! File names from keys, names and indices, by the rules in README's "The
 //! tree" section.
 
-use std::collections::HashSet;
-
 use sha2::{Digest, Sha256};
 
 /// Longest name a directory entry may have.
@@ -49,7 +47,9 @@ pub fn padded(index: u64, max: u64) -> String {
 /// Hands out unique names within one directory.
 #[derive(Debug, Default)]
 pub struct DirNames {
-    used: HashSet<String>,
+    /// A fast hash: a directory of a large program hands out millions of
+    /// names.
+    used: foldhash::HashSet<String>,
 }
 
 impl DirNames {
@@ -162,7 +162,7 @@ mod tests {
         // for 255 bytes minus 4.
         for stem in ["k".repeat(300), "é".repeat(125)] {
             let mut d = DirNames::default();
-            let mut seen = HashSet::new();
+            let mut seen = std::collections::HashSet::new();
             for _ in 0..1_010 {
                 let [bin, npy] =
                     <[String; 2]>::try_from(d.unique_family(&stem, &[".bin", ".npy"])).unwrap();

@@ -9,7 +9,7 @@ mod package;
 mod program;
 mod xnnpack;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -136,10 +136,10 @@ struct Builder {
     /// Where lazily rendered files keep their bytes.
     cache: Option<std::sync::Arc<RenderCache>>,
     /// Every `.npy` header handed out so far.
-    npy_headers: HashSet<Arc<[u8]>>,
+    npy_headers: foldhash::HashSet<Arc<[u8]>>,
     /// Files by the source bytes they serve, so that the same bytes seen at
     /// another path become another name of the same file.
-    by_bytes: HashMap<BytesKey, Ino>,
+    by_bytes: foldhash::HashMap<BytesKey, Ino>,
     extra_links: HashMap<Ino, u32>,
     /// Checkpoint keys by the digest of their bytes (`--names`).
     names: Option<HashMap<Digest32, Vec<String>>>,
