@@ -118,6 +118,9 @@ impl Fs {
     /// Attributes of `ino`.
     pub fn getattr(&self, ino: Ino) -> Result<Attr> {
         let node = self.view.tree.node(ino).ok_or(FsError::NotFound)?;
+        if let NodeKind::File(f) = &node.kind {
+            self.renderable(&f.content, false)?;
+        }
         let (kind, size, perm) = match &node.kind {
             NodeKind::Dir(_) => (FileKind::Directory, 0, self.owner.dir_perm()),
             NodeKind::File(f) => (FileKind::RegularFile, f.content.len(), self.owner.file_perm),
@@ -313,10 +316,28 @@ impl Fs {
         }
     }
 
+    /// The content of file `ino`, ready to be read.
     fn content(&self, ino: Ino) -> Result<&Content> {
         match &self.view.tree.node(ino).ok_or(FsError::NotFound)?.kind {
-            NodeKind::File(f) => Ok(&f.content),
+            NodeKind::File(f) => {
+                self.renderable(&f.content, true)?;
+                Ok(&f.content)
+            }
             NodeKind::Dir(_) => Err(FsError::IsDir(ino)),
+        }
+    }
+
+    /// Refuses to render a lazy file (to read it, or to learn its size
+    /// when `reading` is false and the size is not yet known) from a
+    /// source that changed since the tree was built: rendering parses the
+    /// source's mapped bytes, which must still be the ones the tree was
+    /// built from.
+    fn renderable(&self, content: &Content, reading: bool) -> Result<()> {
+        match content {
+            Content::Lazy(l) if reading || l.known_len().is_none() => {
+                self.source(l.source).map(|_| ())
+            }
+            _ => Ok(()),
         }
     }
 

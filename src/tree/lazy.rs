@@ -59,16 +59,20 @@ impl fmt::Debug for Lazy {
 }
 
 impl Lazy {
-    /// The file's size, counted by rendering it without keeping the bytes
-    /// if that was never done.
+    /// The file's size, found by rendering it if that was never done: a
+    /// small file is kept (it is likely to be read next), a large one only
+    /// counted.
     pub fn len(&self) -> u64 {
         *self.size.get_or_init(|| {
             if let Some(b) = self.cache.get(self.id) {
                 return b.len() as u64;
             }
-            let mut count = crate::tree::render::json_style::Counter(0);
-            self.render_into(&mut count);
-            count.0 as u64
+            let mut out = Capped::default();
+            self.render_into(&mut out);
+            if let Some(bytes) = out.kept {
+                self.cache.put(self.id, Arc::new(bytes));
+            }
+            out.len as u64
         })
     }
 
@@ -99,6 +103,37 @@ impl Lazy {
         let _ = self.size.set(bytes.len() as u64);
         self.cache.put(self.id, bytes.clone());
         bytes
+    }
+}
+
+/// A writer that keeps what is written while it is small and only counts
+/// it beyond that.
+#[derive(Default)]
+struct Capped {
+    kept: Option<Vec<u8>>,
+    len: usize,
+}
+
+impl Capped {
+    /// Files up to this size are kept when only their size was asked for.
+    const KEEP: usize = 1 << 20;
+}
+
+impl Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.len += buf.len();
+        if self.len > Self::KEEP {
+            self.kept = None;
+        } else if self.len == buf.len() {
+            self.kept = Some(buf.to_vec());
+        } else if let Some(k) = &mut self.kept {
+            k.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -221,18 +256,25 @@ mod tests {
         let a = file(&cache, 60, calls.clone());
         let b = file(&cache, 60, calls.clone());
         assert_eq!(a.len(), 60);
-        assert_eq!(cache.held(), 0, "a size is counted, not kept");
+        assert_eq!(cache.held(), 60, "a small file is kept once sized");
         assert_eq!(&a.rendered()[..], &[7u8; 60][..]);
         assert_eq!(a.len(), 60);
-        assert_eq!(
-            *calls.lock().unwrap(),
-            2,
-            "a counted once and rendered once"
-        );
+        assert_eq!(*calls.lock().unwrap(), 1, "a sized and read: one render");
         assert_eq!(b.rendered().len(), 60);
         assert_eq!(cache.held(), 60, "a was dropped to make room for b");
         assert_eq!(a.rendered().len(), 60);
-        assert_eq!(*calls.lock().unwrap(), 4, "a rendered again");
+        assert_eq!(*calls.lock().unwrap(), 3, "a rendered again");
+    }
+
+    #[test]
+    fn a_large_file_is_counted_not_kept_when_sized() {
+        let cache = RenderCache::new(1 << 30);
+        let calls = Arc::new(Mutex::new(0));
+        let big = file(&cache, Capped::KEEP + 1, calls.clone());
+        assert_eq!(big.len(), Capped::KEEP as u64 + 1);
+        assert_eq!(cache.held(), 0);
+        assert_eq!(big.rendered().len(), Capped::KEEP + 1);
+        assert_eq!(*calls.lock().unwrap(), 2);
     }
 
     #[test]
