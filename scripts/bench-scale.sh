@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Scale: a program of N tensors (default 1,000,000) of 100 KiB each over a
+# sparse file (100 GiB apparent, about 100 MB on disk: the tensors are
+# holes), written by examples/make_model.rs. Prints rows of the benchmark
+# table (see scripts/bench.sh): time until the mount answers, the daemon's
+# anonymous memory (RssAnon: mapped file pages do not count) right after,
+# the first entry of a listing of the method's tensors/ (`ls -f | head -1`)
+# and `stat` of its index.json. Each beside the issue's target, as nothing
+# else mounts such a file to compare with; a run of a fifth the size shows
+# how the figures grow. Usage: scripts/bench-scale.sh [WORKDIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
+n=${SCALE_TENSORS:-1000000}
+mkdir -p "$work"
+cargo build --release --quiet --example make_model
+cargo build --release --quiet
+ptefs=$PWD/target/release/ptefs
+now() { date +%s%N; }
+ms() { awk -v n="$1" 'BEGIN {printf "%.0f ms", n/1e6}'; }
+
+for count in $((n / 5)) "$n"; do
+  model=$work/scale-$count.pte
+  mnt=$work/mnt-scale
+  mkdir -p "$mnt"
+  grep -q " $mnt " /proc/self/mountinfo && $ptefs umount "$mnt"
+  if [[ ! -f $model ]]; then
+    echo "writing $model ..." >&2
+    target/release/examples/make_model "$model" --tensors "$count" --tensor-bytes 102400 --big-bytes 0 --zeros 1
+  fi
+  cat "$model" > /dev/null # the flatbuffer in the page cache (holes read as zeros)
+  s=$(now); $ptefs mount "$model" "$mnt"; e=$(now)
+  pid=$(pgrep -f "ptefs mount $model $mnt" | head -1)
+  rss=$(awk '/RssAnon/ {printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
+  gib=$(awk -v b="$(stat -L -c %s "$model")" 'BEGIN {printf "%.0f GiB", b/2^30}')
+  echo "| mount of a $count-tensor program ($gib sparse) | $(ms $((e - s))) | target: 2000 ms | |"
+  echo "| daemon RssAnon after that mount | $rss | target: 128 MiB | |"
+  s=$(now); { ls -f "$mnt/methods/forward/tensors" || true; } | head -1 > /dev/null; e=$(now)
+  echo "| first entry of its tensors/ (\`ls -f \| head -1\`) | $(ms $((e - s))) | target: a few seconds | |"
+  s=$(now); size=$(stat -c %s "$mnt/methods/forward/tensors/index.json"); e=$(now)
+  echo "| \`stat\` of its index.json ($((size / 1000000)) MB) | $(ms $((e - s))) | | |"
+  $ptefs umount "$mnt"
+done
