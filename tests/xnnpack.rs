@@ -421,7 +421,13 @@ fn weights_are_named_by_layer_and_role() {
 
 #[test]
 fn without_its_data_file_the_weights_are_listed_as_missing() {
-    let v = view("xnnpack_external.pte");
+    // The .ptd beside the fixture would be found by itself.
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("xnnpack_external.pte")],
+        auto_data: false,
+        ..Default::default()
+    })
+    .unwrap();
     let index = json(&v, &format!("{DELEGATE}/xnnpack/weights/index.json"));
     let entries = index.as_array().unwrap();
     assert_eq!(entries.len(), 4);

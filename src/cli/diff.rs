@@ -45,6 +45,10 @@ pub(super) struct DiffArgs {
     /// A .ptd attached to both files (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
+    /// Do not attach the .ptd files beside each file that hold data it
+    /// needs (external tensors, delegates' named data).
+    #[arg(long)]
+    no_auto_data: bool,
     /// The first file (or directory of them).
     a: PathBuf,
     /// The second file (or directory), the reference.
@@ -85,8 +89,9 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
         None => None,
     };
     let names = names.as_ref();
+    let auto_data = !args.no_auto_data;
     let out = if args.a.is_dir() && args.b.is_dir() {
-        let d = dirs(&args.a, &args.b, &opt, names)?;
+        let d = dirs(&args.a, &args.b, &opt, names, auto_data)?;
         let differ = d.differ;
         (render_dirs(&d, args)?, differ)
     } else {
@@ -95,7 +100,7 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
             (&args.b, &args.data),
             (&args.a.display().to_string(), &args.b.display().to_string()),
             &opt,
-            names,
+            (names, auto_data),
         )?;
         (render(&r, args)?, r.differ)
     };
@@ -140,21 +145,22 @@ fn render_dirs(d: &Dirs, args: &DiffArgs) -> Result<String, i32> {
     Ok(o)
 }
 
-/// Compares two files, each with the data files to attach to it.
+/// Compares two files, each with the data files to attach to it (and,
+/// with `auto_data`, those found beside it).
 fn compare_files(
     a: (&Path, &[PathBuf]),
     b: (&Path, &[PathBuf]),
     names: (&str, &str),
     opt: &Options,
-    checkpoint: Option<&Checkpoint>,
+    (checkpoint, auto_data): (Option<&Checkpoint>, bool),
 ) -> Result<Report, i32> {
     let fail = |e: &dyn std::fmt::Display| {
         error(e);
         TROUBLE
     };
     let (oa, ob) = (
-        open_inputs(&[a.0.to_owned()], a.1)?,
-        open_inputs(&[b.0.to_owned()], b.1)?,
+        open_inputs(&[a.0.to_owned()], a.1, auto_data)?,
+        open_inputs(&[b.0.to_owned()], b.1, auto_data)?,
     );
     let (ia, ib) = (
         oa.parse().map_err(|e| fail(&e))?,
@@ -202,9 +208,15 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
     Ok(out)
 }
 
-/// Two directories, file by file; a `.pte` is compared with the `.ptd`
-/// files beside it on its side attached.
-fn dirs(a: &Path, b: &Path, opt: &Options, names: Option<&Checkpoint>) -> Result<Dirs, i32> {
+/// Two directories, file by file; with `auto_data`, a program is compared
+/// with the data files beside it on its side that hold what it needs.
+fn dirs(
+    a: &Path,
+    b: &Path,
+    opt: &Options,
+    names: Option<&Checkpoint>,
+    auto_data: bool,
+) -> Result<Dirs, i32> {
     let (ma, mb) = (models(a)?, models(b)?);
     let mut d = Dirs {
         a: a.display().to_string(),
@@ -225,23 +237,15 @@ fn dirs(a: &Path, b: &Path, opt: &Options, names: Option<&Checkpoint>) -> Result
         .filter(|p| !ma.contains(p))
         .map(|p| show(p))
         .collect();
-    let beside = |root: &Path, rel: &Path, all: &[PathBuf]| -> Vec<PathBuf> {
-        let dir = rel.parent().unwrap_or(Path::new(""));
-        all.iter()
-            .filter(|p| p.parent().unwrap_or(Path::new("")) == dir)
-            .filter(|p| p.extension().is_some_and(|e| e == "ptd") && *p != rel)
-            .map(|p| root.join(p))
-            .collect()
-    };
     for rel in ma.iter().filter(|p| mb.contains(p)) {
-        let is_program = rel.extension().is_some_and(|e| e == "pte");
-        let (da, db) = if is_program {
-            (beside(a, rel, &ma), beside(b, rel, &mb))
-        } else {
-            (Vec::new(), Vec::new())
-        };
         let (pa, pb) = (a.join(rel), b.join(rel));
-        let r = compare_files((&pa, &da), (&pb, &db), (&show(&pa), &show(&pb)), opt, names)?;
+        let r = compare_files(
+            (&pa, &[]),
+            (&pb, &[]),
+            (&show(&pa), &show(&pb)),
+            opt,
+            (names, auto_data),
+        )?;
         d.files.push(r);
     }
     d.differ =

@@ -26,12 +26,20 @@ pub(super) struct InspectArgs {
     /// A .ptd to look external tensors up in (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
+    /// Do not attach the .ptd files beside the file that hold data it
+    /// needs (external tensors, delegates' named data).
+    #[arg(long)]
+    no_auto_data: bool,
     /// A .pte, .ptd or .bpte file.
     file: PathBuf,
 }
 
 pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
-    let opened = open_inputs(std::slice::from_ref(&args.file), &args.data)?;
+    let opened = open_inputs(
+        std::slice::from_ref(&args.file),
+        &args.data,
+        !args.no_auto_data,
+    )?;
     let inputs = opened.parse().map_err(|e| {
         error(e);
         TROUBLE

@@ -6,7 +6,7 @@
 mod program;
 pub mod xnnpack;
 
-pub use program::{NamedData, ProgramDelegate, decode_program};
+pub use program::{NamedData, ProgramDelegate, decode_program, referenced_named_keys};
 
 use std::collections::BTreeMap;
 
@@ -32,6 +32,16 @@ pub fn decode<'a>(
 ) -> Option<Result<Decoded<'a>>> {
     match backend {
         xnnpack::BACKEND_ID => Some(xnnpack::decode(payload, named).map(Decoded::Xnnpack)),
+        _ => None,
+    }
+}
+
+/// The named-data keys a payload of backend `backend` refers to, so that
+/// the data files holding them can be found. `None`: no decoder for that
+/// backend.
+pub fn named_keys<'a>(backend: &str, payload: &'a [u8]) -> Option<Result<Vec<&'a str>>> {
+    match backend {
+        xnnpack::BACKEND_ID => Some(xnnpack::named_keys(payload)),
         _ => None,
     }
 }

@@ -74,6 +74,23 @@ pub fn decode_program<'a>(
     out
 }
 
+/// The named-data keys the delegates of `program` refer to, each with the
+/// backend id of a delegate referring to it, in method and delegate order.
+/// A payload that does not decode refers to nothing here; the tree says
+/// what is wrong with it.
+pub fn referenced_named_keys<'a>(program: &ProgramFile<'a>) -> Vec<(Name<'a>, &'a str)> {
+    let mut out = Vec::new();
+    for d in program.methods.iter().flat_map(|m| &m.delegates) {
+        let Some((id, span)) = d.id.as_str().zip(d.processed) else {
+            continue;
+        };
+        if let Some(Ok(keys)) = super::named_keys(id, span.bytes(program.bytes)) {
+            out.extend(keys.into_iter().map(|k| (Name::new(k.as_bytes()), id)));
+        }
+    }
+    out
+}
+
 impl<'a> Decoded<'a> {
     /// Every weight with its stable name and its stored bytes (`None` when
     /// they cannot be found), for pairing two versions of a model by name
