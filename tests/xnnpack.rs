@@ -470,12 +470,16 @@ n = 0
 for index in sorted(root.rglob("xnnpack/weights/index.json")):
     d = index.parent
     for e in json.loads(index.read_text()):
-        files = [(e["name"], e["npy"], e["numpy_dtype"], e["npy_shape"])]
+        files = [(e["name"], e["npy"], e["numpy_dtype"], e["npy_shape"], False)]
         if e.get("scales"):
             s = e["scales"]
-            files.append((s["name"], s["npy"], s["numpy_dtype"], [s["count"]]))
-        for name, npy, dtype, shape in files:
-            want = np.frombuffer((d / name).read_bytes(), dtype=np.dtype(dtype)).reshape(shape)
+            files.append((s["name"], s["npy"], s["numpy_dtype"], [s["count"]], s["widened"]))
+        for name, npy, dtype, shape, widened in files:
+            raw = (d / name).read_bytes()
+            if widened:
+                want = (np.frombuffer(raw, dtype="<u2").astype("<u4") << 16).view("<f4")
+            else:
+                want = np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape)
             got = np.load(d / npy, mmap_mode="r")
             assert got.dtype == np.dtype(dtype) and list(got.shape) == shape, (npy, got.dtype, got.shape)
             assert np.array_equal(got, want, equal_nan=True), npy

@@ -266,6 +266,11 @@ impl Builder {
                 prefix,
                 source,
                 span,
+            }
+            | Content::Widened {
+                prefix,
+                source,
+                span,
             } => Some((*source, span.offset, span.len, prefix.len())),
             Content::Generated(_) => None,
         }
@@ -295,7 +300,8 @@ impl Builder {
             return false;
         };
         let prefix = |c: &Content| match c {
-            Content::Prefixed { prefix, .. } => Some(prefix.clone()),
+            Content::Prefixed { prefix, .. } => Some((false, prefix.clone())),
+            Content::Widened { prefix, .. } => Some((true, prefix.clone())),
             _ => None,
         };
         if prefix(&f.content) != prefix(content) {

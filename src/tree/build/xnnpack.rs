@@ -18,7 +18,7 @@ use crate::tree::{Content, Dtype, TensorMeta};
 /// Named-data entries a payload may refer to: the program's own first,
 /// then each attached data file's.
 pub(super) struct NamedIndex<'d> {
-    by_key: HashMap<&'d [u8], (Origin, Span, Option<&'d str>)>,
+    pub(super) by_key: HashMap<&'d [u8], (Origin, Span, Option<&'d str>)>,
 }
 
 impl<'d> NamedIndex<'d> {
@@ -165,7 +165,11 @@ impl Builder {
                     .storage
                     .zip(w.size.as_ref())
                     .filter(|(_, (n, _))| *n == span.len)
-                    .map(|(s, (_, shape))| (s.numpy, shape.as_slice()));
+                    .map(|(s, (_, shape))| Npy {
+                        descr: s.numpy,
+                        shape,
+                        widen: false,
+                    });
                 let dims = w.dims.iter().map(|&d| i64::from(d)).collect();
                 let meta = self.meta(Dtype::Xnnpack(w.datatype), dims);
                 let (bin, npy) = self.typed_pair(wdir, &w.name, (o, span), numpy, meta);
@@ -204,11 +208,17 @@ impl Builder {
         let Some((o, span, file)) = locate(&s.bytes, place, named) else {
             return ScaleEntry::missing("named data entry vanished".into());
         };
-        let dtype = if s.raw_bits { "bfloat16" } else { "float32" };
-        let meta = self.meta(Dtype::Named(dtype), vec![s.count as i64]);
-        let numpy = Some((s.numpy, &[s.count][..]));
+        let stored = if s.bf16 { "bfloat16" } else { "float32" };
+        let meta = self.meta(Dtype::Named(stored), vec![s.count as i64]);
+        // bf16 scales are widened to `<f4` in the `.npy`, which NumPy
+        // reads as it reads every other scale file.
+        let numpy = Npy {
+            descr: "<f4",
+            shape: &[s.count],
+            widen: s.bf16,
+        };
         let stem = format!("{name}.scale");
-        let (bin, npy) = self.typed_pair(wdir, &stem, (o, span), numpy, meta);
+        let (bin, npy) = self.typed_pair(wdir, &stem, (o, span), Some(numpy), meta);
         let key = match &s.bytes {
             Bytes::Named { key, .. } => Some(*key),
             Bytes::Payload(_) => None,
@@ -217,8 +227,9 @@ impl Builder {
             name: Some(bin),
             npy,
             count: Some(s.count),
-            numpy_dtype: Some(s.numpy),
-            raw_bits: Some(s.raw_bits),
+            numpy_dtype: Some("<f4"),
+            stored_dtype: Some(stored),
+            widened: Some(s.bf16),
             nbytes: Some(span.len),
             buffer_index: s.buffer_index,
             key,
@@ -232,15 +243,16 @@ impl Builder {
 
     /// `<stem>.bin` and, given a NumPy descr and shape, `<stem>.npy`, both
     /// typed by tensor record `meta` for the extended attributes.
-    fn typed_pair(
+    pub(super) fn typed_pair(
         &mut self,
         dir: &mut Dir,
         stem: &str,
         (o, span): (Origin, Span),
-        numpy: Option<(&str, &[u64])>,
+        numpy: Option<Npy<'_>>,
         meta: u32,
     ) -> (String, Option<String>) {
-        let header = numpy.and_then(|(descr, shape)| npy::header(descr, shape));
+        let widen = numpy.as_ref().is_some_and(|n| n.widen);
+        let header = numpy.and_then(|n| npy::header(n.descr, n.shape));
         let Some(header) = header else {
             let name = dir.names.unique(stem, ".bin");
             self.file(dir.ino, name.clone(), o.content(span), Some(meta));
@@ -252,17 +264,26 @@ impl Builder {
             names.next().unwrap_or_default(),
         );
         self.file(dir.ino, bin.clone(), o.content(span), Some(meta));
-        let content = Content::Prefixed {
-            prefix: header.into(),
-            source: o.source,
-            span: o.shifted(span),
+        let (prefix, source, span) = (header.into(), o.source, o.shifted(span));
+        let content = if widen {
+            Content::Widened {
+                prefix,
+                source,
+                span,
+            }
+        } else {
+            Content::Prefixed {
+                prefix,
+                source,
+                span,
+            }
         };
         self.file(dir.ino, npy.clone(), content, Some(meta));
         (bin, Some(npy))
     }
 
     /// Records a type and shape for the extended attributes of files.
-    fn meta(&mut self, dtype: Dtype, sizes: Vec<i64>) -> u32 {
+    pub(super) fn meta(&mut self, dtype: Dtype, sizes: Vec<i64>) -> u32 {
         self.tensors.push(TensorMeta {
             dtype,
             sizes: sizes.into(),
@@ -271,8 +292,20 @@ impl Builder {
     }
 }
 
+/// What a `.npy` holds: NumPy descr and shape, and whether the stored
+/// bytes are bfloat16 values it widens to float32.
+pub(super) struct Npy<'s> {
+    pub descr: &'static str,
+    pub shape: &'s [u64],
+    pub widen: bool,
+}
+
 /// The source span of decoded bytes.
-fn locate<'d>(b: &Bytes<'_>, place: &Place<'_, '_>, named: &NamedIndex<'d>) -> Option<Located<'d>> {
+pub(super) fn locate<'d>(
+    b: &Bytes<'_>,
+    place: &Place<'_, '_>,
+    named: &NamedIndex<'d>,
+) -> Option<Located<'d>> {
     match b {
         Bytes::Payload(s) => Some((
             place.origin,
@@ -320,8 +353,12 @@ struct ScaleEntry<'w> {
     count: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     numpy_dtype: Option<&'static str>,
+    /// `float32` or `bfloat16`: what the `.bin` holds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    raw_bits: Option<bool>,
+    stored_dtype: Option<&'static str>,
+    /// True when the `.npy` holds bfloat16 scales widened to float32.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    widened: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     nbytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
