@@ -9,6 +9,7 @@ mod writer;
 
 use std::collections::{BTreeMap, HashMap};
 
+use common::flatc::*;
 use common::xnnpack::*;
 use common::*;
 use serde_json::Value;
@@ -276,56 +277,6 @@ fn every_constant_value_in_graph_json_has_its_file() {
     }
 }
 
-/// flatc's JSON with bare `inf`, `-inf` and `nan` turned into strings.
-fn flatc_json(text: &str) -> Value {
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let fixed = match line.trim_end_matches(',').rsplit_once(": ") {
-            Some((_, v)) if ["inf", "-inf", "nan", "+inf"].contains(&v) => {
-                let v = v.trim_start_matches('+');
-                line.replacen(
-                    &format!(
-                        ": {}",
-                        line.trim_end_matches(',').rsplit_once(": ").unwrap().1
-                    ),
-                    &format!(": \"{v}\""),
-                    1,
-                )
-            }
-            _ => line.to_owned(),
-        };
-        out.push_str(&fixed);
-        out.push('\n');
-    }
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("flatc output: {e}"))
-}
-
-/// Equal JSON, numbers within flatc's printed precision.
-fn same(a: &Value, b: &Value, at: &str) {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
-            // flatc prints floats with six decimals.
-            assert!((x - y).abs() <= 5e-7 + 1e-6 * x.abs(), "{at}: {x} vs {y}");
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            assert_eq!(x.len(), y.len(), "{at}");
-            for (i, (x, y)) in x.iter().zip(y).enumerate() {
-                same(x, y, &format!("{at}[{i}]"));
-            }
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            let xk: Vec<&String> = x.keys().collect();
-            let yk: Vec<&String> = y.keys().collect();
-            assert_eq!(xk, yk, "{at}: keys");
-            for (k, xv) in x {
-                same(xv, &y[k], &format!("{at}.{k}"));
-            }
-        }
-        _ => assert_eq!(a, b, "{at}"),
-    }
-}
-
 #[test]
 fn graph_json_is_what_flatc_prints_of_the_payload() {
     let Some(flatc) = mounted_which("flatc") else {
@@ -343,28 +294,7 @@ fn graph_json_is_what_flatc_prints_of_the_payload() {
         let processed = read(&v, &format!("{DELEGATE}/processed.bin"));
         let off = h["flatbuffer_offset"].as_u64().unwrap() as usize;
         let len = h["flatbuffer_size"].as_u64().unwrap() as usize;
-        let dir = tempfile::tempdir().unwrap();
-        let fb = write_file(dir.path(), "graph.bin", &processed[off..off + len]);
-        let out = std::process::Command::new(&flatc)
-            .args([
-                "--json",
-                "--strict-json",
-                "--defaults-json",
-                "--raw-binary",
-                "-o",
-            ])
-            .arg(dir.path())
-            .arg(&schema)
-            .arg("--")
-            .arg(&fb)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let want = flatc_json(&std::fs::read_to_string(dir.path().join("graph.json")).unwrap());
+        let want = flatc_print(&flatc, &schema, &processed[off..off + len]);
         let mut got = json(&v, &format!("{x}/graph.json"));
         strip_ptefs_paths(&mut got);
         same(&got, &want, model);

@@ -96,13 +96,22 @@ impl<'a> Decoded<'a> {
     /// they cannot be found), for pairing two versions of a model by name
     /// and comparing the bytes.
     pub fn weights_with_bytes(&self, named: &NamedData<'a>) -> Vec<(WeightName, Option<&'a [u8]>)> {
-        let Decoded::Xnnpack(p) = self;
+        let (payload, found): (&'a [u8], Vec<Option<&xnnpack::Bytes<'a>>>) = match self {
+            Decoded::Xnnpack(p) => (
+                p.bytes,
+                p.weights.iter().map(|w| w.bytes.as_ref().ok()).collect(),
+            ),
+            Decoded::Vulkan(p) => (
+                p.bytes,
+                p.constants.iter().map(|c| c.bytes.as_ref().ok()).collect(),
+            ),
+        };
         self.weight_names()
             .into_iter()
-            .zip(&p.weights)
-            .map(|(name, w)| {
-                let bytes = w.bytes.as_ref().ok().and_then(|b| match b {
-                    xnnpack::Bytes::Payload(s) => Some(s.bytes(p.bytes)),
+            .zip(found)
+            .map(|(name, b)| {
+                let bytes = b.and_then(|b| match b {
+                    xnnpack::Bytes::Payload(s) => Some(s.bytes(payload)),
                     xnnpack::Bytes::Named { key, len } => {
                         named.get(key).and_then(|b| b.get(..*len as usize))
                     }

@@ -7,6 +7,7 @@ mod index;
 mod meta;
 mod package;
 mod program;
+mod vulkan;
 mod xnnpack;
 
 use std::collections::{HashMap, HashSet};

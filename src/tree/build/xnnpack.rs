@@ -85,11 +85,22 @@ impl Builder {
         let Some(decoded) = delegate::decode(backend, payload, &len) else {
             return;
         };
-        let mut x = self.subdir(ddir, "xnnpack");
+        let dir = if backend == delegate::vulkan::BACKEND_ID {
+            "vulkan"
+        } else {
+            "xnnpack"
+        };
+        let mut x = self.subdir(ddir, dir);
         match decoded {
             Ok(Decoded::Xnnpack(p)) => self.xnnpack(&mut x, place, named, &p),
+            Ok(Decoded::Vulkan(p)) => self.vulkan(&mut x, place, named, &p),
             Err(e) => {
-                if let Ok(h) = xnnpack::header::parse(payload) {
+                if dir == "vulkan" {
+                    if let Ok(h) = delegate::vulkan::header::parse(payload) {
+                        let header = super::vulkan::header_json(&h, payload, place);
+                        self.json(&mut x, "header.json", &header);
+                    }
+                } else if let Ok(h) = xnnpack::header::parse(payload) {
                     self.json(&mut x, "header.json", &header_json(&h, payload, place));
                 }
                 self.warnings.push(format!(
