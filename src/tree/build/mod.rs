@@ -3,6 +3,7 @@
 
 mod bundled;
 mod data;
+mod delegate;
 mod index;
 mod meta;
 mod package;

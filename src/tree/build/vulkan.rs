@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::delegate::{NamedIndex, Npy, Place, locate};
 use super::index::Source;
-use super::xnnpack::{NamedIndex, Npy, Place, locate};
 use super::{Builder, Dir};
 use crate::delegate::vulkan::{Constant, Header, Payload, Use, graph};
 use crate::schema::vulkan as fb;
