@@ -513,3 +513,43 @@ fn the_fuzz_seed_is_current_and_decodes() {
     assert!(t.resolve(&format!("{DIR}/vulkan/code.txt")).is_some());
     assert!(seed.len() < 65536);
 }
+
+#[test]
+fn a_mount_serves_the_decoded_delegate_as_the_tree_describes_it() {
+    if !common::mounted::fuse_or_skip(
+        "a_mount_serves_the_decoded_delegate_as_the_tree_describes_it",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pte = write_file(dir.path(), "v.pte", &good());
+    let v = view_of(std::slice::from_ref(&pte), &[]);
+    let m = common::mounted::Mounted::new(&[pte.as_os_str()]);
+    let mut n = 0;
+    for (path, bytes) in files(&v) {
+        if path.contains("/vulkan/") {
+            assert_eq!(std::fs::read(m.path(&path)).unwrap(), bytes, "{path}");
+            n += 1;
+        }
+    }
+    assert_eq!(
+        n,
+        3 + 6 + 1,
+        "header, graph, code; 3 .bin and 3 .npy; index.json"
+    );
+    let weight = m.path(&format!(
+        "{DIR}/vulkan/weights/000-aten.convolution.default.arg1.npy"
+    ));
+    let attr = |name: &str| {
+        let out = std::process::Command::new("python3")
+            .arg("-c")
+            .arg("import os,sys\nprint(os.getxattr(sys.argv[1], sys.argv[2]).decode())")
+            .arg(&weight)
+            .arg(name)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(attr("user.ptefs.dtype"), "FLOAT32");
+    assert_eq!(attr("user.ptefs.shape"), "[2, 3, 3, 3]");
+}
