@@ -553,3 +553,28 @@ fn a_mount_serves_the_decoded_delegate_as_the_tree_describes_it() {
     assert_eq!(attr("user.ptefs.dtype"), "FLOAT32");
     assert_eq!(attr("user.ptefs.shape"), "[2, 3, 3, 3]");
 }
+
+/// A tensor of rank 1,000 and a list of 1,000 items, each named by 2,000
+/// call arguments: `code.txt` shows 16 items per use, so it grows with the
+/// uses, not with uses × length.
+#[test]
+fn code_txt_does_not_multiply_length_by_uses() {
+    let g = Graph {
+        version: "0".into(),
+        chain: vec![("et_vk.wide".into(), [0, 1].repeat(1000))],
+        values: vec![
+            Value::Tensor(Dt::FLOAT32, vec![1; 1000], -1, -1),
+            Value::IntList((0..1000).collect()),
+        ],
+        ..Graph::default()
+    };
+    let bytes = program("VulkanBackend", g.payload(&[]), vec![]);
+    let t = tree(&bytes);
+    let code = text_at(&t, &bytes, &format!("{DIR}/vulkan/code.txt"));
+    assert!(code.len() < 2000 * 80, "{} bytes", code.len());
+    assert!(
+        code.contains(" %0:f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,… 1000 in all] %1=[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, … 1000 in all] "),
+        "{}",
+        &code[..400]
+    );
+}

@@ -94,15 +94,35 @@ pub fn describe(g: fb::VkGraph<'_>, id: i32) -> String {
     if let Some(t) = v.value_as_vk_tensor() {
         let dtype =
             storage(t.datatype()).map_or_else(|| datatype_name(t.datatype()), |s| s.0.to_owned());
-        let dims: Vec<String> = dims(t).iter().map(u32::to_string).collect();
-        return format!("%{id}:{dtype}[{}]", dims.join(","));
+        let dims = t.dims().unwrap_or_default().iter();
+        return format!("%{id}:{dtype}{}", bounded(dims, |d| d.to_string(), ","));
     }
     format!("%{id}={}", literal(v))
 }
 
-fn list<T>(items: impl Iterator<Item = T>, show: impl Fn(T) -> String) -> String {
-    let shown: Vec<String> = items.map(show).collect();
-    format!("[{}]", shown.join(", "))
+/// Most items of a list (or dims of a tensor) shown per use of a value:
+/// calls may name one value many times, so a line must not grow with the
+/// length of what it names.
+const MAX_SHOWN: usize = 16;
+
+/// `[a<sep>b…]`, at most [`MAX_SHOWN`] items, then how many in all.
+fn bounded<T>(
+    items: impl ExactSizeIterator<Item = T>,
+    show: impl Fn(T) -> String,
+    sep: &str,
+) -> String {
+    let n = items.len();
+    let shown: Vec<String> = items.take(MAX_SHOWN).map(show).collect();
+    let more = if n > MAX_SHOWN {
+        format!("{sep}… {n} in all")
+    } else {
+        String::new()
+    };
+    format!("[{}{more}]", shown.join(sep))
+}
+
+fn list<T>(items: impl ExactSizeIterator<Item = T>, show: impl Fn(T) -> String) -> String {
+    bounded(items, show, ", ")
 }
 
 fn float(x: f64) -> String {
@@ -124,13 +144,13 @@ fn literal(v: fb::VkValue<'_>) -> String {
     } else if let Some(x) = v.value_as_bool() {
         x.bool_val().to_string()
     } else if let Some(x) = v.value_as_int_list() {
-        list(x.items().into_iter().flatten(), |i| i.to_string())
+        list(x.items().unwrap_or_default().iter(), |i| i.to_string())
     } else if let Some(x) = v.value_as_double_list() {
-        list(x.items().into_iter().flatten(), float)
+        list(x.items().unwrap_or_default().iter(), float)
     } else if let Some(x) = v.value_as_bool_list() {
-        list(x.items().into_iter().flatten(), |b| b.to_string())
+        list(x.items().unwrap_or_default().iter(), |b| b.to_string())
     } else if let Some(x) = v.value_as_value_list() {
-        list(x.items().into_iter().flatten(), |i| format!("%{i}"))
+        list(x.items().unwrap_or_default().iter(), |i| format!("%{i}"))
     } else if let Some(x) = v.value_as_string() {
         format!("{:?}", x.string_val().unwrap_or(""))
     } else if let Some(x) = v.value_as_sym_int() {
