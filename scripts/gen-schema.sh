@@ -17,8 +17,8 @@ trap 'rm -rf "$out" "$derived"' EXIT
 # points at the program's module so that there is one ScalarType type.
 flatc --rust --gen-all -o "$out" -I schema schema/program.fbs
 flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs
-# The XNNPACK delegate graph stands alone (no includes).
-flatc --rust -o "$out" schema/xnnpack.fbs
+# The delegate graphs (XNNPACK, Vulkan) stand alone (no includes).
+flatc --rust -o "$out" schema/xnnpack.fbs schema/vulkan.fbs
 # native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
 # its own, numbered like the program's but with fewer names.
 flatc --rust -o "$out" schema/native_graph.fbs

@@ -1,13 +1,16 @@
-//! Data files found by themselves: for a program whose external tensors
-//! no given data file holds, the `.ptd` files beside it that hold them,
+//! Data files found by themselves: for a program needing keys that no
+//! given data file holds (of external tensors, or of named data its
+//! delegates refer to), the `.ptd` files beside it that hold them,
 //! whatever their names (exporters let users name them, and Vulkan shards
 //! its constants over several). Only each candidate's header and
 //! flatbuffer are read, to learn its keys.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::format::{self, DataFile, Kind, Parsed};
-use crate::meta::external::{missing_keys, suppliers};
+use crate::delegate::referenced_named_keys;
+use crate::format::{self, DataFile, Kind, Name, Parsed, ProgramFile};
+use crate::meta::external::{missing_keys, missing_named, suppliers};
 use crate::source::Source;
 
 /// The data files to attach beyond `data` for the programs among `inputs`
@@ -40,32 +43,95 @@ pub fn find(inputs: &[PathBuf], data: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>)
             continue;
         };
         let attached: Vec<&DataFile<'_>> = given.iter().collect();
-        let missing = missing_keys(&p, &attached);
-        if missing.is_empty() {
+        let wanted = Wanted::of(&p, &attached);
+        if wanted.keys.is_empty() {
             continue;
         }
         let refs: Vec<&DataFile<'_>> = parsed.iter().map(|(_, d)| d).collect();
-        for (i, keys) in suppliers(&missing, &refs) {
+        for (i, keys) in suppliers(&wanted.keys, &refs) {
             let path = parsed[i].0;
-            let shown: Vec<String> = keys.iter().take(3).map(|k| k.show().into_owned()).collect();
-            let more = keys.len().saturating_sub(shown.len());
             notes.push(format!(
-                "{}: attached {} (found beside it) for {} external tensor{}: {}{}",
+                "{}: attached {} (found beside it) for {}",
                 file_name(input),
                 file_name(path),
-                keys.len(),
-                if keys.len() == 1 { "" } else { "s" },
-                shown.join(", "),
-                if more > 0 {
-                    format!(", and {more} more")
-                } else {
-                    String::new()
-                }
+                wanted.describe(&keys)
             ));
             chosen.push(path.to_owned());
         }
     }
     (chosen, notes)
+}
+
+/// The keys a program needs that no given data file holds, and what needs
+/// each.
+struct Wanted<'p> {
+    /// External tensor keys, then named-data keys of delegates.
+    keys: Vec<Name<'p>>,
+    /// The backend of the delegates needing each named-data key (`None`
+    /// for an external tensor's key).
+    backend: HashMap<Name<'p>, Option<&'p str>>,
+}
+
+impl<'p> Wanted<'p> {
+    fn of(program: &ProgramFile<'p>, attached: &[&DataFile<'_>]) -> Wanted<'p> {
+        let mut keys = missing_keys(program, attached);
+        let mut backend: HashMap<Name<'p>, Option<&'p str>> =
+            keys.iter().map(|k| (*k, None)).collect();
+        let referenced = referenced_named_keys(program);
+        // The first delegate referring to a key names its backend.
+        let first: HashMap<Name<'p>, &'p str> = referenced.iter().rev().copied().collect();
+        let named = missing_named(
+            program,
+            attached,
+            referenced
+                .iter()
+                .map(|(k, _)| *k)
+                .filter(|k| !backend.contains_key(k)),
+        );
+        for k in named {
+            backend.insert(k, first.get(&k).copied());
+            keys.push(k);
+        }
+        Wanted { keys, backend }
+    }
+
+    /// What `found` (some of the keys) are: `4 external tensors: a, b, c,
+    /// and 1 more`, then `2 named blobs of its XnnpackBackend delegates:
+    /// k, l`, one part per backend.
+    fn describe(&self, found: &[Name<'_>]) -> String {
+        let mut groups: Vec<(Option<&str>, Vec<Name<'_>>)> = Vec::new();
+        for k in found {
+            let what = self.backend.get(k).copied().flatten();
+            match groups.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, ks)) => ks.push(*k),
+                None => groups.push((what, vec![*k])),
+            }
+        }
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|(what, keys)| {
+                let shown: Vec<String> =
+                    keys.iter().take(3).map(|k| k.show().into_owned()).collect();
+                let more = keys.len() - shown.len();
+                let (noun, of) = match what {
+                    None => ("external tensor", String::new()),
+                    Some(b) => ("named blob", format!(" of its {b} delegates")),
+                };
+                format!(
+                    "{} {noun}{}{of}: {}{}",
+                    keys.len(),
+                    if keys.len() == 1 { "" } else { "s" },
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(", and {more} more")
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect();
+        parts.join("; ")
+    }
 }
 
 fn file_name(p: &Path) -> String {

@@ -55,6 +55,7 @@ pub(crate) mod generated {
     pub mod program_generated;
     pub mod xnnpack_generated;
     pub mod program_verify_generated;
+    pub mod vulkan_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches
@@ -62,7 +63,7 @@ pub(crate) mod generated {
 // carries.
 use generated::{
     bundled_program_generated, flat_tensor_generated, native_graph_generated, program_generated,
-    xnnpack_generated,
+    vulkan_generated, xnnpack_generated,
 };
 mod scalar_type_generated {
     pub use crate::program_generated::*;

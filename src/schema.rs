@@ -5,4 +5,5 @@ pub use crate::flat_tensor_generated::flat_tensor_flatbuffer as flat_tensor;
 pub use crate::native_graph_generated::native_graph;
 pub use crate::program_generated::executorch_flatbuffer as program;
 pub use crate::program_generated::executorch_flatbuffer::ScalarType;
+pub use crate::vulkan_generated::vulkan_flatbuffer as vulkan;
 pub use crate::xnnpack_generated::xnnpack_flatbuffer as xnnpack;

@@ -93,9 +93,24 @@ pub struct Request {
     /// A checkpoint whose keys name the tensors holding their bytes
     /// (`--names`: safetensors, or a JSON map of name to SHA-256).
     pub names: Option<PathBuf>,
-    /// Attach the data files beside each program that hold external
-    /// tensors no given data file holds (off with `--no-auto-data`).
+    /// Attach the data files beside each program that hold keys it needs
+    /// (of external tensors, or named data its delegates refer to) and no
+    /// given data file holds (off with `--no-auto-data`).
     pub auto_data: bool,
+}
+
+impl Request {
+    /// This request with the data files found beside its programs added
+    /// to `data` when `auto_data` is on, and one note per file found.
+    pub fn with_found_data(&self) -> (Request, Vec<String>) {
+        let mut req = self.clone();
+        if !self.auto_data {
+            return (req, Vec::new());
+        }
+        let (found, notes) = crate::auto_data::find(&self.inputs, &self.data);
+        req.data.extend(found);
+        (req, notes)
+    }
 }
 
 /// Files opened and mapped for a [`Request`], not yet parsed.
@@ -258,23 +273,8 @@ impl View {
     /// Opens, validates and lays out everything `req` names (see
     /// [`Opened::parse`] for what is an error).
     pub fn open(req: &Request) -> Result<View, OpenError> {
-        let (extra, notes) = if req.auto_data {
-            crate::auto_data::find(&req.inputs, &req.data)
-        } else {
-            (Vec::new(), Vec::new())
-        };
-        let with_found;
-        let req = if extra.is_empty() {
-            req
-        } else {
-            let mut data = req.data.clone();
-            data.extend(extra);
-            with_found = Request {
-                data,
-                ..req.clone()
-            };
-            &with_found
-        };
+        let (req, notes) = req.with_found_data();
+        let req = &req;
         let opened = Opened::open(req)?;
         let parsed = opened.parse()?;
         // A directory source shows each file in a directory of its own,

@@ -41,6 +41,17 @@ fn equal_source_ranges_are_one_file() {
                     source,
                     span,
                 } => (*source, span.offset, span.len, prefix.to_vec()),
+                // Rendered from the range, so never one file with the above.
+                Content::Widened {
+                    prefix,
+                    source,
+                    span,
+                } => (
+                    *source,
+                    span.offset,
+                    span.len,
+                    [b"widened", &prefix[..]].concat(),
+                ),
                 Content::Generated(_) | Content::Lazy(_) => continue,
             };
             if key.2 > 0 {

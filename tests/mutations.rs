@@ -290,6 +290,11 @@ fn mutated_fixtures_open_or_fail_cleanly() {
     ] {
         inputs.push((name.into(), seeds.join(name)));
     }
+    // A Vulkan delegate (no fixture has one), as the fuzzer's seed.
+    inputs.push((
+        "vulkan.pte".into(),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-seeds/vulkan.pte"),
+    ));
     let mut total = 0;
     for (model, path) in inputs {
         let start = Instant::now();

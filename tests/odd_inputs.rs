@@ -22,10 +22,8 @@ fn contents(tree: &Tree, src: &[u8]) -> Vec<(String, Vec<u8>)> {
             NodeKind::File(f) => {
                 let mut out = Vec::new();
                 let piece = f.content.read(0, f.content.len());
-                out.extend_from_slice(&piece.head);
-                if let Some((_, span)) = piece.tail {
-                    out.extend_from_slice(span.bytes(src));
-                }
+                let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(src));
+                piece.assemble(tail, &mut out);
                 Some((path, out))
             }
             NodeKind::Dir(_) => None,

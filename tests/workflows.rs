@@ -503,8 +503,18 @@ fn the_same_data_serves_every_program_in_a_mount() {
         .unwrap()
         .count();
     assert_eq!(tensors, 9, "4 .bin, 4 .npy and index.json");
-    let named = std::fs::read_dir(m.path("xnnpack_external.pte/named"))
+    let mut named: Vec<String> = std::fs::read_dir(m.path("xnnpack_external.pte/named"))
         .unwrap()
-        .count();
-    assert_eq!(named, 5, "the .ptd's 4 tensors as blobs, and index.json");
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    named.sort();
+    assert_eq!(
+        named.len(),
+        9,
+        "the --data file's 4 tensors as blobs, the 4 blobs of the .ptd found beside it, \
+         and index.json: {named:?}"
+    );
+    for blob in ["fc1.weight.bin", "fc2.bias.bin"] {
+        assert!(named.iter().any(|n| n == blob), "{named:?}");
+    }
 }

@@ -9,6 +9,7 @@ mod writer;
 
 use std::collections::{BTreeMap, HashMap};
 
+use common::flatc::*;
 use common::xnnpack::*;
 use common::*;
 use serde_json::Value;
@@ -276,56 +277,6 @@ fn every_constant_value_in_graph_json_has_its_file() {
     }
 }
 
-/// flatc's JSON with bare `inf`, `-inf` and `nan` turned into strings.
-fn flatc_json(text: &str) -> Value {
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let fixed = match line.trim_end_matches(',').rsplit_once(": ") {
-            Some((_, v)) if ["inf", "-inf", "nan", "+inf"].contains(&v) => {
-                let v = v.trim_start_matches('+');
-                line.replacen(
-                    &format!(
-                        ": {}",
-                        line.trim_end_matches(',').rsplit_once(": ").unwrap().1
-                    ),
-                    &format!(": \"{v}\""),
-                    1,
-                )
-            }
-            _ => line.to_owned(),
-        };
-        out.push_str(&fixed);
-        out.push('\n');
-    }
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("flatc output: {e}"))
-}
-
-/// Equal JSON, numbers within flatc's printed precision.
-fn same(a: &Value, b: &Value, at: &str) {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
-            // flatc prints floats with six decimals.
-            assert!((x - y).abs() <= 5e-7 + 1e-6 * x.abs(), "{at}: {x} vs {y}");
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            assert_eq!(x.len(), y.len(), "{at}");
-            for (i, (x, y)) in x.iter().zip(y).enumerate() {
-                same(x, y, &format!("{at}[{i}]"));
-            }
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            let xk: Vec<&String> = x.keys().collect();
-            let yk: Vec<&String> = y.keys().collect();
-            assert_eq!(xk, yk, "{at}: keys");
-            for (k, xv) in x {
-                same(xv, &y[k], &format!("{at}.{k}"));
-            }
-        }
-        _ => assert_eq!(a, b, "{at}"),
-    }
-}
-
 #[test]
 fn graph_json_is_what_flatc_prints_of_the_payload() {
     let Some(flatc) = mounted_which("flatc") else {
@@ -343,28 +294,7 @@ fn graph_json_is_what_flatc_prints_of_the_payload() {
         let processed = read(&v, &format!("{DELEGATE}/processed.bin"));
         let off = h["flatbuffer_offset"].as_u64().unwrap() as usize;
         let len = h["flatbuffer_size"].as_u64().unwrap() as usize;
-        let dir = tempfile::tempdir().unwrap();
-        let fb = write_file(dir.path(), "graph.bin", &processed[off..off + len]);
-        let out = std::process::Command::new(&flatc)
-            .args([
-                "--json",
-                "--strict-json",
-                "--defaults-json",
-                "--raw-binary",
-                "-o",
-            ])
-            .arg(dir.path())
-            .arg(&schema)
-            .arg("--")
-            .arg(&fb)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let want = flatc_json(&std::fs::read_to_string(dir.path().join("graph.json")).unwrap());
+        let want = flatc_print(&flatc, &schema, &processed[off..off + len]);
         let mut got = json(&v, &format!("{x}/graph.json"));
         strip_ptefs_paths(&mut got);
         same(&got, &want, model);
@@ -421,7 +351,13 @@ fn weights_are_named_by_layer_and_role() {
 
 #[test]
 fn without_its_data_file_the_weights_are_listed_as_missing() {
-    let v = view("xnnpack_external.pte");
+    // The .ptd beside the fixture would be found by itself.
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("xnnpack_external.pte")],
+        auto_data: false,
+        ..Default::default()
+    })
+    .unwrap();
     let index = json(&v, &format!("{DELEGATE}/xnnpack/weights/index.json"));
     let entries = index.as_array().unwrap();
     assert_eq!(entries.len(), 4);
@@ -464,12 +400,16 @@ n = 0
 for index in sorted(root.rglob("xnnpack/weights/index.json")):
     d = index.parent
     for e in json.loads(index.read_text()):
-        files = [(e["name"], e["npy"], e["numpy_dtype"], e["npy_shape"])]
+        files = [(e["name"], e["npy"], e["numpy_dtype"], e["npy_shape"], False)]
         if e.get("scales"):
             s = e["scales"]
-            files.append((s["name"], s["npy"], s["numpy_dtype"], [s["count"]]))
-        for name, npy, dtype, shape in files:
-            want = np.frombuffer((d / name).read_bytes(), dtype=np.dtype(dtype)).reshape(shape)
+            files.append((s["name"], s["npy"], s["numpy_dtype"], [s["count"]], s["widened"]))
+        for name, npy, dtype, shape, widened in files:
+            raw = (d / name).read_bytes()
+            if widened:
+                want = (np.frombuffer(raw, dtype="<u2").astype("<u4") << 16).view("<f4")
+            else:
+                want = np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape)
             got = np.load(d / npy, mmap_mode="r")
             assert got.dtype == np.dtype(dtype) and list(got.shape) == shape, (npy, got.dtype, got.shape)
             assert np.array_equal(got, want, equal_nan=True), npy

@@ -43,10 +43,9 @@ fn cat(tree: &Tree, bytes: &[u8], path: &str) -> Vec<u8> {
         panic!("{path} is a directory")
     };
     let piece = f.content.read(0, f.content.len());
-    let mut out = piece.head.to_vec();
-    if let Some((_, span)) = piece.tail {
-        out.extend_from_slice(&bytes[span.offset as usize..span.end() as usize]);
-    }
+    let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(bytes));
+    let mut out = Vec::new();
+    piece.assemble(tail, &mut out);
     out
 }
 
@@ -263,7 +262,7 @@ fn inline_scales_and_packed_4bit_weights() {
     ))
     .into_owned();
     assert!(
-        snpy.contains("'descr': '<u2', 'fortran_order': False, 'shape': (8,)"),
+        snpy.contains("'descr': '<f4', 'fortran_order': False, 'shape': (8,)"),
         "{snpy}"
     );
     let index = json_at(&t, &bytes, &format!("{w}/index.json"));
@@ -273,7 +272,8 @@ fn inline_scales_and_packed_4bit_weights() {
     assert_eq!(e4["raw_bits"], true);
     assert!(e4["packed"].as_str().unwrap().contains("low nibble"));
     assert_eq!(e4["quantization"]["group_size"], 4);
-    assert_eq!(e4["scales"]["raw_bits"], true);
+    assert_eq!(e4["scales"]["stored_dtype"], "bfloat16");
+    assert_eq!(e4["scales"]["widened"], true);
     assert_eq!(e4["scales"]["key"], "s4");
 }
 

@@ -21,13 +21,18 @@ fuzz_target!(|bytes: &[u8]| {
         for (offset, size) in [(0, len), (len / 3, 4096), (len.saturating_sub(1), 2), (len, 1)] {
             let piece = f.content.read(offset, size);
             sum = sum.wrapping_add(piece.head.iter().map(|&b| u64::from(b)).sum::<u64>());
+            let mut tail: &[u8] = &[];
             if let Some((_, span)) = piece.tail {
                 assert!(span.end() <= bytes.len() as u64, "span {span:?} beyond {} bytes", bytes.len());
-                let s = &bytes[span.offset as usize..span.end() as usize];
-                sum = sum.wrapping_add(s.first().copied().unwrap_or(0).into());
-                sum = sum.wrapping_add(s.last().copied().unwrap_or(0).into());
+                tail = &bytes[span.offset as usize..span.end() as usize];
+                sum = sum.wrapping_add(tail.first().copied().unwrap_or(0).into());
+                sum = sum.wrapping_add(tail.last().copied().unwrap_or(0).into());
             }
             assert_eq!(piece.len(), size.min(len.saturating_sub(offset)), "short read");
+            // Widened pieces render exactly the bytes they promise.
+            let mut out = Vec::new();
+            piece.assemble(tail, &mut out);
+            assert_eq!(out.len() as u64, piece.len(), "assembled read");
         }
     }
     std::hint::black_box(sum);

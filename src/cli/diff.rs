@@ -46,6 +46,10 @@ pub(super) struct DiffArgs {
     /// A .ptd attached to both files (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
+    /// Do not attach the .ptd files beside each file that hold data it
+    /// needs (external tensors, delegates' named data).
+    #[arg(long)]
+    no_auto_data: bool,
     /// The first file (or directory of them).
     a: PathBuf,
     /// The second file (or directory), the reference.
@@ -88,8 +92,9 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
     let names = names.as_ref();
     let (a, b) = (args.a.display().to_string(), args.b.display().to_string());
     let progress = Progress::new(&format!("{a} vs {b}"));
+    let auto_data = !args.no_auto_data;
     let out = if args.a.is_dir() && args.b.is_dir() {
-        let d = dirs(&args.a, &args.b, &opt, names, &progress)?;
+        let d = dirs(&args.a, &args.b, &opt, (names, auto_data), &progress)?;
         let differ = d.differ;
         (render_dirs(&d, args)?, differ)
     } else {
@@ -98,7 +103,7 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
             (&args.b, &args.data),
             (&a, &b),
             &opt,
-            names,
+            (names, auto_data),
             (&progress, ""),
         )?;
         (render(&r, args)?, r.differ)
@@ -145,14 +150,15 @@ fn render_dirs(d: &Dirs, args: &DiffArgs) -> Result<String, i32> {
     Ok(o)
 }
 
-/// Compares two files, each with the data files to attach to it, showing
-/// each stage on `progress` after the label given with it.
+/// Compares two files, each with the data files to attach to it (and,
+/// with `auto_data`, those found beside it), showing each stage on
+/// `progress` after the label given with it.
 fn compare_files(
     a: (&Path, &[PathBuf]),
     b: (&Path, &[PathBuf]),
     names: (&str, &str),
     opt: &Options,
-    checkpoint: Option<&Checkpoint>,
+    (checkpoint, auto_data): (Option<&Checkpoint>, bool),
     (progress, label): (&Progress, &str),
 ) -> Result<Report, i32> {
     let fail = |e: &dyn std::fmt::Display| {
@@ -163,8 +169,8 @@ fn compare_files(
     stage("opening");
     let (oa, ob) = progress.suspend(|| -> Result<_, i32> {
         Ok((
-            open_inputs(&[a.0.to_owned()], a.1)?,
-            open_inputs(&[b.0.to_owned()], b.1)?,
+            open_inputs(&[a.0.to_owned()], a.1, auto_data)?,
+            open_inputs(&[b.0.to_owned()], b.1, auto_data)?,
         ))
     })?;
     stage("parsing");
@@ -216,13 +222,13 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
     Ok(out)
 }
 
-/// Two directories, file by file; a `.pte` is compared with the `.ptd`
-/// files beside it on its side attached.
+/// Two directories, file by file; with `auto_data`, a program is compared
+/// with the data files beside it on its side that hold what it needs.
 fn dirs(
     a: &Path,
     b: &Path,
     opt: &Options,
-    names: Option<&Checkpoint>,
+    (names, auto_data): (Option<&Checkpoint>, bool),
     progress: &Progress,
 ) -> Result<Dirs, i32> {
     progress.stage("finding model files");
@@ -246,30 +252,16 @@ fn dirs(
         .filter(|p| !ma.contains(p))
         .map(|p| show(p))
         .collect();
-    let beside = |root: &Path, rel: &Path, all: &[PathBuf]| -> Vec<PathBuf> {
-        let dir = rel.parent().unwrap_or(Path::new(""));
-        all.iter()
-            .filter(|p| p.parent().unwrap_or(Path::new("")) == dir)
-            .filter(|p| p.extension().is_some_and(|e| e == "ptd") && *p != rel)
-            .map(|p| root.join(p))
-            .collect()
-    };
     let pairs = ma.iter().filter(|p| mb.contains(p)).count();
     for (i, rel) in ma.iter().filter(|p| mb.contains(p)).enumerate() {
-        let is_program = rel.extension().is_some_and(|e| e == "pte");
-        let (da, db) = if is_program {
-            (beside(a, rel, &ma), beside(b, rel, &mb))
-        } else {
-            (Vec::new(), Vec::new())
-        };
         let (pa, pb) = (a.join(rel), b.join(rel));
         let label = format!("{}/{pairs} {}: ", i + 1, crate::text::escape(&show(rel)));
         let r = compare_files(
-            (&pa, &da),
-            (&pb, &db),
+            (&pa, &[]),
+            (&pb, &[]),
             (&show(&pa), &show(&pb)),
             opt,
-            names,
+            (names, auto_data),
             (progress, &label),
         )?;
         d.files.push(r);

@@ -27,6 +27,10 @@ pub(super) struct InspectArgs {
     /// A .ptd to look external tensors up in (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
+    /// Do not attach the .ptd files beside the file that hold data it
+    /// needs (external tensors, delegates' named data).
+    #[arg(long)]
+    no_auto_data: bool,
     /// A .pte, .ptd or .bpte file.
     file: PathBuf,
 }
@@ -38,7 +42,13 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         TROUBLE
     };
     progress.stage("opening");
-    let opened = progress.suspend(|| open_inputs(std::slice::from_ref(&args.file), &args.data))?;
+    let opened = progress.suspend(|| {
+        open_inputs(
+            std::slice::from_ref(&args.file),
+            &args.data,
+            !args.no_auto_data,
+        )
+    })?;
     progress.stage("parsing");
     let inputs = opened.parse().map_err(|e| fail(&e))?;
     let Some(input) = inputs.shown.first() else {

@@ -78,8 +78,8 @@ pub struct Sources {
     /// A checkpoint (safetensors, or JSON {name: sha256}) naming tensors.
     #[arg(long = "names", value_name = "FILE")]
     names: Option<PathBuf>,
-    /// Do not attach the .ptd files beside the file that hold its missing
-    /// external tensors.
+    /// Do not attach the .ptd files beside the file that hold data it
+    /// needs (external tensors, delegates' named data).
     #[arg(long)]
     no_auto_data: bool,
 }
@@ -109,17 +109,22 @@ pub fn error(message: impl std::fmt::Display) {
     eprintln!("ptefs: {message}");
 }
 
-/// Opens and maps `files` with `data` attached, without parsing them,
-/// printing any error.
-fn open_inputs(files: &[PathBuf], data: &[PathBuf]) -> Result<Opened, i32> {
-    Opened::open(&Request {
+/// Opens and maps `files` with `data` attached, and with the data files
+/// found beside them when `auto_data` is on, without parsing them,
+/// printing any error and a note per data file found.
+fn open_inputs(files: &[PathBuf], data: &[PathBuf], auto_data: bool) -> Result<Opened, i32> {
+    let (req, notes) = Request {
         inputs: files.to_vec(),
         data: data.to_vec(),
         recursive: false,
         names: None,
-        auto_data: false,
-    })
-    .map_err(|e| {
+        auto_data,
+    }
+    .with_found_data();
+    for n in &notes {
+        eprintln!("ptefs: note: {n}");
+    }
+    Opened::open(&req).map_err(|e| {
         error(e);
         TROUBLE
     })

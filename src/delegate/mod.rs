@@ -4,9 +4,10 @@
 //! backend without a decoder (whose payload stays opaque).
 
 mod program;
+pub mod vulkan;
 pub mod xnnpack;
 
-pub use program::{NamedData, ProgramDelegate, decode_program};
+pub use program::{NamedData, ProgramDelegate, decode_program, referenced_named_keys};
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,8 @@ use crate::format::Result;
 pub enum Decoded<'a> {
     /// `XnnpackBackend`.
     Xnnpack(xnnpack::Payload<'a>),
+    /// `VulkanBackend`.
+    Vulkan(vulkan::Payload<'a>),
 }
 
 /// Decodes the payload of a delegate of backend `backend`. `named` gives
@@ -32,7 +35,32 @@ pub fn decode<'a>(
 ) -> Option<Result<Decoded<'a>>> {
     match backend {
         xnnpack::BACKEND_ID => Some(xnnpack::decode(payload, named).map(Decoded::Xnnpack)),
+        vulkan::BACKEND_ID => Some(vulkan::decode(payload, named).map(Decoded::Vulkan)),
         _ => None,
+    }
+}
+
+/// The named-data keys a payload of backend `backend` refers to, so that
+/// the data files holding them can be found. `None`: no decoder for that
+/// backend.
+pub fn named_keys<'a>(backend: &str, payload: &'a [u8]) -> Option<Result<Vec<&'a str>>> {
+    match backend {
+        xnnpack::BACKEND_ID => Some(xnnpack::named_keys(payload)),
+        vulkan::BACKEND_ID => Some(vulkan::named_keys(payload)),
+        _ => None,
+    }
+}
+
+/// Verifier limits for a payload's flatbuffer of `len` bytes: depth is
+/// bounded, and more tables than 4-byte slots means shared objects, which
+/// is how a small hostile payload would make a decoder work out of
+/// proportion.
+pub(crate) fn verifier_options(len: usize) -> flatbuffers::VerifierOptions {
+    flatbuffers::VerifierOptions {
+        max_depth: 32,
+        max_tables: len / 4 + 16,
+        max_apparent_size: len.saturating_mul(4).saturating_add(1 << 20),
+        ignore_missing_null_terminator: false,
     }
 }
 
@@ -56,7 +84,8 @@ pub struct Summary {
 /// the bytes), so `diff` can pair weights whose bytes changed.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct WeightName {
-    /// The file stem under `xnnpack/weights/` (`012-conv2d.filter`).
+    /// The file stem under `xnnpack/weights/` (`012-conv2d.filter`) or
+    /// `vulkan/weights/`.
     pub name: String,
     /// Layer (`012-conv2d`); `None` for a constant no node uses.
     pub layer: Option<String>,
@@ -83,6 +112,13 @@ impl Decoded<'_> {
                 ops: p.op_counts(),
                 constant_bytes: p.constant_bytes(),
             },
+            Decoded::Vulkan(p) => Summary {
+                backend: vulkan::BACKEND_ID.to_owned(),
+                nodes: p.calls.len(),
+                values: p.graph.values().map_or(0, |v| v.len()),
+                ops: p.op_counts(),
+                constant_bytes: p.constant_bytes(),
+            },
         }
     }
 
@@ -100,6 +136,19 @@ impl Decoded<'_> {
                     datatype: xnnpack::datatype::name(w.datatype),
                     dims: w.dims.clone(),
                     key: w.key.map(str::to_owned),
+                })
+                .collect(),
+            Decoded::Vulkan(p) => p
+                .constants
+                .iter()
+                .map(|c| WeightName {
+                    name: c.name.clone(),
+                    layer: c.layer.clone(),
+                    role: c.role.clone(),
+                    value_id: c.value_id,
+                    datatype: vulkan::graph::datatype_name(c.datatype),
+                    dims: c.dims.clone(),
+                    key: c.key.map(str::to_owned),
                 })
                 .collect(),
         }

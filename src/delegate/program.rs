@@ -74,18 +74,44 @@ pub fn decode_program<'a>(
     out
 }
 
+/// The named-data keys the delegates of `program` refer to, each with the
+/// backend id of a delegate referring to it, in method and delegate order.
+/// A payload that does not decode refers to nothing here; the tree says
+/// what is wrong with it.
+pub fn referenced_named_keys<'a>(program: &ProgramFile<'a>) -> Vec<(Name<'a>, &'a str)> {
+    let mut out = Vec::new();
+    for d in program.methods.iter().flat_map(|m| &m.delegates) {
+        let Some((id, span)) = d.id.as_str().zip(d.processed) else {
+            continue;
+        };
+        if let Some(Ok(keys)) = super::named_keys(id, span.bytes(program.bytes)) {
+            out.extend(keys.into_iter().map(|k| (Name::new(k.as_bytes()), id)));
+        }
+    }
+    out
+}
+
 impl<'a> Decoded<'a> {
     /// Every weight with its stable name and its stored bytes (`None` when
     /// they cannot be found), for pairing two versions of a model by name
     /// and comparing the bytes.
     pub fn weights_with_bytes(&self, named: &NamedData<'a>) -> Vec<(WeightName, Option<&'a [u8]>)> {
-        let Decoded::Xnnpack(p) = self;
+        let (payload, found): (&'a [u8], Vec<Option<&xnnpack::Bytes<'a>>>) = match self {
+            Decoded::Xnnpack(p) => (
+                p.bytes,
+                p.weights.iter().map(|w| w.bytes.as_ref().ok()).collect(),
+            ),
+            Decoded::Vulkan(p) => (
+                p.bytes,
+                p.constants.iter().map(|c| c.bytes.as_ref().ok()).collect(),
+            ),
+        };
         self.weight_names()
             .into_iter()
-            .zip(&p.weights)
-            .map(|(name, w)| {
-                let bytes = w.bytes.as_ref().ok().and_then(|b| match b {
-                    xnnpack::Bytes::Payload(s) => Some(s.bytes(p.bytes)),
+            .zip(found)
+            .map(|(name, b)| {
+                let bytes = b.and_then(|b| match b {
+                    xnnpack::Bytes::Payload(s) => Some(s.bytes(payload)),
                     xnnpack::Bytes::Named { key, len } => {
                         named.get(key).and_then(|b| b.get(..*len as usize))
                     }

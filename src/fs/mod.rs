@@ -16,7 +16,7 @@ pub use error::{FsError, Result};
 
 use crate::format::Span;
 use crate::source::Source;
-use crate::tree::{Content, Ino, NodeKind, ROOT};
+use crate::tree::{Content, Ino, NodeKind, Piece, ROOT};
 use crate::view::View;
 
 /// A [`View`] served as a filesystem.
@@ -241,15 +241,33 @@ impl Fs {
             });
         };
         let source = self.source(id)?;
-        if piece.head.is_empty() {
+        if piece.head.is_empty() && piece.widen.is_none() {
             return Ok(Data::Mapped(source.slice(span)));
         }
-        // Straddling a rendered prefix and source bytes: assemble them,
-        // reading the source with pread rather than touching the map.
+        // Straddling a rendered prefix and source bytes, or widened source
+        // bytes: assemble them, reading the source with pread rather than
+        // touching the map.
         let mut buf = Vec::with_capacity(piece.len() as usize);
-        buf.extend_from_slice(&piece.head);
-        self.pread(source, span, &mut buf)?;
+        self.assemble(&piece, source, span, &mut buf)?;
         Ok(Data::Owned(buf))
+    }
+
+    /// Appends `piece`, whose tail is `span` of `source`, to `out`.
+    fn assemble(
+        &self,
+        piece: &Piece<'_>,
+        source: &Source,
+        span: Span,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        if piece.widen.is_none() {
+            out.extend_from_slice(&piece.head);
+            return self.pread(source, span, out);
+        }
+        let mut tail = Vec::with_capacity(span.len as usize);
+        self.pread(source, span, &mut tail)?;
+        piece.assemble(&tail, out);
+        Ok(())
     }
 
     /// Like [`Fs::read`], but always a copy in memory, read with `pread`:
@@ -258,10 +276,9 @@ impl Fs {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
         let mut buf = Vec::with_capacity(piece.len() as usize);
-        buf.extend_from_slice(&piece.head);
-        if let Some((id, span)) = piece.tail {
-            let source = self.source(id)?;
-            self.pread(source, span, &mut buf)?;
+        match piece.tail {
+            Some((id, span)) => self.assemble(&piece, self.source(id)?, span, &mut buf)?,
+            None => buf.extend_from_slice(&piece.head),
         }
         Ok(buf)
     }

@@ -1,7 +1,10 @@
 //! Where an external tensor's bytes are among the data files attached to a
 //! program: the first file holding its key, as the runtime's loader looks;
-//! which keys no attached file holds, and which other data files (found
-//! beside the program) would supply them.
+//! which keys (of external tensors, or of named data delegates refer to)
+//! no attached file holds, and which other data files (found beside the
+//! program) would supply them.
+
+use std::collections::HashSet;
 
 use crate::format::{DataEntry, DataFile, Name, ProgramFile, TensorData};
 
@@ -30,6 +33,30 @@ pub fn missing_keys<'p>(program: &ProgramFile<'p>, attached: &[&DataFile<'_>]) -
         }
     }
     out
+}
+
+/// Those of `keys` (named data that delegates of `program` refer to) that
+/// neither the program's own `named_data` nor any of `attached` holds, in
+/// order, each once.
+pub fn missing_named<'k>(
+    program: &ProgramFile<'_>,
+    attached: &[&DataFile<'_>],
+    keys: impl IntoIterator<Item = Name<'k>>,
+) -> Vec<Name<'k>> {
+    let held: HashSet<&[u8]> = program
+        .named
+        .iter()
+        .map(|n| n.key.bytes())
+        .chain(
+            attached
+                .iter()
+                .flat_map(|d| d.entries.iter().map(|e| e.key.bytes())),
+        )
+        .collect();
+    let mut seen = HashSet::new();
+    keys.into_iter()
+        .filter(|k| !held.contains(k.bytes()) && seen.insert(*k))
+        .collect()
 }
 
 /// Which of `candidates` (data files found beside a program, say) to

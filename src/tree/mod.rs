@@ -122,6 +122,17 @@ pub enum Content {
         /// The bytes after the prefix.
         span: Span,
     },
+    /// Rendered bytes followed by the bfloat16 values of a span of a
+    /// source served widened to float32 (a `.npy` of bf16 scales): each
+    /// value is rendered on read, so nothing is held per value.
+    Widened {
+        /// The rendered prefix.
+        prefix: std::sync::Arc<[u8]>,
+        /// Which source.
+        source: SourceId,
+        /// The bfloat16 values (two bytes each).
+        span: Span,
+    },
 }
 
 impl Content {
@@ -132,6 +143,7 @@ impl Content {
             Content::Lazy(l) => l.len(),
             Content::Source { span, .. } => span.len,
             Content::Prefixed { prefix, span, .. } => prefix.len() as u64 + span.len,
+            Content::Widened { prefix, span, .. } => prefix.len() as u64 + span.len / 2 * 4,
         }
     }
 
@@ -141,7 +153,8 @@ impl Content {
     }
 
     /// What `size` bytes at `offset` are made of: up to two pieces, rendered
-    /// bytes first and then a span of a source. Past the end gives nothing.
+    /// bytes first and then a span of a source (to be widened, for
+    /// [`Content::Widened`]). Past the end gives nothing.
     pub fn read(&self, offset: u64, size: u64) -> Piece<'_> {
         if let Content::Lazy(l) = self {
             let bytes = l.rendered();
@@ -150,17 +163,23 @@ impl Content {
             return Piece {
                 head: Cow::Owned(bytes[start..end].to_vec()),
                 tail: None,
+                widen: None,
             };
         }
-        let (prefix, source): (&[u8], Option<(SourceId, Span)>) = match self {
-            Content::Generated(b) => (b, None),
-            Content::Lazy(_) => (&[], None),
-            Content::Source { source, span } => (&[], Some((*source, *span))),
+        let (prefix, source, widened): (&[u8], Option<(SourceId, Span)>, bool) = match self {
+            Content::Generated(b) => (b, None, false),
+            Content::Lazy(_) => (&[], None, false),
+            Content::Source { source, span } => (&[], Some((*source, *span)), false),
             Content::Prefixed {
                 prefix,
                 source,
                 span,
-            } => (prefix, Some((*source, *span))),
+            } => (prefix, Some((*source, *span)), false),
+            Content::Widened {
+                prefix,
+                source,
+                span,
+            } => (prefix, Some((*source, *span)), true),
         };
         let plen = prefix.len() as u64;
         let end = offset.saturating_add(size).min(self.len());
@@ -170,19 +189,37 @@ impl Content {
             &[]
         };
         let head = Cow::Borrowed(head);
-        let tail = source.and_then(|(id, span)| {
-            let from = offset.max(plen);
-            (end > from).then(|| {
-                (
-                    id,
-                    Span {
-                        offset: span.offset + (from - plen),
-                        len: end - from,
-                    },
-                )
-            })
-        });
-        Piece { head, tail }
+        let from = offset.max(plen);
+        let Some((id, span)) = source.filter(|_| end > from) else {
+            return Piece {
+                head,
+                tail: None,
+                widen: None,
+            };
+        };
+        let (at, len) = (from - plen, end - from);
+        if !widened {
+            let tail = Span {
+                offset: span.offset + at,
+                len,
+            };
+            return Piece {
+                head,
+                tail: Some((id, tail)),
+                widen: None,
+            };
+        }
+        // Float32 bytes at..at+len come from the bf16 values they widen.
+        let (first, last) = (at / 4, (at + len).div_ceil(4));
+        let tail = Span {
+            offset: span.offset + first * 2,
+            len: (last - first) * 2,
+        };
+        Piece {
+            head,
+            tail: Some((id, tail)),
+            widen: Some(Widen { skip: at % 4, len }),
+        }
     }
 }
 
@@ -194,17 +231,55 @@ pub struct Piece<'a> {
     pub head: Cow<'a, [u8]>,
     /// Source bytes after `head`.
     pub tail: Option<(SourceId, Span)>,
+    /// When set, `tail` holds bfloat16 values whose float32 widening
+    /// [`Widen::apply`] renders.
+    pub widen: Option<Widen>,
+}
+
+/// Which bytes of the float32 widening of some bfloat16 values a read
+/// wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Widen {
+    /// Bytes of the first value's four to leave out.
+    pub skip: u64,
+    /// Bytes wanted.
+    pub len: u64,
+}
+
+impl Widen {
+    /// Appends the wanted bytes of the widening of `bf16` (little-endian
+    /// values) to `out`. A bfloat16 is the high half of the float32 with
+    /// the same value, so widening is exact.
+    pub fn apply(self, bf16: &[u8], out: &mut Vec<u8>) {
+        let wide = bf16
+            .chunks_exact(2)
+            .flat_map(|v| [0, 0, v[0], v[1]])
+            .skip(self.skip as usize)
+            .take(self.len as usize);
+        out.extend(wide);
+    }
 }
 
 impl Piece<'_> {
     /// Total bytes.
     pub fn len(&self) -> u64 {
-        self.head.len() as u64 + self.tail.map_or(0, |(_, s)| s.len)
+        let tail = self.tail.map_or(0, |(_, s)| s.len);
+        self.head.len() as u64 + self.widen.map_or(tail, |w| w.len)
     }
 
     /// True when nothing is to be read.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Appends the piece's bytes to `out`, given the bytes of its `tail`
+    /// span (empty when it has none).
+    pub fn assemble(&self, tail: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.head);
+        match self.widen {
+            Some(w) => w.apply(tail, out),
+            None => out.extend_from_slice(tail),
+        }
     }
 }
 
@@ -328,9 +403,9 @@ impl Tree {
         };
         let (source, span) = match &f.content {
             Content::Generated(_) | Content::Lazy(_) => return Vec::new(),
-            Content::Source { source, span } | Content::Prefixed { source, span, .. } => {
-                (*source, span)
-            }
+            Content::Source { source, span }
+            | Content::Prefixed { source, span, .. }
+            | Content::Widened { source, span, .. } => (*source, span),
         };
         let mut x = Vec::with_capacity(4);
         if let Some(t) = f.tensor.and_then(|t| self.tensors.get(t as usize)) {

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod flatc;
 pub mod mounted;
 pub mod xnnpack;
 
@@ -72,10 +73,11 @@ pub fn read_ino(v: &View, ino: Ino) -> Vec<u8> {
 /// `size` bytes of file `ino` from `offset`, like [`read_ino`].
 pub fn read_range(v: &View, ino: Ino, offset: u64, size: u64) -> Vec<u8> {
     let piece = v.content(ino).expect("a file").read(offset, size);
-    let mut out = piece.head.to_vec();
-    if let Some((id, span)) = piece.tail {
-        out.extend_from_slice(v.sources[id].slice(span));
-    }
+    let tail = piece
+        .tail
+        .map_or(&[][..], |(id, span)| v.sources[id].slice(span));
+    let mut out = Vec::new();
+    piece.assemble(tail, &mut out);
     out
 }
 

@@ -2,8 +2,7 @@
 
 use std::collections::HashMap;
 
-use flatbuffers::VerifierOptions;
-
+use crate::delegate::verifier_options;
 use crate::format::{Error, Result, Span};
 use crate::schema::xnnpack as fb;
 
@@ -33,34 +32,24 @@ impl Value<'_> {
     }
 }
 
-/// Verifier limits for a flatbuffer of `len` bytes: depth is bounded, and
-/// more tables than 4-byte slots means shared objects, which is how a small
-/// hostile payload would make the decoder work out of proportion.
-fn options(len: usize) -> VerifierOptions {
-    VerifierOptions {
-        max_depth: 32,
-        max_tables: len / 4 + 16,
-        max_apparent_size: len.saturating_mul(4).saturating_add(1 << 20),
-        ignore_missing_null_terminator: false,
-    }
-}
-
 /// Verifies the flatbuffer at `span` of `payload` and returns its root.
 pub fn verify<'a>(payload: &'a [u8], span: Span) -> Result<fb::XNNGraph<'a>> {
     let bytes = span.bytes(payload);
-    flatbuffers::root_with_opts::<fb::XNNGraph>(&options(bytes.len()), bytes).map_err(|e| {
-        let text = e.to_string();
-        let parts: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
-        Error::new(format!(
-            "XNNGraph flatbuffer at payload offset {}: {}",
-            span.offset,
-            parts.join(", ")
-        ))
-    })
+    flatbuffers::root_with_opts::<fb::XNNGraph>(&verifier_options(bytes.len()), bytes).map_err(
+        |e| {
+            let text = e.to_string();
+            let parts: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            Error::new(format!(
+                "XNNGraph flatbuffer at payload offset {}: {}",
+                span.offset,
+                parts.join(", ")
+            ))
+        },
+    )
 }
 
 /// The graph's tensor values in order, and each id's first value. Values

@@ -77,6 +77,23 @@ pub fn decode<'a>(payload: &'a [u8], named: &dyn Fn(&str) -> Option<u64>) -> Res
     })
 }
 
+/// The named-data keys `payload` refers to (its `constant_data` entries
+/// kept in named data), in table order, each once: read from the header
+/// and the verified flatbuffer only, for finding the data files that hold
+/// them before anything else is decoded.
+pub fn named_keys(payload: &[u8]) -> Result<Vec<&str>> {
+    let header = header::parse(payload)?;
+    let graph = graph::verify(payload, header.flatbuffer)?;
+    let mut seen = std::collections::HashSet::new();
+    Ok(graph
+        .constant_data()
+        .iter()
+        .flatten()
+        .filter_map(|entry| entry.named_key().filter(|k| !k.is_empty()))
+        .filter(|key| seen.insert(*key))
+        .collect())
+}
+
 impl Payload<'_> {
     /// Node counts by union member name (`XNNConv2d`).
     pub fn op_counts(&self) -> BTreeMap<String, usize> {

@@ -49,10 +49,9 @@ pub struct Scales<'a> {
     pub bytes: Bytes<'a>,
     /// Number of scales.
     pub count: u64,
-    /// `<f4`, or `<u2` for bfloat16 bits.
-    pub numpy: &'static str,
-    /// True for bfloat16 bits.
-    pub raw_bits: bool,
+    /// True when stored as bfloat16 (4-bit group quantization), false for
+    /// float32.
+    pub bf16: bool,
     /// `constant_data` index of a scale blob; `None` for inline scales.
     pub buffer_index: Option<u32>,
 }
@@ -287,50 +286,46 @@ fn scales<'a>(
     cx: &Context<'a, '_>,
     q: fb::XNNQuantizedTensorValue<'a>,
 ) -> Option<Result<Scales<'a>, String>> {
-    let inline = |bytes: &'a [u8], count: usize, numpy, raw_bits| {
+    let inline = |bytes: &'a [u8], count: usize, bf16| {
         (count > 0).then(|| {
             let span = Span::of_vector(cx.payload, Some(bytes))
                 .ok_or_else(|| "inline scales lie outside the payload".to_owned())?;
             Ok(Scales {
                 bytes: Bytes::Payload(span),
                 count: count as u64,
-                numpy,
-                raw_bits,
+                bf16,
                 buffer_index: None,
             })
         })
     };
-    let blob = |idx: u32, count: u32, elem: u64, numpy, raw_bits| {
-        let need = u64::from(count) * elem;
+    let blob = |idx: u32, count: u32, bf16: bool| {
+        let need = u64::from(count) * if bf16 { 2 } else { 4 };
         Some(
             cx.constant(idx)
                 .and_then(|(b, _)| take(b, need, &format!("{count} scales")))
                 .map(|bytes| Scales {
                     bytes,
                     count: u64::from(count),
-                    numpy,
-                    raw_bits,
+                    bf16,
                     buffer_index: Some(idx),
                 }),
         )
     };
     if let Some(p) = q.quant_params_as_per_channel_quant() {
         return match p.scale_buffer_idx() {
-            0 => p
-                .scale()
-                .and_then(|s| inline(s.bytes(), s.len(), "<f4", false)),
-            idx => blob(idx, p.num_scales(), 4, "<f4", false),
+            0 => p.scale().and_then(|s| inline(s.bytes(), s.len(), false)),
+            idx => blob(idx, p.num_scales(), false),
         };
     }
     let p = q.quant_params_as_per_channel_group_quant()?;
     match p.scale_buffer_idx() {
         0 => p
             .scale()
-            .and_then(|s| inline(s.bytes(), s.len(), "<f4", false))
+            .and_then(|s| inline(s.bytes(), s.len(), false))
             .or_else(|| {
                 p.scale_bf16()
-                    .and_then(|s| inline(s.bytes(), s.len(), "<u2", true))
+                    .and_then(|s| inline(s.bytes(), s.len(), true))
             }),
-        idx => blob(idx, p.num_scales(), 2, "<u2", true),
+        idx => blob(idx, p.num_scales(), true),
     }
 }

@@ -190,11 +190,15 @@ impl<'a> Collector<'a, '_> {
             .resolve(path)
             .and_then(|i| self.tree.tensor_meta(i));
         let scalar_type = meta.and_then(|m| match m.dtype.name().as_str() {
-            "xnn_datatype_fp32" => Some(ScalarType::FLOAT),
-            "xnn_datatype_fp16" => Some(ScalarType::HALF),
-            "xnn_datatype_qint8" | "xnn_datatype_qcint8" => Some(ScalarType::CHAR),
-            "xnn_datatype_quint8" => Some(ScalarType::BYTE),
-            "xnn_datatype_qint32" | "xnn_datatype_qcint32" => Some(ScalarType::INT),
+            "xnn_datatype_fp32" | "FLOAT32" => Some(ScalarType::FLOAT),
+            "xnn_datatype_fp16" | "FLOAT16" => Some(ScalarType::HALF),
+            "xnn_datatype_qint8" | "xnn_datatype_qcint8" | "INT8" => Some(ScalarType::CHAR),
+            "xnn_datatype_quint8" | "UINT8" => Some(ScalarType::BYTE),
+            "xnn_datatype_qint32" | "xnn_datatype_qcint32" | "INT32" => Some(ScalarType::INT),
+            // Vulkan's other element types.
+            "FLOAT64" => Some(ScalarType::DOUBLE),
+            "INT64" => Some(ScalarType::LONG),
+            "BOOL" => Some(ScalarType::BOOL),
             _ => None,
         });
         let sizes: Vec<i64> = meta.map(|m| m.sizes.to_vec()).unwrap_or_default();

@@ -3,10 +3,12 @@
 
 mod bundled;
 mod data;
+mod delegate;
 mod index;
 mod meta;
 mod package;
 mod program;
+mod vulkan;
 mod xnnpack;
 
 use std::collections::HashMap;
@@ -276,6 +278,11 @@ impl Builder {
                 prefix,
                 source,
                 span,
+            }
+            | Content::Widened {
+                prefix,
+                source,
+                span,
             } => Some((*source, span.offset, span.len, prefix.len())),
             Content::Generated(_) | Content::Lazy(_) => None,
         }
@@ -305,7 +312,8 @@ impl Builder {
             return false;
         };
         let prefix = |c: &Content| match c {
-            Content::Prefixed { prefix, .. } => Some(prefix.clone()),
+            Content::Prefixed { prefix, .. } => Some((false, prefix.clone())),
+            Content::Widened { prefix, .. } => Some((true, prefix.clone())),
             _ => None,
         };
         if prefix(&f.content) != prefix(content) {

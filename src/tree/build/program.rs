@@ -4,9 +4,9 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
+use super::delegate::{NamedIndex, Place, Shown};
 use super::index::{Entry, Meaning, Source, TensorShape};
 use super::meta::MethodMeta;
-use super::xnnpack::{NamedIndex, Place, Shown};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::Ino;

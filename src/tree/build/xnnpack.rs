@@ -3,112 +3,21 @@
 //! that are byte ranges of the source (payload, named data or a `.ptd`).
 
 use std::collections::HashMap;
-use std::io::{self, Write};
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
 
+use super::delegate::{NamedIndex, Npy, Place, locate};
 use super::index::Source;
-use super::{Attached, Builder, Dir, Origin};
+use super::{Builder, Dir};
+use crate::delegate::Decoded;
 use crate::delegate::xnnpack::{self, Bytes, Payload, Scales, Weight, datatype};
-use crate::delegate::{self, Decoded};
-use crate::format::{ProgramFile, Span};
-use crate::tree::render::{self, npy, xnnpack_code, xnnpack_json};
-use crate::tree::{Content, Dtype, SourceId, TensorMeta};
-
-/// Named-data entries a payload may refer to: the program's own first,
-/// then each attached data file's.
-pub(super) struct NamedIndex<'d> {
-    by_key: HashMap<&'d [u8], (Origin, Span, Option<&'d str>)>,
-}
-
-impl<'d> NamedIndex<'d> {
-    pub(super) fn new(
-        p: &'d ProgramFile<'_>,
-        origin: Origin,
-        data: &'d [Attached<'d, '_>],
-    ) -> Self {
-        let mut by_key = HashMap::new();
-        for n in &p.named {
-            by_key
-                .entry(n.key.bytes())
-                .or_insert((origin, n.span, None));
-        }
-        for d in data {
-            let o = Origin {
-                source: d.source,
-                shift: 0,
-            };
-            for e in &d.file.entries {
-                by_key
-                    .entry(e.key.bytes())
-                    .or_insert((o, e.span, Some(d.name)));
-            }
-        }
-        NamedIndex { by_key }
-    }
-}
-
-/// The program whose delegates are shown.
-pub(super) struct Shown<'p, 'a> {
-    /// Its file name, for warnings.
-    pub file_name: &'p str,
-    pub origin: Origin,
-    pub program: &'p ProgramFile<'a>,
-}
-
-/// Where a delegate's payload is in the tree's source.
-pub(super) struct Place<'p, 'a> {
-    /// Path of the delegate directory from the program's root.
-    pub dir_path: String,
-    pub origin: Origin,
-    pub program: &'p ProgramFile<'a>,
-    pub file_name: &'p str,
-    pub processed: Span,
-}
-
-/// A weight file's source: which file, the span, and the attached file's
-/// name (`None` for the file the tree shows).
-type Located<'d> = (Origin, Span, Option<&'d str>);
+use crate::format::Span;
+use crate::tree::Dtype;
+use crate::tree::render::{self, xnnpack_code, xnnpack_json};
 
 impl Builder {
-    /// Decodes the payload of a delegate whose backend has a decoder and
-    /// lays out what it holds; opaque backends get nothing more.
-    pub(super) fn decoded_delegate(
-        &mut self,
-        ddir: &mut Dir,
-        backend: &str,
-        place: &Place<'_, '_>,
-        named: &NamedIndex<'_>,
-    ) {
-        let payload = place.processed.bytes(place.program.bytes);
-        let len = |k: &str| named.by_key.get(k.as_bytes()).map(|(_, s, _)| s.len);
-        let Some(decoded) = delegate::decode(backend, payload, &len) else {
-            return;
-        };
-        let mut x = self.subdir(ddir, "xnnpack");
-        match decoded {
-            Ok(Decoded::Xnnpack(p)) => self.xnnpack(&mut x, place, named, &p),
-            Err(e) => {
-                if let Ok(h) = xnnpack::header::parse(payload) {
-                    self.json(&mut x, "header.json", &header_json(&h, payload, place));
-                }
-                self.warnings.push(format!(
-                    "{}: {}: delegate payload not decoded: {e}",
-                    place.file_name, place.dir_path
-                ));
-                let text = format!(
-                    "The payload of this delegate ({} bytes at file offset {}) could not be decoded:\n{e}\n",
-                    place.processed.len,
-                    place.origin.shifted(place.processed).offset
-                );
-                self.generated(&mut x, "ERROR.txt", text.into_bytes().into());
-            }
-        }
-    }
-
-    fn xnnpack(
+    pub(super) fn xnnpack(
         &mut self,
         x: &mut Dir,
         place: &Place<'_, '_>,
@@ -139,55 +48,21 @@ impl Builder {
             ));
         }
         self.json(&mut wdir, "index.json", &index);
-        let lens: HashMap<Vec<u8>, u64> = named
-            .by_key
-            .iter()
-            .map(|(k, (_, span, _))| (k.to_vec(), span.len))
-            .collect();
-        let lens = Arc::new(lens);
-        let at = place.origin.shifted(place.processed);
-        let source = place.origin.source;
-        self.lazy_payload(x, "graph.json", source, at, lens.clone(), move |p, out| {
-            render::json_to(
+        let from = (xnnpack::BACKEND_ID, place, named);
+        self.lazy_decoded(x, "graph.json", from, move |d, out| match d {
+            Decoded::Xnnpack(p) => render::json_to(
                 out,
                 &xnnpack_json::Graph {
                     payload: p,
                     paths: &paths,
                 },
-            )
+            ),
+            _ => Ok(()),
         });
-        self.lazy_payload(x, "code.txt", source, at, lens, |p, out| {
-            out.write_all(xnnpack_code::render(p).as_bytes())
+        self.lazy_decoded(x, "code.txt", from, |d, out| match d {
+            Decoded::Xnnpack(p) => out.write_all(xnnpack_code::render(p).as_bytes()),
+            _ => Ok(()),
         });
-    }
-
-    /// `name`, rendered from the payload at `at` of source `source`, decoded
-    /// again (with the lengths of the named data it refers to) for each
-    /// render.
-    fn lazy_payload(
-        &mut self,
-        x: &mut Dir,
-        name: &str,
-        source: SourceId,
-        at: Span,
-        lens: Arc<HashMap<Vec<u8>, u64>>,
-        render: impl Fn(&Payload<'_>, &mut dyn Write) -> io::Result<()> + Send + Sync + 'static,
-    ) {
-        let renderer = move |bytes: &[u8], out: &mut dyn Write| {
-            let Some(payload) = usize::try_from(at.offset)
-                .ok()
-                .zip(usize::try_from(at.end()).ok())
-                .and_then(|(start, end)| bytes.get(start..end))
-            else {
-                return writeln!(out, "cannot render: the payload is no longer where it was");
-            };
-            let len = |k: &str| lens.get(k.as_bytes()).copied();
-            match xnnpack::decode(payload, &len) {
-                Ok(p) => render(&p, out),
-                Err(e) => writeln!(out, "cannot render: {e}"),
-            }
-        };
-        self.lazy(x, name, source, Box::new(renderer));
     }
 
     /// `<name>.bin`, `<name>.npy` and the scale files of one weight.
@@ -206,7 +81,11 @@ impl Builder {
                     .storage
                     .zip(w.size.as_ref())
                     .filter(|(_, (n, _))| *n == span.len)
-                    .map(|(s, (_, shape))| (s.numpy, shape.as_slice()));
+                    .map(|(s, (_, shape))| Npy {
+                        descr: s.numpy,
+                        shape,
+                        widen: false,
+                    });
                 let dims = w.dims.iter().map(|&d| i64::from(d)).collect();
                 let meta = self.meta(Dtype::Xnnpack(w.datatype), dims);
                 let (bin, npy) = self.typed_pair(wdir, &w.name, (o, span), numpy, meta);
@@ -245,11 +124,17 @@ impl Builder {
         let Some((o, span, file)) = locate(&s.bytes, place, named) else {
             return ScaleEntry::missing("named data entry vanished".into());
         };
-        let dtype = if s.raw_bits { "bfloat16" } else { "float32" };
-        let meta = self.meta(Dtype::Named(dtype), vec![s.count as i64]);
-        let numpy = Some((s.numpy, &[s.count][..]));
+        let stored = if s.bf16 { "bfloat16" } else { "float32" };
+        let meta = self.meta(Dtype::Named(stored), vec![s.count as i64]);
+        // bf16 scales are widened to `<f4` in the `.npy`, which NumPy
+        // reads as it reads every other scale file.
+        let numpy = Npy {
+            descr: "<f4",
+            shape: &[s.count],
+            widen: s.bf16,
+        };
         let stem = format!("{name}.scale");
-        let (bin, npy) = self.typed_pair(wdir, &stem, (o, span), numpy, meta);
+        let (bin, npy) = self.typed_pair(wdir, &stem, (o, span), Some(numpy), meta);
         let key = match &s.bytes {
             Bytes::Named { key, .. } => Some(*key),
             Bytes::Payload(_) => None,
@@ -258,8 +143,9 @@ impl Builder {
             name: Some(bin),
             npy,
             count: Some(s.count),
-            numpy_dtype: Some(s.numpy),
-            raw_bits: Some(s.raw_bits),
+            numpy_dtype: Some("<f4"),
+            stored_dtype: Some(stored),
+            widened: Some(s.bf16),
             nbytes: Some(span.len),
             buffer_index: s.buffer_index,
             key,
@@ -270,68 +156,13 @@ impl Builder {
             missing: None,
         }
     }
-
-    /// `<stem>.bin` and, given a NumPy descr and shape, `<stem>.npy`, both
-    /// typed by tensor record `meta` for the extended attributes.
-    fn typed_pair(
-        &mut self,
-        dir: &mut Dir,
-        stem: &str,
-        (o, span): (Origin, Span),
-        numpy: Option<(&str, &[u64])>,
-        meta: u32,
-    ) -> (String, Option<String>) {
-        let header = numpy.and_then(|(descr, shape)| npy::header(descr, shape));
-        let Some(header) = header else {
-            let name = dir.names.unique(stem, ".bin");
-            self.file(dir.ino, name.clone(), o.content(span), Some(meta));
-            return (name, None);
-        };
-        let mut names = dir.names.unique_family(stem, &[".bin", ".npy"]).into_iter();
-        let (bin, npy) = (
-            names.next().unwrap_or_default(),
-            names.next().unwrap_or_default(),
-        );
-        self.file(dir.ino, bin.clone(), o.content(span), Some(meta));
-        let content = Content::Prefixed {
-            prefix: header.into(),
-            source: o.source,
-            span: o.shifted(span),
-        };
-        self.file(dir.ino, npy.clone(), content, Some(meta));
-        (bin, Some(npy))
-    }
-
-    /// Records a type and shape for the extended attributes of files.
-    fn meta(&mut self, dtype: Dtype, sizes: Vec<i64>) -> u32 {
-        self.tensors.push(TensorMeta {
-            dtype,
-            sizes: sizes.into(),
-        });
-        (self.tensors.len() - 1) as u32
-    }
 }
 
-/// The source span of decoded bytes.
-fn locate<'d>(b: &Bytes<'_>, place: &Place<'_, '_>, named: &NamedIndex<'d>) -> Option<Located<'d>> {
-    match b {
-        Bytes::Payload(s) => Some((
-            place.origin,
-            Span {
-                offset: place.processed.offset + s.offset,
-                len: s.len,
-            },
-            None,
-        )),
-        Bytes::Named { key, len } => named
-            .by_key
-            .get(key.as_bytes())
-            .filter(|(_, s, _)| s.len >= *len)
-            .map(|&(o, s, f)| (o, Span { len: *len, ..s }, f)),
-    }
-}
-
-fn header_json(h: &xnnpack::Header, payload: &[u8], place: &Place<'_, '_>) -> serde_json::Value {
+pub(super) fn header_json(
+    h: &xnnpack::Header,
+    payload: &[u8],
+    place: &Place<'_, '_>,
+) -> serde_json::Value {
     let file = |s: Span| place.origin.shifted(place.processed).offset + s.offset;
     let at = h.flatbuffer.offset as usize + 4;
     json!({
@@ -361,8 +192,12 @@ struct ScaleEntry<'w> {
     count: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     numpy_dtype: Option<&'static str>,
+    /// `float32` or `bfloat16`: what the `.bin` holds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    raw_bits: Option<bool>,
+    stored_dtype: Option<&'static str>,
+    /// True when the `.npy` holds bfloat16 scales widened to float32.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    widened: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     nbytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

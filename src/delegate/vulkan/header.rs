@@ -1,0 +1,174 @@
+//! The `VH00` header in front of a Vulkan payload.
+
+use crate::format::{Error, Result, Span};
+
+/// The header magic at bytes 4..8.
+pub const MAGIC: &[u8; 4] = b"VH00";
+
+/// The flatbuffer identifier.
+pub const IDENTIFIER: &[u8; 4] = b"VK00";
+
+/// Bytes the known header fields cover.
+const KNOWN_LEN: u16 = 30;
+
+/// Where a payload's flatbuffer and constant bytes are, relative to the
+/// payload's first byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The header length field.
+    pub header_length: u16,
+    /// The flatbuffer.
+    pub flatbuffer: Span,
+    /// The constant bytes (`VkBytes` offsets count from its start).
+    pub constant_data: Span,
+    /// The size field as written: 0 means "to the end of the payload".
+    pub constant_data_size_field: u64,
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u64 {
+    u64::from(u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Reads the header of `payload`: `VH00` at 4..8, then (little-endian) a
+/// u16 header length at 8, the flatbuffer's u32 offset and size at 10 and
+/// 14, the constant bytes' u32 offset at 18 and u64 size at 22 (0: the rest
+/// of the payload). Both regions must lie inside the payload, in that
+/// order, and the flatbuffer must carry the identifier `VK00`.
+pub fn parse(payload: &[u8]) -> Result<Header> {
+    let total = payload.len() as u64;
+    if payload.len() < usize::from(KNOWN_LEN) {
+        return Err(Error::new(format!(
+            "payload is {total} bytes, the VH00 header needs {KNOWN_LEN}"
+        )));
+    }
+    if &payload[4..8] != MAGIC {
+        return Err(Error::new(format!(
+            "payload offset 4: header magic is \"{}\", expected VH00",
+            payload[4..8].escape_ascii()
+        )));
+    }
+    let length = u16_at(payload, 8);
+    if length < KNOWN_LEN {
+        return Err(Error::new(format!(
+            "payload header at offset 8: header length {length} is below {KNOWN_LEN}"
+        )));
+    }
+    let flatbuffer = Span::checked(u32_at(payload, 10), u32_at(payload, 14), total, || {
+        "payload header (offsets 10..18): flatbuffer".to_owned()
+    })?;
+    if flatbuffer.offset < u64::from(length) {
+        return Err(Error::new(format!(
+            "payload header (offset 10): flatbuffer offset {} is inside the {length}-byte header",
+            flatbuffer.offset
+        )));
+    }
+    if flatbuffer.len < 8 {
+        return Err(Error::new(format!(
+            "payload header (offset 14): flatbuffer size {} is too small for a flatbuffer",
+            flatbuffer.len
+        )));
+    }
+    let (data_offset, size_field) = (u32_at(payload, 18), u64_at(payload, 22));
+    if data_offset < flatbuffer.end() {
+        return Err(Error::new(format!(
+            "payload header (offset 18): constant bytes offset {data_offset} is before the flatbuffer's end at {}",
+            flatbuffer.end()
+        )));
+    }
+    let size = match size_field {
+        0 => total.saturating_sub(data_offset),
+        n => n,
+    };
+    let constant_data = Span::checked(data_offset, size, total, || {
+        "payload header (offsets 18..30): constant bytes".to_owned()
+    })?;
+    let at = flatbuffer.offset as usize + 4;
+    let id = &payload[at..at + 4];
+    if id != IDENTIFIER {
+        return Err(Error::new(format!(
+            "payload offset {at}: flatbuffer identifier is \"{}\", expected VK00",
+            id.escape_ascii()
+        )));
+    }
+    Ok(Header {
+        header_length: length,
+        flatbuffer,
+        constant_data,
+        constant_data_size_field: size_field,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(fb_off: u32, fb_len: u32, cd_off: u32, cd_len: u64, total: usize) -> Vec<u8> {
+        let mut p = vec![0u8; total];
+        p[4..8].copy_from_slice(MAGIC);
+        p[8..10].copy_from_slice(&30u16.to_le_bytes());
+        p[10..14].copy_from_slice(&fb_off.to_le_bytes());
+        p[14..18].copy_from_slice(&fb_len.to_le_bytes());
+        p[18..22].copy_from_slice(&cd_off.to_le_bytes());
+        p[22..30].copy_from_slice(&cd_len.to_le_bytes());
+        if let Some(id) = p.get_mut(fb_off as usize + 4..fb_off as usize + 8) {
+            id.copy_from_slice(IDENTIFIER);
+        }
+        p
+    }
+
+    #[test]
+    fn regions_and_a_zero_size_meaning_the_rest() {
+        let h = parse(&payload(32, 64, 96, 0, 200)).unwrap();
+        assert_eq!(
+            h.flatbuffer,
+            Span {
+                offset: 32,
+                len: 64
+            }
+        );
+        assert_eq!(
+            h.constant_data,
+            Span {
+                offset: 96,
+                len: 104
+            }
+        );
+        assert_eq!(h.constant_data_size_field, 0);
+        let h = parse(&payload(32, 64, 96, 8, 200)).unwrap();
+        assert_eq!(h.constant_data.len, 8);
+    }
+
+    #[test]
+    fn bad_headers_name_the_field() {
+        let cases: [(Vec<u8>, &str); 6] = [
+            (vec![0; 10], "needs 30"),
+            (payload(32, 64, 96, 0, 200)[..40].to_vec(), "flatbuffer"),
+            (payload(16, 64, 96, 0, 200), "inside the 30-byte header"),
+            (
+                payload(32, 64, 90, 0, 200),
+                "before the flatbuffer's end at 96",
+            ),
+            (payload(32, 64, 96, 500, 200), "constant bytes"),
+            (payload(32, 4, 96, 0, 200), "too small"),
+        ];
+        for (p, want) in cases {
+            let e = parse(&p).unwrap_err().to_string();
+            assert!(e.contains(want), "{e} (wanted {want})");
+        }
+        let mut p = payload(32, 64, 96, 0, 200);
+        p[36..40].copy_from_slice(b"XN01");
+        assert!(parse(&p).unwrap_err().to_string().contains("expected VK00"));
+        p[4..8].copy_from_slice(b"XH00");
+        assert!(parse(&p).unwrap_err().to_string().contains("expected VH00"));
+    }
+}
