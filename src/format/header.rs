@@ -1,20 +1,7 @@
 //! The fixed headers at the start of `.pte` and `.ptd` files.
 
+pub(super) use super::le::{u32_at, u64_at};
 use super::{Error, Result};
-
-/// Little-endian `u32` at `at`; the caller has checked the length.
-pub(super) fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut b = [0; 4];
-    b.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(b)
-}
-
-/// Little-endian `u64` at `at`; the caller has checked the length.
-pub(super) fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut b = [0; 8];
-    b.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(b)
-}
 
 fn magic_at(bytes: &[u8], at: usize) -> [u8; 4] {
     let mut b = [0; 4];

@@ -10,6 +10,7 @@ mod data;
 mod error;
 mod header;
 mod index;
+pub mod le;
 mod program;
 pub mod ptn;
 pub mod scalar;

@@ -1,5 +1,6 @@
 //! The `VH00` header in front of a Vulkan payload.
 
+use crate::format::le;
 use crate::format::{Error, Result, Span};
 
 /// The header magic at bytes 4..8.
@@ -25,18 +26,8 @@ pub struct Header {
     pub constant_data_size_field: u64,
 }
 
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
 fn u32_at(b: &[u8], at: usize) -> u64 {
-    u64::from(u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
+    u64::from(le::u32_at(b, at))
 }
 
 /// Reads the header of `payload`: `VH00` at 4..8, then (little-endian) a
@@ -57,7 +48,7 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
             payload[4..8].escape_ascii()
         )));
     }
-    let length = u16_at(payload, 8);
+    let length = le::u16_at(payload, 8);
     if length < KNOWN_LEN {
         return Err(Error::new(format!(
             "payload header at offset 8: header length {length} is below {KNOWN_LEN}"
@@ -78,7 +69,7 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
             flatbuffer.len
         )));
     }
-    let (data_offset, size_field) = (u32_at(payload, 18), u64_at(payload, 22));
+    let (data_offset, size_field) = (u32_at(payload, 18), le::u64_at(payload, 22));
     if data_offset < flatbuffer.end() {
         return Err(Error::new(format!(
             "payload header (offset 18): constant bytes offset {data_offset} is before the flatbuffer's end at {}",

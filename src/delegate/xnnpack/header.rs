@@ -1,5 +1,6 @@
 //! The optional `XH00` header in front of an XNNPACK payload.
 
+use crate::format::le;
 use crate::format::{Error, Result, Span};
 
 /// The header magic at bytes 4..8.
@@ -23,18 +24,8 @@ pub struct Header {
     pub constant_data: Span,
 }
 
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
 fn u32_at(b: &[u8], at: usize) -> u64 {
-    u64::from(u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
+    u64::from(le::u32_at(b, at))
 }
 
 /// Reads the header of `payload`, checking that both regions lie inside it.
@@ -67,7 +58,7 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
             "payload header: payload is {total} bytes, the XH00 header needs {KNOWN_LEN}"
         )));
     }
-    let length = u16_at(payload, 8);
+    let length = le::u16_at(payload, 8);
     if length < KNOWN_LEN {
         return Err(Error::new(format!(
             "payload header at offset 8: header length {length} is below {KNOWN_LEN}"
@@ -76,7 +67,7 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
     let flatbuffer = Span::checked(u32_at(payload, 10), u32_at(payload, 14), total, || {
         "payload header (offsets 10..18): flatbuffer".to_owned()
     })?;
-    let constant_data = Span::checked(u32_at(payload, 18), u64_at(payload, 22), total, || {
+    let constant_data = Span::checked(u32_at(payload, 18), le::u64_at(payload, 22), total, || {
         "payload header (offsets 18..30): constant data".to_owned()
     })?;
     if flatbuffer.len < 8 {
