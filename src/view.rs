@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::format::{self, Kind, Parsed};
 use crate::meta::names::Checkpoint;
-use crate::source::{Source, SourceError, open_regular};
+use crate::source::{Source, SourceError, open_regular, remote};
 use crate::tree::{self, Content, Ino, Input, NodeKind, Tree};
 
 /// Sources and their tree.
@@ -148,6 +148,21 @@ impl<'a> Inputs<'a> {
 }
 
 impl Opened {
+    /// Fetches remote sources whole, for work that reads every byte of
+    /// them (comparing tensors, hashing them for `--names`).
+    pub fn fetch_whole(&mut self) -> Result<(), OpenError> {
+        for s in &mut self.sources {
+            s.fetch_whole()?;
+        }
+        Ok(())
+    }
+
+    /// Closes remote sources' connections (reads reopen them): a process
+    /// about to fork holds none.
+    pub fn disconnect(&self) {
+        self.sources.iter().for_each(Source::disconnect);
+    }
+
     /// Opens and maps everything `req` names: its files, the model files
     /// in its directories, and the data files to attach.
     pub fn open(req: &Request) -> Result<Opened, OpenError> {
@@ -157,6 +172,11 @@ impl Opened {
         // named on the command line may not.
         let mut found = Vec::new();
         for p in &req.inputs {
+            if p.to_str().is_some_and(remote::is_url) {
+                files.push(p.clone());
+                found.push(false);
+                continue;
+            }
             let meta = std::fs::metadata(p).map_err(|error| SourceError::Io {
                 path: p.clone(),
                 error,
@@ -186,7 +206,9 @@ impl Opened {
         }
         let mut sources = Vec::new();
         for f in files.iter().chain(&req.data) {
-            sources.push(Source::open(f)?);
+            let mut source = Source::open(f)?;
+            source.prefetch(tree::fetch_plan)?;
+            sources.push(source);
         }
         Ok(Opened {
             sources,
@@ -270,7 +292,10 @@ impl View {
             };
             &with_found
         };
-        let opened = Opened::open(req)?;
+        let mut opened = Opened::open(req)?;
+        if req.names.is_some() {
+            opened.fetch_whole()?;
+        }
         let parsed = opened.parse()?;
         // A directory source shows each file in a directory of its own,
         // however many it holds.
@@ -283,12 +308,20 @@ impl View {
             names.as_ref(),
         );
         let skipped = parsed.skipped;
+        opened.disconnect();
         Ok(View {
             sources: opened.sources,
             tree,
             skipped,
             notes,
         })
+    }
+
+    /// Bounds the block cache of each remote source to `bytes`.
+    pub fn set_cache_size(&self, bytes: u64) {
+        for s in &self.sources {
+            s.set_cache_size(bytes);
+        }
     }
 
     /// The content of file `ino`, or `None` for a directory.

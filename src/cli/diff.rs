@@ -152,10 +152,13 @@ fn compare_files(
         error(e);
         TROUBLE
     };
-    let (oa, ob) = (
+    let (mut oa, mut ob) = (
         open_inputs(&[a.0.to_owned()], a.1)?,
         open_inputs(&[b.0.to_owned()], b.1)?,
     );
+    // Tensors are compared byte for byte: remote files are read whole.
+    oa.fetch_whole().map_err(|e| fail(&e))?;
+    ob.fetch_whole().map_err(|e| fail(&e))?;
     let (ia, ib) = (
         oa.parse().map_err(|e| fail(&e))?,
         ob.parse().map_err(|e| fail(&e))?,

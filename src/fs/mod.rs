@@ -234,14 +234,17 @@ impl Fs {
             return Ok(Data::Rendered(piece.head));
         };
         let source = self.source(id)?;
-        if piece.head.is_empty() {
-            return Ok(Data::Mapped(source.slice(span)));
+        if piece.head.is_empty()
+            && let Some(mapped) = source.mapped(span)
+        {
+            return Ok(Data::Mapped(mapped));
         }
-        // Straddling a rendered prefix and source bytes: assemble them,
-        // reading the source with pread rather than touching the map.
+        // Straddling a rendered prefix and source bytes, or a remote
+        // source: assemble them, reading a local source with pread rather
+        // than touching the map.
         let mut buf = Vec::with_capacity(piece.len() as usize);
         buf.extend_from_slice(piece.head);
-        self.pread(source, span, &mut buf)?;
+        self.pread(id, span, &mut buf)?;
         Ok(Data::Owned(buf))
     }
 
@@ -253,8 +256,7 @@ impl Fs {
         let mut buf = Vec::with_capacity(piece.len() as usize);
         buf.extend_from_slice(piece.head);
         if let Some((id, span)) = piece.tail {
-            let source = self.source(id)?;
-            self.pread(source, span, &mut buf)?;
+            self.pread(id, span, &mut buf)?;
         }
         Ok(buf)
     }
@@ -312,17 +314,30 @@ impl Fs {
     /// Source `id`, if it is unchanged since it was opened.
     fn source(&self, id: usize) -> Result<&Source> {
         let source = &self.view.sources[id];
-        if let Err(why) = source.check_unchanged() {
+        self.check_unchanged(id)?;
+        Ok(source)
+    }
+
+    /// `Ok` while source `id` is unchanged; its change is logged once.
+    fn check_unchanged(&self, id: usize) -> Result<()> {
+        if let Err(why) = self.view.sources[id].check_unchanged() {
             if !self.change_logged[id].swap(true, Ordering::Relaxed) {
                 log::error!("{why}; reads of its bytes fail with EIO until it is remounted");
             }
             return Err(why.into());
         }
-        Ok(source)
+        Ok(())
     }
 
-    fn pread(&self, source: &Source, span: Span, out: &mut Vec<u8>) -> Result<()> {
-        source.read_span(span, out).map_err(|error| FsError::Read {
+    /// Reads `span` of source `id` (checked unchanged first) into `out`.
+    fn pread(&self, id: usize, span: Span, out: &mut Vec<u8>) -> Result<()> {
+        let source = self.source(id)?;
+        let read = source.read_span(span, out);
+        // A remote source finds out it changed only by reading.
+        if read.is_err() {
+            self.check_unchanged(id)?;
+        }
+        read.map_err(|error| FsError::Read {
             source_name: source.name.clone(),
             offset: span.offset,
             end: span.end(),

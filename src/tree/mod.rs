@@ -10,6 +10,9 @@ mod build;
 pub mod names;
 pub mod render;
 
+/// What parsing and building a file's tree read of it (for sources that
+/// fetch ranges).
+pub use crate::delegate::fetch::needed as fetch_plan;
 pub use build::{Input, build, build_with_names};
 
 use crate::format::Span;

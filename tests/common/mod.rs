@@ -74,7 +74,11 @@ pub fn read_range(v: &View, ino: Ino, offset: u64, size: u64) -> Vec<u8> {
     let piece = v.content(ino).expect("a file").read(offset, size);
     let mut out = piece.head.to_vec();
     if let Some((id, span)) = piece.tail {
-        out.extend_from_slice(v.sources[id].slice(span));
+        let source = &v.sources[id];
+        match source.mapped(span) {
+            Some(bytes) => out.extend_from_slice(bytes),
+            None => source.read_span(span, &mut out).unwrap(),
+        }
     }
     out
 }

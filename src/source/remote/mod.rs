@@ -1,0 +1,220 @@
+//! A remote object read by byte ranges.
+//!
+//! Opening asks the server for the object's size, ETag and modification
+//! time and pins them: every later range read is conditional on the ETag
+//! (`If-Match`, or `If-Unmodified-Since` without one), so a changed object
+//! makes reads fail rather than mix new bytes into the old tree. Parsing
+//! sees an image of the object's full length, an anonymous mapping that
+//! costs nothing where it is not written, holding the ranges a fetch plan
+//! asked for. Reads after that go through a [`BlockCache`].
+//!
+//! The object store client is asynchronous; each source keeps a small
+//! runtime of its own and blocks on it from the calling thread. Every
+//! request is bounded (timeouts, few retries, an overall limit), so a
+//! server that stops answering makes a read fail within seconds.
+
+mod client;
+mod url;
+
+use std::io;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use memmap2::{MmapMut, MmapOptions};
+
+pub use self::url::is_url;
+use super::cache::{BLOCK, BlockCache, DEFAULT_CAPACITY};
+use super::{SourceError, Stamp};
+use crate::format::{Ranges, Span};
+use client::{Client, GetError, Pin};
+
+/// Rounds a fetch plan may take before it is refused as not converging.
+const PLAN_ROUNDS: usize = 64;
+
+/// An open remote object.
+#[derive(Debug)]
+pub struct RemoteFile {
+    url: String,
+    pin: Pin,
+    /// Connected lazily, dropped by [`RemoteFile::disconnect`].
+    client: Mutex<Option<Arc<Client>>>,
+    image: Option<MmapMut>,
+    have: Ranges,
+    cache: BlockCache,
+    changed: AtomicBool,
+}
+
+impl RemoteFile {
+    /// Asks for the object's size and identity; fetches nothing else.
+    pub fn open(url: &str) -> Result<(RemoteFile, Stamp), SourceError> {
+        let error = |error: String| SourceError::Remote {
+            url: url.to_owned(),
+            error,
+        };
+        let client = Arc::new(Client::connect(url).map_err(error)?);
+        let pin = client.head().map_err(|e| error(e.to_string()))?;
+        let image = if pin.len == 0 {
+            None
+        } else {
+            let len = usize::try_from(pin.len)
+                .map_err(|_| error(format!("is {} bytes, too large to map", pin.len)))?;
+            Some(
+                MmapOptions::new()
+                    .len(len)
+                    .no_reserve_swap()
+                    .map_anon()
+                    .map_err(|e| error(format!("mapping an image of {len} bytes: {e}")))?,
+            )
+        };
+        let stamp = Stamp {
+            dev: 0,
+            ino: 0,
+            len: pin.len,
+            mtime: pin.mtime(),
+            ctime: pin.mtime(),
+            nlink: 1,
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+            mode: libc::S_IFREG | 0o444,
+        };
+        let file = RemoteFile {
+            url: url.to_owned(),
+            cache: BlockCache::new(pin.len, BLOCK, DEFAULT_CAPACITY),
+            pin,
+            client: Mutex::new(Some(client)),
+            image,
+            have: Ranges::default(),
+            changed: AtomicBool::new(false),
+        };
+        Ok((file, stamp))
+    }
+
+    /// The image parsing sees.
+    pub fn image(&self) -> &[u8] {
+        self.image.as_deref().unwrap_or(&[])
+    }
+
+    fn client(&self) -> Result<Arc<Client>, String> {
+        let mut slot = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = &*slot {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(Client::connect(&self.url)?);
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Drops the client (connections and runtime); the next read connects
+    /// again.
+    pub fn disconnect(&self) {
+        let old = self.client.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(old);
+    }
+
+    /// Bytes `range` of the object as it was opened.
+    fn get(&self, range: Range<u64>) -> io::Result<Vec<u8>> {
+        let client = self.client().map_err(io::Error::other)?;
+        match client.get(range, &self.pin) {
+            Ok(bytes) => Ok(bytes),
+            Err(GetError::Changed(why)) => {
+                self.changed.store(true, Ordering::Relaxed);
+                Err(io::Error::other(format!(
+                    "changed since it was opened ({why})"
+                )))
+            }
+            Err(GetError::Other(e)) => Err(io::Error::other(e)),
+        }
+    }
+
+    /// Fetches into the image what `plan` asks for, until it asks for
+    /// nothing new.
+    pub fn prefetch(
+        &mut self,
+        plan: impl Fn(&[u8], &Ranges) -> Vec<Range<u64>>,
+    ) -> Result<(), SourceError> {
+        let error = |error: String| SourceError::Remote {
+            url: self.url.clone(),
+            error,
+        };
+        for _ in 0..PLAN_ROUNDS {
+            let mut missing: Vec<Range<u64>> = plan(self.image(), &self.have)
+                .iter()
+                .flat_map(|r| self.have.missing(&(r.start..r.end.min(self.pin.len))))
+                .collect();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            missing.sort_by_key(|r| r.start);
+            for r in coalesce(missing) {
+                let bytes = self.get(r.clone()).map_err(|e| error(e.to_string()))?;
+                let image = self.image.as_deref_mut().unwrap_or_default();
+                image[r.start as usize..r.end as usize].copy_from_slice(&bytes);
+                self.have.insert(r);
+            }
+        }
+        Err(error(format!(
+            "reading its structure took more than {PLAN_ROUNDS} rounds of range requests"
+        )))
+    }
+
+    /// See [`super::Source::set_cache_size`].
+    pub fn set_cache_size(&self, bytes: u64) {
+        self.cache.set_capacity(bytes);
+    }
+
+    /// Bytes fetched so far: for parsing and through the cache.
+    pub fn fetched_bytes(&self) -> u64 {
+        self.have.total() + self.cache.fetched()
+    }
+
+    /// `Err` once a read found the object changed.
+    pub fn check_unchanged(&self, name: &str) -> Result<(), SourceError> {
+        if self.changed.load(Ordering::Relaxed) {
+            return Err(SourceError::Modified {
+                name: name.to_owned(),
+                what: self.pin.identity(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends the bytes of `span` to `out`, through the cache.
+    pub fn read_span(&self, span: Span, out: &mut Vec<u8>) -> io::Result<()> {
+        let start = out.len();
+        let read = self
+            .cache
+            .read(span.offset..span.end(), out, &|r| self.get(r));
+        if read.is_err() {
+            out.truncate(start);
+        }
+        read
+    }
+}
+
+/// Ranges sorted by start, with those closer than a small gap merged: one
+/// request is cheaper than two for a few KiB in between.
+fn coalesce(sorted: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    const GAP: u64 = 64 << 10;
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(GAP) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+impl Pin {
+    fn mtime(&self) -> (i64, i64) {
+        let t = self.last_modified;
+        match t.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => (d.as_secs() as i64, i64::from(d.subsec_nanos())),
+            Err(_) => (0, 0),
+        }
+    }
+}
