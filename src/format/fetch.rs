@@ -15,8 +15,10 @@ use std::ops::Range;
 use super::ptn::{self, ALIASES_MEMBER, PROGRAM_MEMBER, TENSORS_MEMBER};
 use super::{DataFile, Kind, ProgramFile, PtdHeader, PteHeader, Span};
 
-/// Bytes read first, before anything says more: every header fits.
-pub const HEAD: u64 = 4096;
+/// Bytes read first, before anything says more: the `.pte` extended
+/// header (40 bytes) and the `.ptd` header (48) fit. Kept this small so
+/// that what a file needs is planned, not fetched by luck with its head.
+pub const HEAD: u64 = 64;
 
 /// Byte ranges of a file, kept sorted and merged.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mounted;
+pub mod servers;
 pub mod xnnpack;
 
 use std::collections::BTreeMap;
