@@ -169,6 +169,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cache_size_takes_bytes_with_a_binary_suffix() {
+        let size = |o: &str| parse_options(&[o.into()], "x", true).map(|o| o.cache_size);
+        assert_eq!(size("cache_size=512M"), Ok(Some(512 << 20)));
+        assert_eq!(size("cache_size=2g"), Ok(Some(2 << 30)));
+        assert_eq!(size("cache_size=65536"), Ok(Some(65536)));
+        assert_eq!(size("ro"), Ok(None));
+        for bad in [
+            "cache_size=",
+            "cache_size=0",
+            "cache_size=1T",
+            "cache_size=-1M",
+        ] {
+            let e = size(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("512M"), "{e}");
+        }
+        assert!(size("cache_size=99999999999G").is_err());
+    }
+
+    #[test]
     fn options_are_checked_by_name() {
         let given = ["ro,nosuid".into(), "allow_other,fsname=m".into()];
         let o = parse_options(&given, "/x.pte", true).unwrap();
