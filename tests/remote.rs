@@ -448,3 +448,31 @@ impl Drop for Unmount {
             .status();
     }
 }
+
+#[test]
+fn names_hash_remote_tensors_as_local_ones() {
+    if !nginx_or_skip("names_hash_remote_tensors_as_local_ones") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    let all: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("state_dicts.json")).unwrap()).unwrap();
+    let map: BTreeMap<&String, &serde_json::Value> = all["mv2_xnnpack"]["state"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k, &v["sha256"]))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let names = write_file(dir.path(), "names.json", &serde_json::to_vec(&map).unwrap());
+    let names = names.to_str().unwrap();
+    let url = nginx.url("mv2_xnnpack.pte");
+    let remote = stdout_of(&["ls", "-R", "--names", names, &url], &[]);
+    let here = stdout_of(
+        &["ls", "-R", "--names", names, &local("mv2_xnnpack.pte")],
+        &[],
+    );
+    let by_name = String::from_utf8_lossy(&here).matches("by-name/").count();
+    assert!(by_name > 100, "{by_name} keys found");
+    assert_eq!(remote, here);
+}
