@@ -244,7 +244,7 @@ impl Fs {
         // than touching the map.
         let mut buf = Vec::with_capacity(piece.len() as usize);
         buf.extend_from_slice(piece.head);
-        self.pread(id, span, &mut buf)?;
+        self.pread(id, span, source_end(content), &mut buf)?;
         Ok(Data::Owned(buf))
     }
 
@@ -256,7 +256,7 @@ impl Fs {
         let mut buf = Vec::with_capacity(piece.len() as usize);
         buf.extend_from_slice(piece.head);
         if let Some((id, span)) = piece.tail {
-            self.pread(id, span, &mut buf)?;
+            self.pread(id, span, source_end(content), &mut buf)?;
         }
         Ok(buf)
     }
@@ -329,10 +329,11 @@ impl Fs {
         Ok(())
     }
 
-    /// Reads `span` of source `id` (checked unchanged first) into `out`.
-    fn pread(&self, id: usize, span: Span, out: &mut Vec<u8>) -> Result<()> {
+    /// Reads `span` of source `id` (checked unchanged first) into `out`,
+    /// part of a file whose bytes end at `end`.
+    fn pread(&self, id: usize, span: Span, end: u64, out: &mut Vec<u8>) -> Result<()> {
         let source = self.source(id)?;
-        let read = source.read_span(span, out);
+        let read = source.read_span_within(span, end, out);
         // A remote source finds out it changed only by reading.
         if read.is_err() {
             self.check_unchanged(id)?;
@@ -343,5 +344,13 @@ impl Fs {
             end: span.end(),
             error,
         })
+    }
+}
+
+/// Where the source bytes of a file end (0 for rendered bytes).
+fn source_end(content: &Content) -> u64 {
+    match content {
+        Content::Source { span, .. } | Content::Prefixed { span, .. } => span.end(),
+        Content::Generated(_) => 0,
     }
 }

@@ -110,8 +110,16 @@ impl BlockCache {
     }
 
     /// Appends bytes `range` of the object to `out`, fetching missing
-    /// blocks with `fetch`. A range past the end is an error.
-    pub fn read(&self, range: Range<u64>, out: &mut Vec<u8>, fetch: Fetch<'_>) -> io::Result<()> {
+    /// blocks with `fetch`; read-ahead stops at the block holding byte
+    /// `ahead_limit` (the end of the file being read). A range past the
+    /// end is an error.
+    pub fn read(
+        &self,
+        range: Range<u64>,
+        ahead_limit: u64,
+        out: &mut Vec<u8>,
+        fetch: Fetch<'_>,
+    ) -> io::Result<()> {
         if range.end > self.len || range.start > range.end {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -158,7 +166,8 @@ impl BlockCache {
         if ahead > 0 {
             let s = self.lock();
             let mut end = last + 1;
-            while end < blocks_total && end <= last + ahead && !s.blocks.contains_key(&end) {
+            let limit = blocks_total.min(ahead_limit.div_ceil(self.block));
+            while end < limit && end <= last + ahead && !s.blocks.contains_key(&end) {
                 end += 1;
             }
             drop(s);
@@ -226,7 +235,7 @@ mod tests {
             Ok(obj[x.start as usize..x.end as usize].to_vec())
         };
         let mut out = Vec::new();
-        c.read(r, &mut out, &fetch).unwrap();
+        c.read(r, u64::MAX, &mut out, &fetch).unwrap();
         out
     }
 
@@ -262,17 +271,33 @@ mod tests {
     }
 
     #[test]
+    fn read_ahead_stops_at_the_end_of_the_file_read() {
+        let (obj, log) = object(100_000);
+        let c = BlockCache::new(100_000, 1000, 100_000);
+        let fetch = |x: Range<u64>| {
+            log.borrow_mut().push(x.clone());
+            Ok(obj[x.start as usize..x.end as usize].to_vec())
+        };
+        let mut out = Vec::new();
+        for at in (10_000..15_000).step_by(500) {
+            c.read(at..at + 500, 15_000, &mut out, &fetch).unwrap();
+        }
+        assert_eq!(out, obj[10_000..15_000]);
+        assert_eq!(c.fetched(), 5000, "{:?}", log.borrow());
+    }
+
+    #[test]
     fn errors_pass_through_and_bounds_are_checked() {
         let c = BlockCache::new(100, 10, 1000);
         let fail = |_: Range<u64>| Err(io::Error::other("gone"));
         let mut out = Vec::new();
         assert_eq!(
-            c.read(0..5, &mut out, &fail).unwrap_err().to_string(),
+            c.read(0..5, 5, &mut out, &fail).unwrap_err().to_string(),
             "gone"
         );
-        assert!(c.read(90..101, &mut out, &fail).is_err());
+        assert!(c.read(90..101, 101, &mut out, &fail).is_err());
         let short = |_: Range<u64>| Ok(vec![0; 3]);
-        assert!(c.read(0..5, &mut out, &short).is_err());
+        assert!(c.read(0..5, 5, &mut out, &short).is_err());
         assert!(out.is_empty());
     }
 }

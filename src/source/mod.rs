@@ -247,9 +247,16 @@ impl Source {
     /// read with `pread` rather than through the map, a remote one through
     /// its cache with bounded retries).
     pub fn read_span(&self, span: Span, out: &mut Vec<u8>) -> io::Result<()> {
+        self.read_span_within(span, span.end(), out)
+    }
+
+    /// [`Source::read_span`] of part of a file that ends at offset `end`:
+    /// a remote source reading in order reads ahead up to there, and not
+    /// into the bytes of other files.
+    pub fn read_span_within(&self, span: Span, end: u64, out: &mut Vec<u8>) -> io::Result<()> {
         match &self.backing {
             Backing::Local(l) => l.read_span(span, out),
-            Backing::Remote(r) => r.read_span(span, out),
+            Backing::Remote(r) => r.read_span(span, end, out),
         }
     }
 }

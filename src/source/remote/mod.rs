@@ -180,12 +180,13 @@ impl RemoteFile {
         Ok(())
     }
 
-    /// Appends the bytes of `span` to `out`, through the cache.
-    pub fn read_span(&self, span: Span, out: &mut Vec<u8>) -> io::Result<()> {
+    /// Appends the bytes of `span` to `out`, through the cache, reading
+    /// ahead no further than `ahead_limit`.
+    pub fn read_span(&self, span: Span, ahead_limit: u64, out: &mut Vec<u8>) -> io::Result<()> {
         let start = out.len();
         let read = self
             .cache
-            .read(span.offset..span.end(), out, &|r| self.get(r));
+            .read(span.offset..span.end(), ahead_limit, out, &|r| self.get(r));
         if read.is_err() {
             out.truncate(start);
         }
