@@ -157,6 +157,20 @@ impl Opened {
         Ok(())
     }
 
+    /// Parses everything and builds the tree (see [`View::open`]), with
+    /// the files skipped.
+    fn build(
+        &self,
+        names: Option<&Checkpoint>,
+    ) -> Result<(Tree, Vec<(PathBuf, String)>), OpenError> {
+        let parsed = self.parse()?;
+        // A directory source shows each file in a directory of its own,
+        // however many it holds.
+        let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
+        let tree = tree::build_with_names(&parsed.shown, &parsed.attached, one_dir_each, names);
+        Ok((tree, parsed.skipped))
+    }
+
     /// Closes remote sources' connections (reads reopen them): a process
     /// about to fork holds none.
     pub fn disconnect(&self) {
@@ -296,18 +310,30 @@ impl View {
         if req.names.is_some() {
             opened.fetch_whole()?;
         }
-        let parsed = opened.parse()?;
-        // A directory source shows each file in a directory of its own,
-        // however many it holds.
-        let one_dir_each = parsed.shown.len() > 1 || opened.found.contains(&true);
         let names = req.names.as_deref().map(load_checkpoint).transpose()?;
-        let tree = tree::build_with_names(
-            &parsed.shown,
-            &parsed.attached,
-            one_dir_each,
-            names.as_ref(),
-        );
-        let skipped = parsed.skipped;
+        let (mut tree, mut skipped) = opened.build(names.as_ref())?;
+        let mut notes = notes;
+        // A remote file whose parsing read bytes its fetch plan left out
+        // (zeros, not the file's bytes) is fetched whole and built again.
+        let mut refetched = false;
+        for s in &mut opened.sources {
+            let gaps = s.unfetched_reads();
+            if let (Some(first), Some(last)) = (gaps.first(), gaps.last()) {
+                notes.push(format!(
+                    "{}: reading its structure touched {} range(s) of bytes not fetched for it \
+                     (bytes {}..{}); fetched it whole instead",
+                    s.name,
+                    gaps.len(),
+                    first.start,
+                    last.end
+                ));
+                s.fetch_whole()?;
+                refetched = true;
+            }
+        }
+        if refetched {
+            (tree, skipped) = opened.build(names.as_ref())?;
+        }
         opened.disconnect();
         Ok(View {
             sources: opened.sources,

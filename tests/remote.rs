@@ -58,6 +58,11 @@ fn summary(fs: &Fs) -> BTreeMap<String, (u64, u64, Option<String>)> {
 /// bytes the remote view fetched to build its tree.
 fn same_tree(urls: (&[String], &[String]), paths: (&[String], &[String])) -> u64 {
     let remote = open(urls.0, urls.1);
+    // Built from what the fetch plan fetched, not refetched whole.
+    assert_eq!(remote.notes, Vec::<String>::new(), "{urls:?}");
+    for s in &remote.sources {
+        assert_eq!(s.unfetched_reads(), [], "{urls:?}");
+    }
     let fetched: u64 = remote.sources.iter().map(|s| s.fetched_bytes()).sum();
     let local = open(paths.0, paths.1);
     assert_eq!(remote.tree.warnings, local.tree.warnings, "{urls:?}");
@@ -475,4 +480,43 @@ fn names_hash_remote_tensors_as_local_ones() {
     let by_name = String::from_utf8_lossy(&here).matches("by-name/").count();
     assert!(by_name > 100, "{by_name} keys found");
     assert_eq!(remote, here);
+}
+
+#[test]
+fn reading_bytes_a_plan_left_out_is_detected() {
+    if !nginx_or_skip("reading_bytes_a_plan_left_out_is_detected") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    let url = nginx.url("mv2_xnnpack.pte");
+    // The container's plan without the delegate's: building the tree
+    // decodes the XNNPACK payload from pages never fetched (zeros).
+    let mut s = ptefs::source::Source::open(Path::new(&url)).unwrap();
+    s.prefetch(|image, have| ptefs::format::fetch::plan(image, have).ranges)
+        .unwrap();
+    assert_eq!(s.unfetched_reads(), []);
+    let input = ptefs::tree::Input {
+        name: "m.pte".into(),
+        source: 0,
+        parsed: ptefs::format::parse(s.bytes()).unwrap(),
+    };
+    ptefs::tree::build(&[input], &[], false);
+    let gaps = s.unfetched_reads();
+    assert!(!gaps.is_empty(), "{gaps:?}");
+    // All in the payload, which starts at 11136 (the segment base) and
+    // whose flatbuffer ends at 37856.
+    assert!(
+        gaps[0].start > 11136 && gaps.last().unwrap().end <= 40960,
+        "{gaps:?}"
+    );
+    // The real plan: parsing reads nothing unfetched.
+    let mut s = ptefs::source::Source::open(Path::new(&url)).unwrap();
+    s.prefetch(ptefs::tree::fetch_plan).unwrap();
+    let input = ptefs::tree::Input {
+        name: "m.pte".into(),
+        source: 0,
+        parsed: ptefs::format::parse(s.bytes()).unwrap(),
+    };
+    ptefs::tree::build(&[input], &[], false);
+    assert_eq!(s.unfetched_reads(), []);
 }

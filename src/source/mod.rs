@@ -225,6 +225,16 @@ impl Source {
         }
     }
 
+    /// Byte ranges (whole pages) of a remote source's image that parsing
+    /// read but nothing fetched: where it took zeros for the file's bytes.
+    /// Empty for a local source, and whenever the fetch plan was complete.
+    pub fn unfetched_reads(&self) -> Vec<Range<u64>> {
+        match &self.backing {
+            Backing::Local(_) => Vec::new(),
+            Backing::Remote(r) => r.unfetched_reads(),
+        }
+    }
+
     /// Bytes fetched from a remote source so far (0 for a local one).
     pub fn fetched_bytes(&self) -> u64 {
         match &self.backing {

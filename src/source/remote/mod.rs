@@ -22,13 +22,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{Advice, MmapMut, MmapOptions};
 
 pub use self::url::is_url;
 use super::cache::{BLOCK, BlockCache, DEFAULT_CAPACITY};
 use super::{SourceError, Stamp};
 use crate::format::{Ranges, Span};
 use client::{Client, GetError, Pin};
+
+/// Fetches are whole pages of this size (or a multiple: checking
+/// residency uses the system's page size).
+const PAGE: u64 = 4096;
 
 /// Rounds a fetch plan may take before it is refused as not converging.
 const PLAN_ROUNDS: usize = 64;
@@ -60,13 +64,16 @@ impl RemoteFile {
         } else {
             let len = usize::try_from(pin.len)
                 .map_err(|_| error(format!("is {} bytes, too large to map", pin.len)))?;
-            Some(
-                MmapOptions::new()
-                    .len(len)
-                    .no_reserve_swap()
-                    .map_anon()
-                    .map_err(|e| error(format!("mapping an image of {len} bytes: {e}")))?,
-            )
+            let map = MmapOptions::new()
+                .len(len)
+                .no_reserve_swap()
+                .map_anon()
+                .map_err(|e| error(format!("mapping an image of {len} bytes: {e}")))?;
+            // Pages stay 4 KiB, so that residency shows which pages parsing
+            // touched (see `unfetched_reads`); advice only, so a refusal
+            // changes nothing else.
+            let _ = map.advise(Advice::NoHugePage);
+            Some(map)
         };
         let stamp = Stamp {
             dev: 0,
@@ -138,10 +145,18 @@ impl RemoteFile {
             url: self.url.clone(),
             error,
         };
+        let len = self.pin.len;
+        // Whole pages, so that a page is either fetched or not and the
+        // pages parsing touched tell exactly what it read unfetched
+        // (see `unfetched_reads`).
+        let pages = |r: &Range<u64>| {
+            let start = r.start.min(len) / PAGE * PAGE;
+            start..r.end.min(len).div_ceil(PAGE).saturating_mul(PAGE).min(len)
+        };
         for _ in 0..PLAN_ROUNDS {
             let mut missing: Vec<Range<u64>> = plan(self.image(), &self.have)
                 .iter()
-                .flat_map(|r| self.have.missing(&(r.start..r.end.min(self.pin.len))))
+                .flat_map(|r| self.have.missing(&pages(r)))
                 .collect();
             if missing.is_empty() {
                 return Ok(());
@@ -157,6 +172,49 @@ impl RemoteFile {
         Err(error(format!(
             "reading its structure took more than {PLAN_ROUNDS} rounds of range requests"
         )))
+    }
+
+    /// Ranges of whole pages of the image that were read (by parsing)
+    /// but never fetched: there parsing took zeros for the file's bytes. A
+    /// page of an anonymous mapping becomes resident when first touched,
+    /// reading included (it then maps the zero page), so `mincore` tells
+    /// the pages touched; those overlapping no fetched range were only
+    /// read. Fetches are whole pages, so each page is fetched or not.
+    pub fn unfetched_reads(&self) -> Vec<Range<u64>> {
+        let Some(map) = &self.image else {
+            return Vec::new();
+        };
+        // SAFETY: sysconf has no preconditions.
+        let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+            p if p > 0 => p as usize,
+            _ => return Vec::new(),
+        };
+        let mut resident = vec![0u8; map.len().div_ceil(page)];
+        // SAFETY: the address and length are those of a live mapping this
+        // value owns (page aligned, as mappings are), and `resident` has
+        // one byte per page of it, as mincore writes.
+        let rc = unsafe {
+            libc::mincore(
+                map.as_ptr().cast_mut().cast(),
+                map.len(),
+                resident.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Vec::new();
+        }
+        let mut out: Vec<Range<u64>> = Vec::new();
+        for (i, r) in resident.iter().enumerate() {
+            let pages = (i * page) as u64..((i + 1) * page).min(map.len()) as u64;
+            if r & 1 == 0 || self.have.missing(&pages) != [pages.clone()] {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if last.end == pages.start => last.end = pages.end,
+                _ => out.push(pages),
+            }
+        }
+        out
     }
 
     /// See [`super::Source::set_cache_size`].
