@@ -520,3 +520,49 @@ fn reading_bytes_a_plan_left_out_is_detected() {
     ptefs::tree::build(&[input], &[], false);
     assert_eq!(s.unfetched_reads(), []);
 }
+
+#[test]
+fn unusable_urls_are_refused_with_a_reason() {
+    if !nginx_or_skip("unusable_urls_are_refused_with_a_reason") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    let refused = format!("http://127.0.0.1:{}/m.pte", free_port());
+    // Python's own server answers range requests with the whole file.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("mlp.pte"), dir.path().join("mlp.pte")).unwrap();
+    let port = free_port();
+    let mut python = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("python's http.server", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let no_ranges = format!("http://127.0.0.1:{port}/mlp.pte");
+    for (url, why) in [
+        (nginx.url("absent.pte"), "not found"),
+        (refused.clone(), "error sending request"),
+        (no_ranges.clone(), "Range request not supported"),
+        ("s3:///m.pte".to_owned(), "did not match any known pattern"),
+    ] {
+        let start = Instant::now();
+        let out = ptefs(&["ls", &url], &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {err}");
+        assert!(err.starts_with(&format!("ptefs: {url}: ")), "{err}");
+        assert!(err.contains(why), "{url}: {err}");
+        assert!(start.elapsed() < Duration::from_secs(20), "{url}");
+    }
+    let _ = python.kill();
+    let _ = python.wait();
+}
