@@ -7,14 +7,15 @@
 //! extended by a read-ahead window that doubles with each sequential read
 //! up to [`MAX_AHEAD`], so streaming a large tensor costs few requests.
 //! The least recently used blocks are dropped beyond the capacity. The
-//! lock is not held while fetching: readers of other blocks go on, and two
-//! readers of one missing block may both fetch it.
+//! lock is not held while fetching: readers of other blocks go on, and a
+//! reader of a block another reader is fetching waits for that fetch
+//! rather than asking for the block again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Block size.
 pub const BLOCK: u64 = 1 << 20;
@@ -22,6 +23,9 @@ pub const BLOCK: u64 = 1 << 20;
 pub const DEFAULT_CAPACITY: u64 = 256 << 20;
 /// Largest read-ahead, in blocks.
 pub const MAX_AHEAD: u64 = 16;
+
+/// One block's bytes.
+type Block = Arc<[u8]>;
 
 /// Fetches the bytes of a range of the object (exactly that many).
 pub type Fetch<'a> = &'a dyn Fn(Range<u64>) -> io::Result<Vec<u8>>;
@@ -34,6 +38,8 @@ pub struct BlockCache {
     capacity: AtomicU64,
     fetched: AtomicU64,
     state: Mutex<State>,
+    /// Signalled when blocks stop loading.
+    loaded: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -46,6 +52,8 @@ struct State {
     /// Where the last read ended, and the read-ahead it earned.
     last_end: u64,
     ahead: u64,
+    /// Blocks some reader is fetching.
+    loading: HashSet<u64>,
 }
 
 impl State {
@@ -87,6 +95,7 @@ impl BlockCache {
             capacity: AtomicU64::new(capacity),
             fetched: AtomicU64::new(0),
             state: Mutex::default(),
+            loaded: Condvar::new(),
         }
     }
 
@@ -132,78 +141,33 @@ impl BlockCache {
         if range.is_empty() {
             return Ok(());
         }
-        let first = range.start / self.block;
-        let last = (range.end - 1) / self.block;
-        let mut have: Vec<Option<Arc<[u8]>>> = Vec::new();
-        let ahead = {
-            let mut s = self.lock();
-            for b in first..=last {
-                have.push(s.touch(b));
-            }
-            s.ahead = if range.start == s.last_end && range.start != 0 {
-                (s.ahead * 2).clamp(1, MAX_AHEAD)
-            } else {
-                0
-            };
-            s.last_end = range.end;
-            s.ahead
-        };
-        let blocks_total = self.len.div_ceil(self.block);
-        // Runs of adjacent missing blocks; the last one gets the read-ahead.
-        let mut runs: Vec<Range<u64>> = Vec::new();
-        for (i, h) in have.iter().enumerate() {
-            let b = first + i as u64;
-            if h.is_some() {
+        let blocks = range.start / self.block..(range.end - 1) / self.block + 1;
+        let (mut have, runs) = self.plan(&range, blocks.clone(), ahead_limit);
+        let mut failed = None;
+        for run in runs {
+            // Every run is finished (its blocks no longer loading), even
+            // after a failure, so that waiting readers go on.
+            if failed.is_some() {
+                self.finish(run, None);
                 continue;
             }
-            match runs.last_mut() {
-                Some(r) if r.end == b => r.end = b + 1,
-                _ => runs.push(b..b + 1),
-            }
-        }
-        // Read-ahead beyond what the cache holds would evict itself.
-        let ahead = ahead.min(self.keep_blocks().saturating_sub(last - first + 1));
-        if ahead > 0 {
-            let s = self.lock();
-            let mut end = last + 1;
-            let limit = blocks_total.min(ahead_limit.div_ceil(self.block));
-            while end < limit && end <= last + ahead && !s.blocks.contains_key(&end) {
-                end += 1;
-            }
-            drop(s);
-            match runs.last_mut() {
-                Some(r) if r.end == last + 1 => r.end = end,
-                _ if end > last + 1 => runs.push(last + 1..end),
-                _ => {}
-            }
-        }
-        for run in runs {
-            let bytes = run.start * self.block..(run.end * self.block).min(self.len);
-            let want = bytes.end - bytes.start;
-            let data = fetch(bytes.clone())?;
-            if data.len() as u64 != want {
-                return Err(io::Error::other(format!(
-                    "asked for bytes {}..{} and got {} bytes",
-                    bytes.start,
-                    bytes.end,
-                    data.len()
-                )));
-            }
-            self.fetched.fetch_add(want, Ordering::Relaxed);
-            let mut s = self.lock();
-            for (k, chunk) in data.chunks(self.block as usize).enumerate() {
-                let b = run.start + k as u64;
-                let block: Arc<[u8]> = chunk.into();
-                if (first..=last).contains(&b) {
-                    have[(b - first) as usize] = Some(block.clone());
+            match self.fetch_run(run.clone(), fetch) {
+                Ok(data) => self.finish(run, Some(data)),
+                Err(e) => {
+                    self.finish(run, None);
+                    failed = Some(e);
                 }
-                s.insert(b, block);
             }
-            let keep = self.keep_blocks();
-            s.evict(keep);
         }
-        for (i, h) in have.iter().enumerate() {
-            let b = first + i as u64;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        for (b, h) in blocks.clone().zip(have.iter_mut()) {
+            if h.is_none() {
+                *h = Some(self.wait_for(b, fetch)?);
+            }
+        }
+        for (b, h) in blocks.zip(&have) {
             let data = h.as_deref().unwrap_or_default();
             let base = b * self.block;
             let from = range.start.max(base) - base;
@@ -211,6 +175,100 @@ impl BlockCache {
             out.extend_from_slice(&data[from as usize..to as usize]);
         }
         Ok(())
+    }
+
+    /// The blocks of `blocks` held, and the runs of blocks to fetch (marked
+    /// loading): the missing ones no other reader is fetching, the last
+    /// run extended by the read-ahead a read in order has earned.
+    fn plan(
+        &self,
+        range: &Range<u64>,
+        blocks: Range<u64>,
+        ahead_limit: u64,
+    ) -> (Vec<Option<Block>>, Vec<Range<u64>>) {
+        let mut s = self.lock();
+        let have: Vec<Option<Block>> = blocks.clone().map(|b| s.touch(b)).collect();
+        s.ahead = if range.start == s.last_end && range.start != 0 {
+            (s.ahead * 2).clamp(1, MAX_AHEAD)
+        } else {
+            0
+        };
+        s.last_end = range.end;
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        let add = |runs: &mut Vec<Range<u64>>, b: u64| match runs.last_mut() {
+            Some(r) if r.end == b => r.end = b + 1,
+            _ => runs.push(b..b + 1),
+        };
+        for (b, h) in blocks.clone().zip(&have) {
+            if h.is_none() && !s.loading.contains(&b) {
+                add(&mut runs, b);
+            }
+        }
+        // Read-ahead beyond what the cache holds would evict itself.
+        let ahead = s.ahead.min(self.keep_blocks().saturating_sub(blocks.end - blocks.start));
+        let limit = self.len.div_ceil(self.block).min(ahead_limit.div_ceil(self.block));
+        let mut b = blocks.end;
+        while b < limit && b < blocks.end + ahead {
+            if s.blocks.contains_key(&b) || s.loading.contains(&b) {
+                break;
+            }
+            add(&mut runs, b);
+            b += 1;
+        }
+        for r in &runs {
+            s.loading.extend(r.clone());
+        }
+        (have, runs)
+    }
+
+    /// The bytes of the blocks of `run`, from one request.
+    fn fetch_run(&self, run: Range<u64>, fetch: Fetch<'_>) -> io::Result<Vec<u8>> {
+        let bytes = run.start * self.block..(run.end * self.block).min(self.len);
+        let want = bytes.end - bytes.start;
+        let data = fetch(bytes.clone())?;
+        if data.len() as u64 != want {
+            return Err(io::Error::other(format!(
+                "asked for bytes {}..{} and got {} bytes",
+                bytes.start,
+                bytes.end,
+                data.len()
+            )));
+        }
+        self.fetched.fetch_add(want, Ordering::Relaxed);
+        Ok(data)
+    }
+
+    /// Stores the blocks of `run` (none when fetching failed), no longer
+    /// loading, and wakes whoever waits for them.
+    fn finish(&self, run: Range<u64>, data: Option<Vec<u8>>) {
+        let mut s = self.lock();
+        if let Some(data) = data {
+            for (b, chunk) in run.clone().zip(data.chunks(self.block as usize)) {
+                s.insert(b, chunk.into());
+            }
+            s.evict(self.keep_blocks());
+        }
+        for b in run {
+            s.loading.remove(&b);
+        }
+        drop(s);
+        self.loaded.notify_all();
+    }
+
+    /// Block `b`, which another reader is fetching: once it is done, from
+    /// the cache, or fetched here when that failed or it is gone again.
+    fn wait_for(&self, b: u64, fetch: Fetch<'_>) -> io::Result<Arc<[u8]>> {
+        let mut s = self.lock();
+        while s.loading.contains(&b) {
+            s = self.loaded.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        if let Some(data) = s.touch(b) {
+            return Ok(data);
+        }
+        drop(s);
+        let data: Arc<[u8]> = self.fetch_run(b..b + 1, fetch)?.into();
+        self.lock().insert(b, data.clone());
+        Ok(data)
     }
 }
 
@@ -284,6 +342,30 @@ mod tests {
         }
         assert_eq!(out, obj[10_000..15_000]);
         assert_eq!(c.fetched(), 5000, "{:?}", log.borrow());
+    }
+
+    #[test]
+    fn concurrent_readers_of_a_block_fetch_it_once() {
+        use std::sync::atomic::AtomicUsize;
+        let (obj, _) = object(10_000);
+        let c = BlockCache::new(10_000, 1000, 100_000);
+        let calls = AtomicUsize::new(0);
+        let fetch = |x: Range<u64>| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            Ok(obj[x.start as usize..x.end as usize].to_vec())
+        };
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    c.read(2100..2200, 2200, &mut out, &fetch).unwrap();
+                    assert_eq!(out, obj[2100..2200]);
+                });
+            }
+        });
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        assert_eq!(c.fetched(), 1000);
     }
 
     #[test]
