@@ -244,7 +244,7 @@ impl Fs {
         // than touching the map.
         let mut buf = Vec::with_capacity(piece.len() as usize);
         buf.extend_from_slice(piece.head);
-        self.pread(id, span, source_end(content), &mut buf)?;
+        self.pread(id, source, span, source_end(content), &mut buf)?;
         Ok(Data::Owned(buf))
     }
 
@@ -256,7 +256,8 @@ impl Fs {
         let mut buf = Vec::with_capacity(piece.len() as usize);
         buf.extend_from_slice(piece.head);
         if let Some((id, span)) = piece.tail {
-            self.pread(id, span, source_end(content), &mut buf)?;
+            let source = self.source(id)?;
+            self.pread(id, source, span, source_end(content), &mut buf)?;
         }
         Ok(buf)
     }
@@ -329,10 +330,16 @@ impl Fs {
         Ok(())
     }
 
-    /// Reads `span` of source `id` (checked unchanged first) into `out`,
-    /// part of a file whose bytes end at `end`.
-    fn pread(&self, id: usize, span: Span, end: u64, out: &mut Vec<u8>) -> Result<()> {
-        let source = self.source(id)?;
+    /// Reads `span` of `source` (source `id`, checked unchanged) into
+    /// `out`, part of a file whose bytes end at `end`.
+    fn pread(
+        &self,
+        id: usize,
+        source: &Source,
+        span: Span,
+        end: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         let read = source.read_span_within(span, end, out);
         // A remote source finds out it changed only by reading.
         if read.is_err() {

@@ -205,8 +205,13 @@ impl BlockCache {
             }
         }
         // Read-ahead beyond what the cache holds would evict itself.
-        let ahead = s.ahead.min(self.keep_blocks().saturating_sub(blocks.end - blocks.start));
-        let limit = self.len.div_ceil(self.block).min(ahead_limit.div_ceil(self.block));
+        let ahead = s
+            .ahead
+            .min(self.keep_blocks().saturating_sub(blocks.end - blocks.start));
+        let limit = self
+            .len
+            .div_ceil(self.block)
+            .min(ahead_limit.div_ceil(self.block));
         let mut b = blocks.end;
         while b < limit && b < blocks.end + ahead {
             if s.blocks.contains_key(&b) || s.loading.contains(&b) {
