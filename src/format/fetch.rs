@@ -194,6 +194,71 @@ fn package(image: &[u8], have: &Ranges, p: &mut Plan) {
 mod tests {
     use super::*;
 
+    /// Runs the plan over the fixture `name` as a fetching source would,
+    /// returning each round's requests and the image at the end.
+    fn rounds(name: &str) -> (Vec<Vec<Range<u64>>>, Vec<u8>, Ranges) {
+        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let file = std::fs::read(path).unwrap();
+        let mut image = vec![0u8; file.len()];
+        let mut have = Ranges::default();
+        let mut out = Vec::new();
+        loop {
+            let want: Vec<Range<u64>> = plan(&image, &have)
+                .ranges
+                .iter()
+                .flat_map(|r| have.missing(r))
+                .collect();
+            if want.is_empty() {
+                return (out, image, have);
+            }
+            for r in &want {
+                let (a, b) = (r.start as usize, r.end as usize);
+                image[a..b].copy_from_slice(&file[a..b]);
+                have.insert(r.clone());
+            }
+            out.push(want);
+            assert!(out.len() < 10, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn a_program_needs_its_header_then_its_flatbuffer() {
+        let (r, image, have) = rounds("mlp.pte");
+        let fb = PteHeader::parse(&image).unwrap().flatbuffer_len(5408);
+        assert_eq!(r, vec![vec![0..HEAD], vec![HEAD..fb]]);
+        assert!(fb < 5408 && have.total() == fb);
+        assert!(ProgramFile::parse(&image).is_ok());
+    }
+
+    #[test]
+    fn a_delegated_program_lists_its_payloads() {
+        let (_, image, have) = rounds("mv2_xnnpack.pte");
+        let p = plan(&image, &have);
+        assert_eq!(p.payloads.len(), 1);
+        assert_eq!(p.payloads[0].0, "XnnpackBackend");
+        assert!(!have.covers(&(p.payloads[0].1.offset..p.payloads[0].1.end())));
+    }
+
+    #[test]
+    fn a_data_file_needs_its_header_and_flatbuffer_only() {
+        let (r, image, _) = rounds("xnnpack_external.ptd");
+        let fb = PtdHeader::parse(&image).unwrap().flatbuffer_len();
+        assert_eq!(r, vec![vec![0..HEAD], vec![HEAD..fb]]);
+        assert!(fb < 50432 / 10);
+    }
+
+    #[test]
+    fn a_package_starts_from_its_end_record() {
+        let (r, image, _) = rounds("mlp.ptn");
+        assert_eq!(r[0], vec![0..HEAD]);
+        assert_eq!(
+            r[1],
+            vec![HEAD..image.len() as u64],
+            "small: its last 64 KiB"
+        );
+        assert!(super::super::PackageFile::parse(&image).is_ok());
+    }
+
     #[test]
     fn ranges_merge_and_report_gaps() {
         let mut r = Ranges::default();
