@@ -48,8 +48,12 @@ pub fn plan(bytes: &[u8], have: &Ranges, out: &mut Vec<Range<u64>>) -> Option<Ve
     let mut complete = true;
     for i in 0..dir.entries.min(cd.len / CENTRAL_LEN as u64) {
         let (rec, next) = central_record(&r, at, cd.end(), i).ok()?;
-        let fixed = rec.header_offset..rec.header_offset.saturating_add(LOCAL_LEN as u64).min(len);
-        if need(fixed.clone()) && fixed.end - fixed.start == LOCAL_LEN as u64 {
+        let fixed = rec.header_offset..rec.header_offset.saturating_add(LOCAL_LEN as u64);
+        if fixed.end > len {
+            // Parsing reports the local header outside the file.
+            return None;
+        }
+        if need(fixed.clone()) {
             let var = u64::from(r.u16(fixed.start + 26)) + u64::from(r.u16(fixed.start + 28));
             complete &= need(fixed.start..fixed.end.saturating_add(var).min(len));
         } else {
