@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what ptefs's tests and demo need beyond the Rust toolchain:
 # fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check that
-# graph.dot files render), NumPy and PyYAML. Idempotent.
+# graph.dot files render), nginx (an HTTP server with range support for the
+# remote-source tests), NumPy, PyYAML and moto's S3 server (with boto3).
+# Idempotent.
 set -euo pipefail
 need=()
 command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v getfattr >/dev/null || need+=(attr)
 command -v jq >/dev/null || need+=(jq)
 command -v dot >/dev/null || need+=(graphviz)
+command -v nginx >/dev/null || need+=(nginx-light)
 if ((${#need[@]})); then
   if [[ $(id -u) == 0 ]]; then
     echo "setup: apt-get install ${need[*]}" >&2
@@ -23,4 +26,8 @@ fi
 if ! python3 -c "import yaml" 2>/dev/null; then
   echo "setup: pip install pyyaml" >&2
   python3 -m pip install --quiet pyyaml
+fi
+if ! command -v moto_server >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
+  echo "setup: pip install 'moto[server]'" >&2
+  python3 -m pip install --quiet 'moto[server]'
 fi

@@ -17,7 +17,13 @@ use crate::source::Source;
 /// (files only; directories are left alone), with one note per file
 /// saying which program it supplies and with what.
 pub fn find(inputs: &[PathBuf], data: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
-    let given: Vec<Source> = data.iter().filter_map(|p| Source::open(p).ok()).collect();
+    // A remote data file is fetched as far as parsing needs.
+    let open = |p: &PathBuf| {
+        let mut s = Source::open(p).ok()?;
+        s.prefetch(crate::tree::fetch_plan).ok()?;
+        Some(s)
+    };
+    let given: Vec<Source> = data.iter().filter_map(open).collect();
     let given: Vec<DataFile<'_>> = given.iter().filter_map(|s| as_data(s.bytes())).collect();
     let mut chosen: Vec<PathBuf> = Vec::new();
     let mut notes = Vec::new();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::format::{self, Kind, Parsed};
 use crate::meta::names::Checkpoint;
-use crate::source::{Source, SourceError, open_regular};
+use crate::source::{Source, SourceError, open_regular, remote};
 use crate::tree::{self, Content, Ino, Input, NodeKind, Tree};
 
 /// Sources and their tree.
@@ -164,6 +164,35 @@ impl<'a> Inputs<'a> {
 }
 
 impl Opened {
+    /// Fetches remote sources whole, for work that reads every byte of
+    /// them (comparing tensors, hashing them for `--names`).
+    pub fn fetch_whole(&mut self) -> Result<(), OpenError> {
+        for s in &mut self.sources {
+            s.fetch_whole()?;
+        }
+        Ok(())
+    }
+
+    /// Parses everything and builds the tree (see [`View::open`]), with
+    /// the files skipped.
+    fn build(
+        &self,
+        names: Option<&Checkpoint>,
+    ) -> Result<(Tree, Vec<(PathBuf, String)>), OpenError> {
+        let parsed = self.parse()?;
+        // A directory source shows each file in a directory of its own,
+        // however many it holds.
+        let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
+        let tree = tree::build_with_names(&parsed.shown, &parsed.attached, one_dir_each, names);
+        Ok((tree, parsed.skipped))
+    }
+
+    /// Closes remote sources' connections (reads reopen them): a process
+    /// about to fork holds none.
+    pub fn disconnect(&self) {
+        self.sources.iter().for_each(Source::disconnect);
+    }
+
     /// Opens and maps everything `req` names: its files, the model files
     /// in its directories, and the data files to attach.
     pub fn open(req: &Request) -> Result<Opened, OpenError> {
@@ -173,6 +202,11 @@ impl Opened {
         // named on the command line may not.
         let mut found = Vec::new();
         for p in &req.inputs {
+            if p.to_str().is_some_and(remote::is_url) {
+                files.push(p.clone());
+                found.push(false);
+                continue;
+            }
             let meta = std::fs::metadata(p).map_err(|error| SourceError::Io {
                 path: p.clone(),
                 error,
@@ -202,7 +236,9 @@ impl Opened {
         }
         let mut sources = Vec::new();
         for f in files.iter().chain(&req.data) {
-            sources.push(Source::open(f)?);
+            let mut source = Source::open(f)?;
+            source.prefetch(tree::fetch_plan)?;
+            sources.push(source);
         }
         Ok(Opened {
             sources,
@@ -244,10 +280,7 @@ impl Opened {
             let input = Input {
                 name: s.name.clone(),
                 source: id,
-                bytes: match s.shared_map() {
-                    Some(map) => map,
-                    None => Arc::new(Vec::new()),
-                },
+                bytes: Arc::new(s.shared()),
                 parsed,
             };
             if is_shown {
@@ -275,25 +308,52 @@ impl View {
     pub fn open(req: &Request) -> Result<View, OpenError> {
         let (req, notes) = req.with_found_data();
         let req = &req;
-        let opened = Opened::open(req)?;
-        let parsed = opened.parse()?;
-        // A directory source shows each file in a directory of its own,
-        // however many it holds.
-        let one_dir_each = parsed.shown.len() > 1 || opened.found.contains(&true);
+        let mut opened = Opened::open(req)?;
+        if req.names.is_some() {
+            opened.fetch_whole()?;
+        }
         let names = req.names.as_deref().map(load_checkpoint).transpose()?;
-        let tree = tree::build_with_names(
-            &parsed.shown,
-            &parsed.attached,
-            one_dir_each,
-            names.as_ref(),
-        );
-        let skipped = parsed.skipped;
+        let (mut tree, mut skipped) = opened.build(names.as_ref())?;
+        let mut notes = notes;
+        // A remote file whose parsing read bytes its fetch plan left out
+        // (zeros, not the file's bytes) is fetched whole and built again.
+        let gappy: Vec<usize> = (0..opened.sources.len())
+            .filter(|&i| !opened.sources[i].unfetched_reads().is_empty())
+            .collect();
+        if !gappy.is_empty() {
+            // Its files rendered when first read share the image refilled.
+            drop(tree);
+            for i in gappy {
+                let s = &mut opened.sources[i];
+                let gaps = s.unfetched_reads();
+                if let (Some(first), Some(last)) = (gaps.first(), gaps.last()) {
+                    notes.push(format!(
+                        "{}: reading its structure touched {} range(s) of bytes not fetched for it \
+                         (bytes {}..{}); fetched it whole instead",
+                        s.name,
+                        gaps.len(),
+                        first.start,
+                        last.end
+                    ));
+                }
+                s.fetch_whole()?;
+            }
+            (tree, skipped) = opened.build(names.as_ref())?;
+        }
+        opened.disconnect();
         Ok(View {
             sources: opened.sources,
             tree,
             skipped,
             notes,
         })
+    }
+
+    /// Bounds the block cache of each remote source to `bytes`.
+    pub fn set_cache_size(&self, bytes: u64) {
+        for s in &self.sources {
+            s.set_cache_size(bytes);
+        }
     }
 
     /// The content of file `ino`, or `None` for a directory.

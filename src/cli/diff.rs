@@ -167,12 +167,15 @@ fn compare_files(
     };
     let stage = |what: &str| progress.stage(&format!("{label}{what}"));
     stage("opening");
-    let (oa, ob) = progress.suspend(|| -> Result<_, i32> {
+    let (mut oa, mut ob) = progress.suspend(|| -> Result<_, i32> {
         Ok((
             open_inputs(&[a.0.to_owned()], a.1, auto_data)?,
             open_inputs(&[b.0.to_owned()], b.1, auto_data)?,
         ))
     })?;
+    // Tensors are compared byte for byte: remote files are read whole.
+    oa.fetch_whole().map_err(|e| fail(&e))?;
+    ob.fetch_whole().map_err(|e| fail(&e))?;
     stage("parsing");
     let (ia, ib) = (
         oa.parse().map_err(|e| fail(&e))?,

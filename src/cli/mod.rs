@@ -205,7 +205,7 @@ fn plain_mount_form(mut args: Vec<OsString>) -> Vec<OsString> {
         && let Some(s) = first.to_str()
         && !s.starts_with('-')
         && !is_command(s)
-        && std::path::Path::new(first).exists()
+        && (std::path::Path::new(first).exists() || crate::source::remote::is_url(s))
     {
         args.insert(1, "mount".into());
     }

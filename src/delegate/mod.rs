@@ -3,6 +3,7 @@
 //! named data, and returns a decoded view, an error, or nothing for a
 //! backend without a decoder (whose payload stays opaque).
 
+pub mod fetch;
 mod program;
 pub mod vulkan;
 pub mod xnnpack;

@@ -8,6 +8,7 @@
 mod bundled;
 mod data;
 mod error;
+pub mod fetch;
 mod header;
 mod index;
 pub mod le;
@@ -22,6 +23,7 @@ mod verify;
 pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
 pub use data::{DataEntry, DataFile, Layout};
 pub use error::{Error, Result};
+pub use fetch::Ranges;
 pub use header::{PtdHeader, PteExtendedHeader, PteHeader};
 pub use program::{
     Delegate, MethodInfo, NAME_LIMIT, NamedBlob, ProgramFile, TensorData, TensorInfo, clip,

@@ -241,14 +241,17 @@ impl Fs {
             });
         };
         let source = self.source(id)?;
-        if piece.head.is_empty() && piece.widen.is_none() {
-            return Ok(Data::Mapped(source.slice(span)));
+        if piece.head.is_empty()
+            && piece.widen.is_none()
+            && let Some(mapped) = source.mapped(span)
+        {
+            return Ok(Data::Mapped(mapped));
         }
-        // Straddling a rendered prefix and source bytes, or widened source
-        // bytes: assemble them, reading the source with pread rather than
-        // touching the map.
+        // Straddling a rendered prefix and source bytes, widened source
+        // bytes, or a remote source: assemble them, reading a local source
+        // with pread rather than touching the map.
         let mut buf = Vec::with_capacity(piece.len() as usize);
-        self.assemble(&piece, source, span, &mut buf)?;
+        self.assemble(&piece, (id, source), span, source_end(content), &mut buf)?;
         Ok(Data::Owned(buf))
     }
 
@@ -256,16 +259,17 @@ impl Fs {
     fn assemble(
         &self,
         piece: &Piece<'_>,
-        source: &Source,
+        (id, source): (usize, &Source),
         span: Span,
+        end: u64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
         if piece.widen.is_none() {
             out.extend_from_slice(&piece.head);
-            return self.pread(source, span, out);
+            return self.pread(id, source, span, end, out);
         }
         let mut tail = Vec::with_capacity(span.len as usize);
-        self.pread(source, span, &mut tail)?;
+        self.pread(id, source, span, end, &mut tail)?;
         piece.assemble(&tail, out);
         Ok(())
     }
@@ -277,7 +281,10 @@ impl Fs {
         let piece = content.read(offset, size);
         let mut buf = Vec::with_capacity(piece.len() as usize);
         match piece.tail {
-            Some((id, span)) => self.assemble(&piece, self.source(id)?, span, &mut buf)?,
+            Some((id, span)) => {
+                let source = self.source(id)?;
+                self.assemble(&piece, (id, source), span, source_end(content), &mut buf)?
+            }
             None => buf.extend_from_slice(&piece.head),
         }
         Ok(buf)
@@ -361,21 +368,51 @@ impl Fs {
     /// Source `id`, if it is unchanged since it was opened.
     fn source(&self, id: usize) -> Result<&Source> {
         let source = &self.view.sources[id];
-        if let Err(why) = source.check_unchanged() {
+        self.check_unchanged(id)?;
+        Ok(source)
+    }
+
+    /// `Ok` while source `id` is unchanged; its change is logged once.
+    fn check_unchanged(&self, id: usize) -> Result<()> {
+        if let Err(why) = self.view.sources[id].check_unchanged() {
             if !self.change_logged[id].swap(true, Ordering::Relaxed) {
                 log::error!("{why}; reads of its bytes fail with EIO until it is remounted");
             }
             return Err(why.into());
         }
-        Ok(source)
+        Ok(())
     }
 
-    fn pread(&self, source: &Source, span: Span, out: &mut Vec<u8>) -> Result<()> {
-        source.read_span(span, out).map_err(|error| FsError::Read {
+    /// Reads `span` of `source` (source `id`, checked unchanged) into
+    /// `out`, part of a file whose bytes end at `end`.
+    fn pread(
+        &self,
+        id: usize,
+        source: &Source,
+        span: Span,
+        end: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let read = source.read_span_within(span, end, out);
+        // A remote source finds out it changed only by reading.
+        if read.is_err() {
+            self.check_unchanged(id)?;
+        }
+        read.map_err(|error| FsError::Read {
             source_name: source.name.clone(),
             offset: span.offset,
             end: span.end(),
             error,
         })
+    }
+}
+
+/// Where the source bytes of a file end (0 for rendered bytes).
+fn source_end(content: &Content) -> u64 {
+    match content {
+        Content::Source { span, .. }
+        | Content::Prefixed { span, .. }
+        | Content::Widened { span, .. } => span.end(),
+        Content::Generated(_) | Content::Lazy(_) => 0,
     }
 }

@@ -13,6 +13,9 @@ pub mod render;
 
 use std::borrow::Cow;
 
+/// What parsing and building a file's tree read of it (for sources that
+/// fetch ranges).
+pub use crate::delegate::fetch::needed as fetch_plan;
 pub use build::{Input, build, build_with_names};
 pub use lazy::{Lazy, SharedBytes};
 

@@ -3,6 +3,7 @@
 
 pub mod flatc;
 pub mod mounted;
+pub mod servers;
 pub mod xnnpack;
 
 use std::collections::BTreeMap;
@@ -73,11 +74,16 @@ pub fn read_ino(v: &View, ino: Ino) -> Vec<u8> {
 /// `size` bytes of file `ino` from `offset`, like [`read_ino`].
 pub fn read_range(v: &View, ino: Ino, offset: u64, size: u64) -> Vec<u8> {
     let piece = v.content(ino).expect("a file").read(offset, size);
-    let tail = piece
-        .tail
-        .map_or(&[][..], |(id, span)| v.sources[id].slice(span));
+    let mut tail = Vec::new();
+    if let Some((id, span)) = piece.tail {
+        let source = &v.sources[id];
+        match source.mapped(span) {
+            Some(bytes) => tail.extend_from_slice(bytes),
+            None => source.read_span(span, &mut tail).unwrap(),
+        }
+    }
     let mut out = Vec::new();
-    piece.assemble(tail, &mut out);
+    piece.assemble(&tail, &mut out);
     out
 }
 

@@ -26,6 +26,8 @@ Examples:
       shows model.pte read-only under /tmp/model; returns once it answers
   ptefs mount model.pte --data weights.ptd -o allow_other /tmp/model
       with the tensors model.pte keeps in weights.ptd; others may read it
+  ptefs mount https://example.com/models/model.pte /tmp/model
+      reads the remote file by byte ranges, as they are needed
   ptefs mount --subdirs exports/ /tmp/all
       one directory per model in exports/ and its subdirectories
   ptefs umount /tmp/model")]
@@ -51,7 +53,8 @@ pub(super) struct MountArgs {
     foreground: bool,
     /// Mount options, comma-separated (repeatable): allow_other,
     /// allow_root, auto_unmount, default_permissions, fsname=, subtype=,
-    /// and the generic ro, nosuid, nodev, noexec, noatime, ...
+    /// cache_size= (remote sources' block cache, e.g. 512M), and the
+    /// generic ro, nosuid, nodev, noexec, noatime, ...
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
     /// Worker threads serving requests.
@@ -73,6 +76,9 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
     let source_name = inputs
         .first()
         .map(|p| {
+            if let Some(url) = p.to_str().filter(|p| crate::source::remote::is_url(p)) {
+                return url.to_owned();
+            }
             std::path::absolute(p)
                 .unwrap_or_else(|_| p.clone())
                 .display()
@@ -91,6 +97,9 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         names: args.names,
         auto_data: !args.no_auto_data,
     })?;
+    if let Some(bytes) = options.cache_size {
+        view.set_cache_size(bytes);
+    }
     let mountpoint = check_mountpoint(&mountpoint).map_err(|e| {
         error(e);
         TROUBLE

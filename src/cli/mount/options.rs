@@ -12,6 +12,8 @@ pub(super) struct Options {
     /// asks fusermount3 for `allow_other` in every case, and its refusal
     /// must name what the user wrote.
     pub(super) lets_others_in: Option<&'static str>,
+    /// `cache_size=`: the block cache bound of each remote source, bytes.
+    pub(super) cache_size: Option<u64>,
 }
 
 /// A mount option ptefs does not take.
@@ -21,6 +23,10 @@ pub(super) enum OptionError {
     ReadWrite,
     #[error("unknown mount option \"{0}\"")]
     Unknown(String),
+    #[error(
+        "mount option \"{0}\": give a size in bytes, optionally with K, M or G (cache_size=512M)"
+    )]
+    BadSize(String),
 }
 /// Generic options mount(8) passes that mean nothing to a read-only FUSE
 /// filesystem, or that mount(8) itself acts on.
@@ -66,6 +72,7 @@ pub(super) fn parse_options(
     let mut lets_others_in = None;
     let mut subtype = "ptefs".to_owned();
     let mut auto_unmount = false;
+    let mut cache_size = None;
     for opt in given
         .iter()
         .flat_map(|o| o.split(','))
@@ -93,6 +100,12 @@ pub(super) fn parse_options(
             "exec" => mount.push(MountOption::Exec),
             "noatime" => mount.push(MountOption::NoAtime),
             "atime" => mount.push(MountOption::Atime),
+            o if o.starts_with("cache_size=") => {
+                cache_size = Some(
+                    parse_size(&o["cache_size=".len()..])
+                        .ok_or_else(|| OptionError::BadSize(o.to_owned()))?,
+                );
+            }
             o if o.starts_with("fsname=") => fsname = o["fsname=".len()..].to_owned(),
             o if o.starts_with("subtype=") => subtype = o["subtype=".len()..].to_owned(),
             o if ACCEPTED.contains(&o) || o.starts_with("x-") || o.starts_with("comment=") => {}
@@ -121,7 +134,20 @@ pub(super) fn parse_options(
         mount,
         acl,
         lets_others_in,
+        cache_size,
     })
+}
+
+/// `512M`, `2G`, `65536`: bytes, with an optional binary K, M or G.
+fn parse_size(s: &str) -> Option<u64> {
+    let (digits, shift) = match s.as_bytes().last()? {
+        b'k' | b'K' => (&s[..s.len() - 1], 10),
+        b'm' | b'M' => (&s[..s.len() - 1], 20),
+        b'g' | b'G' => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    let n: u64 = digits.parse().ok()?;
+    n.checked_mul(1 << shift).filter(|&n| n > 0)
 }
 
 /// fusermount3 splits its options at commas and reads a backslash as
@@ -141,6 +167,25 @@ fn escape_for_fusermount(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_size_takes_bytes_with_a_binary_suffix() {
+        let size = |o: &str| parse_options(&[o.into()], "x", true).map(|o| o.cache_size);
+        assert_eq!(size("cache_size=512M"), Ok(Some(512 << 20)));
+        assert_eq!(size("cache_size=2g"), Ok(Some(2 << 30)));
+        assert_eq!(size("cache_size=65536"), Ok(Some(65536)));
+        assert_eq!(size("ro"), Ok(None));
+        for bad in [
+            "cache_size=",
+            "cache_size=0",
+            "cache_size=1T",
+            "cache_size=-1M",
+        ] {
+            let e = size(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("512M"), "{e}");
+        }
+        assert!(size("cache_size=99999999999G").is_err());
+    }
 
     #[test]
     fn options_are_checked_by_name() {

@@ -28,6 +28,9 @@ pub const TENSORS_MEMBER: &str = "program.safetensors";
 /// The aliases member's name.
 pub const ALIASES_MEMBER: &str = "aliases.json";
 
+/// Members up to this size have their CRC-32 checked when parsed.
+pub const CRC_CHECKED: u64 = 64 << 20;
+
 /// Largest `aliases.json` read; it holds one short line per duplicate key.
 const ALIASES_LIMIT: u64 = 64 << 20;
 
@@ -149,7 +152,6 @@ impl<'a> PackageFile<'a> {
     /// Checks CRC-32s of the members small enough to check quickly; a
     /// mismatch is a warning, since the bytes are still shown as they are.
     fn check_members(&mut self) {
-        const CHECKED: u64 = 64 << 20;
         for m in &self.members {
             if m.method != 0 {
                 continue;
@@ -158,7 +160,7 @@ impl<'a> PackageFile<'a> {
                 self.warnings
                     .push(format!("package member {} is not one ptefs knows", m.name));
             }
-            if m.data.len <= CHECKED {
+            if m.data.len <= CRC_CHECKED {
                 let crc = crc32fast::hash(m.data.bytes(self.bytes));
                 if crc != m.crc32 {
                     self.warnings.push(format!(

@@ -13,7 +13,10 @@
 //! each member's local header, with every offset checked against the file
 //! size before use and every error naming the record and offset at fault.
 
+mod plan;
+
 use super::super::{Error, Result, Span};
+pub use plan::plan;
 
 const LOCAL_SIG: u32 = 0x0403_4b50;
 const CENTRAL_SIG: u32 = 0x0201_4b50;
@@ -150,26 +153,7 @@ pub fn members(bytes: &[u8]) -> Result<Vec<Member>> {
 }
 
 fn directory(r: &Reader<'_>) -> Result<Directory> {
-    let len = r.bytes.len() as u64;
-    // The record sits at the end, followed only by its comment (at most
-    // 65535 bytes): search that window from the end.
-    let lowest = len.saturating_sub((EOCD_LEN + 0xffff) as u64);
-    let mut at = len.checked_sub(EOCD_LEN as u64).ok_or_else(|| {
-        Error::new(format!(
-            "file is {len} bytes, too short for a zip end of central directory record ({EOCD_LEN} bytes)"
-        ))
-    })?;
-    loop {
-        if r.u32(at) == EOCD_SIG && at + EOCD_LEN as u64 + u64::from(r.u16(at + 20)) == len {
-            break;
-        }
-        if at == lowest {
-            return Err(Error::new(
-                "no zip end of central directory record in the last 65557 bytes of the file",
-            ));
-        }
-        at -= 1;
-    }
+    let at = end_record(r)?;
     let entries16 = r.u16(at + 10);
     let size32 = r.u32(at + 12);
     let offset32 = r.u32(at + 16);
@@ -186,6 +170,30 @@ fn directory(r: &Reader<'_>) -> Result<Directory> {
         });
     }
     zip64_directory(r, at)
+}
+
+/// Where the end of central directory record is.
+fn end_record(r: &Reader<'_>) -> Result<u64> {
+    let len = r.bytes.len() as u64;
+    // The record sits at the end, followed only by its comment (at most
+    // 65535 bytes): search that window from the end.
+    let lowest = len.saturating_sub((EOCD_LEN + 0xffff) as u64);
+    let mut at = len.checked_sub(EOCD_LEN as u64).ok_or_else(|| {
+        Error::new(format!(
+            "file is {len} bytes, too short for a zip end of central directory record ({EOCD_LEN} bytes)"
+        ))
+    })?;
+    loop {
+        if r.u32(at) == EOCD_SIG && at + EOCD_LEN as u64 + u64::from(r.u16(at + 20)) == len {
+            return Ok(at);
+        }
+        if at == lowest {
+            return Err(Error::new(
+                "no zip end of central directory record in the last 65557 bytes of the file",
+            ));
+        }
+        at -= 1;
+    }
 }
 
 fn zip64_directory(r: &Reader<'_>, eocd: u64) -> Result<Directory> {
@@ -221,9 +229,36 @@ fn zip64_directory(r: &Reader<'_>, eocd: u64) -> Result<Directory> {
     })
 }
 
+/// A central directory entry's own fields.
+struct Record {
+    name: String,
+    method: u16,
+    crc32: u32,
+    compressed: u64,
+    uncompressed: u64,
+    header_offset: u64,
+}
+
 /// The central directory entry at `at` (the `index`-th), checked up to and
 /// including its local header; returns it and where the next entry starts.
 fn central_entry(r: &Reader<'_>, at: u64, end: u64, index: u64) -> Result<(Member, u64)> {
+    let (rec, next) = central_record(r, at, end, index)?;
+    let data = local_data(r, rec.header_offset, rec.compressed, rec.method, &rec.name)?;
+    let member = Member {
+        name: rec.name,
+        method: rec.method,
+        crc32: rec.crc32,
+        uncompressed_size: rec.uncompressed,
+        header_offset: rec.header_offset,
+        data,
+        central_offset: at,
+    };
+    Ok((member, next))
+}
+
+/// The fields of the central directory entry at `at` and where the next
+/// entry starts.
+fn central_record(r: &Reader<'_>, at: u64, end: u64, index: u64) -> Result<(Record, u64)> {
     let what = || format!("zip central directory entry {index}");
     let fixed = Span::checked(at, CENTRAL_LEN as u64, end, what)?;
     if r.u32(at) != CENTRAL_SIG {
@@ -263,17 +298,15 @@ fn central_entry(r: &Reader<'_>, at: u64, end: u64, index: u64) -> Result<(Membe
     if flags & ENCRYPTED != 0 {
         return Err(Error::new(format!("zip member {name} is encrypted")));
     }
-    let data = local_data(r, header_offset, compressed, method, &name)?;
-    let member = Member {
+    let rec = Record {
         name,
         method,
         crc32,
-        uncompressed_size: uncompressed,
+        compressed,
+        uncompressed,
         header_offset,
-        data,
-        central_offset: at,
     };
-    Ok((member, var.end()))
+    Ok((rec, var.end()))
 }
 
 /// Fills the 0xFFFFFFFF fields from the zip64 extra field, in the order the

@@ -1,0 +1,149 @@
+//! The object store client of one remote source: a store, the object's
+//! path in it, and a runtime to block on.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore};
+use tokio::runtime::Runtime;
+
+use super::url::{RETRY_TIMEOUT, store};
+
+/// The longest any one call may take, retries included: the store's own
+/// limits should end it first, this ends it regardless.
+const CALL_LIMIT: Duration = Duration::from_secs(RETRY_TIMEOUT.as_secs() + 8);
+
+/// What was pinned when the object was opened.
+#[derive(Debug, Clone)]
+pub struct Pin {
+    /// Size in bytes.
+    pub len: u64,
+    /// The ETag, when the server gives one.
+    pub e_tag: Option<String>,
+    /// The modification time.
+    pub last_modified: SystemTime,
+}
+
+impl Pin {
+    /// What identifies the object, for messages.
+    pub fn identity(&self) -> &'static str {
+        if self.e_tag.is_some() {
+            "ETag"
+        } else {
+            "modification time"
+        }
+    }
+}
+
+/// Why a range read failed.
+#[derive(Debug)]
+pub enum GetError {
+    /// The object is no longer the one pinned.
+    Changed(String),
+    /// Anything else: unreachable, timed out, refused.
+    Other(String),
+}
+
+/// A connected client.
+pub struct Client {
+    runtime: Runtime,
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("path", &self.path).finish()
+    }
+}
+
+impl Client {
+    /// A client for the object at `url`. The runtime runs on the calling
+    /// threads only (no worker threads of its own).
+    pub fn connect(url: &str) -> Result<Client, String> {
+        let (store, path) = store(url)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("starting the I/O runtime: {e}"))?;
+        Ok(Client {
+            runtime,
+            store,
+            path,
+        })
+    }
+
+    /// Runs `f` to its end, or fails once [`CALL_LIMIT`] has passed.
+    fn run<T>(&self, f: impl Future<Output = Result<T, GetError>>) -> Result<T, GetError> {
+        self.runtime.block_on(async {
+            tokio::time::timeout(CALL_LIMIT, f)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(GetError::Other(format!(
+                        "no answer within {} s",
+                        CALL_LIMIT.as_secs()
+                    )))
+                })
+        })
+    }
+
+    async fn call(&self, options: GetOptions) -> Result<object_store::GetResult, GetError> {
+        match self.store.get_opts(&self.path, options).await {
+            Ok(r) => Ok(r),
+            Err(e @ object_store::Error::Precondition { .. }) => {
+                Err(GetError::Changed(e.to_string()))
+            }
+            Err(e) => Err(GetError::Other(e.to_string())),
+        }
+    }
+
+    /// The object's size and identity.
+    pub fn head(&self) -> Result<Pin, String> {
+        let options = GetOptions {
+            head: true,
+            ..GetOptions::default()
+        };
+        let r = self.run(self.call(options)).map_err(|e| match e {
+            GetError::Changed(e) | GetError::Other(e) => e,
+        })?;
+        Ok(Pin {
+            len: r.meta.size,
+            e_tag: r.meta.e_tag.clone(),
+            last_modified: r.meta.last_modified.into(),
+        })
+    }
+
+    /// Bytes `range` of the object, only while it is still the one
+    /// `pin` describes.
+    pub fn get(&self, range: Range<u64>, pin: &Pin) -> Result<Vec<u8>, GetError> {
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(range.clone())),
+            if_match: pin.e_tag.clone(),
+            if_unmodified_since: pin.e_tag.is_none().then(|| pin.last_modified.into()),
+            ..GetOptions::default()
+        };
+        let bytes = self.run(async {
+            let r = self.call(options).await?;
+            // A server that ignores If-Match still says what it sent.
+            if r.meta.e_tag.is_some() && r.meta.e_tag != pin.e_tag || r.meta.size != pin.len {
+                return Err(GetError::Changed(format!(
+                    "the server now has size {} and ETag {}",
+                    r.meta.size,
+                    r.meta.e_tag.as_deref().unwrap_or("(none)")
+                )));
+            }
+            r.bytes().await.map_err(|e| GetError::Other(e.to_string()))
+        })?;
+        if bytes.len() as u64 != range.end - range.start {
+            return Err(GetError::Other(format!(
+                "asked for bytes {}..{} and got {} bytes",
+                range.start,
+                range.end,
+                bytes.len()
+            )));
+        }
+        Ok(bytes.to_vec())
+    }
+}

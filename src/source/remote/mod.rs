@@ -1,0 +1,288 @@
+//! A remote object read by byte ranges.
+//!
+//! Opening asks the server for the object's size, ETag and modification
+//! time and pins them: every later range read is conditional on the ETag
+//! (`If-Match`, or `If-Unmodified-Since` without one), so a changed object
+//! makes reads fail rather than mix new bytes into the old tree. Parsing
+//! sees an image of the object's full length, an anonymous mapping that
+//! costs nothing where it is not written, holding the ranges a fetch plan
+//! asked for. Reads after that go through a [`BlockCache`].
+//!
+//! The object store client is asynchronous; each source keeps a small
+//! runtime of its own and blocks on it from the calling thread. Every
+//! request is bounded (timeouts, few retries, an overall limit), so a
+//! server that stops answering makes a read fail within seconds.
+
+mod client;
+mod url;
+
+use std::io;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use memmap2::{Advice, MmapMut, MmapOptions};
+
+pub use self::url::is_url;
+use super::cache::{BLOCK, BlockCache, DEFAULT_CAPACITY};
+use super::{SourceError, Stamp};
+use crate::format::{Ranges, Span};
+use client::{Client, GetError, Pin};
+
+/// Fetches are whole pages of this size (or a multiple: checking
+/// residency uses the system's page size).
+const PAGE: u64 = 4096;
+
+/// Rounds a fetch plan may take before it is refused as not converging.
+const PLAN_ROUNDS: usize = 64;
+
+/// An open remote object.
+#[derive(Debug)]
+pub struct RemoteFile {
+    url: String,
+    pin: Pin,
+    /// Connected lazily, dropped by [`RemoteFile::disconnect`].
+    client: Mutex<Option<Arc<Client>>>,
+    /// Shared with the tree's files rendered when first read, once built.
+    image: Option<Arc<MmapMut>>,
+    have: Ranges,
+    cache: BlockCache,
+    changed: AtomicBool,
+}
+
+impl RemoteFile {
+    /// Asks for the object's size and identity; fetches nothing else.
+    pub fn open(url: &str) -> Result<(RemoteFile, Stamp), SourceError> {
+        let error = |error: String| SourceError::Remote {
+            url: url.to_owned(),
+            error,
+        };
+        let client = Arc::new(Client::connect(url).map_err(error)?);
+        let pin = client.head().map_err(|e| error(e.to_string()))?;
+        let image = if pin.len == 0 {
+            None
+        } else {
+            let len = usize::try_from(pin.len)
+                .map_err(|_| error(format!("is {} bytes, too large to map", pin.len)))?;
+            let map = MmapOptions::new()
+                .len(len)
+                .no_reserve_swap()
+                .map_anon()
+                .map_err(|e| error(format!("mapping an image of {len} bytes: {e}")))?;
+            // Pages stay 4 KiB, so that residency shows which pages parsing
+            // touched (see `unfetched_reads`); advice only, so a refusal
+            // changes nothing else.
+            let _ = map.advise(Advice::NoHugePage);
+            Some(Arc::new(map))
+        };
+        let stamp = Stamp {
+            dev: 0,
+            ino: 0,
+            len: pin.len,
+            mtime: pin.mtime(),
+            ctime: pin.mtime(),
+            nlink: 1,
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+            mode: libc::S_IFREG | 0o444,
+        };
+        let file = RemoteFile {
+            url: url.to_owned(),
+            cache: BlockCache::new(pin.len, BLOCK, DEFAULT_CAPACITY),
+            pin,
+            client: Mutex::new(Some(client)),
+            image,
+            have: Ranges::default(),
+            changed: AtomicBool::new(false),
+        };
+        Ok((file, stamp))
+    }
+
+    /// The image parsing sees.
+    pub fn image(&self) -> &[u8] {
+        self.image.as_deref().map_or(&[], |m| &m[..])
+    }
+
+    /// The image, shared.
+    pub fn shared_image(&self) -> Option<Arc<MmapMut>> {
+        self.image.clone()
+    }
+
+    fn client(&self) -> Result<Arc<Client>, String> {
+        let mut slot = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = &*slot {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(Client::connect(&self.url)?);
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Drops the client (connections and runtime); the next read connects
+    /// again.
+    pub fn disconnect(&self) {
+        let old = self.client.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(old);
+    }
+
+    /// Bytes `range` of the object as it was opened.
+    fn get(&self, range: Range<u64>) -> io::Result<Vec<u8>> {
+        let client = self.client().map_err(io::Error::other)?;
+        match client.get(range, &self.pin) {
+            Ok(bytes) => Ok(bytes),
+            Err(GetError::Changed(why)) => {
+                self.changed.store(true, Ordering::Relaxed);
+                Err(io::Error::other(format!(
+                    "changed since it was opened ({why})"
+                )))
+            }
+            Err(GetError::Other(e)) => Err(io::Error::other(e)),
+        }
+    }
+
+    /// Fetches into the image what `plan` asks for, until it asks for
+    /// nothing new.
+    pub fn prefetch(
+        &mut self,
+        plan: impl Fn(&[u8], &Ranges) -> Vec<Range<u64>>,
+    ) -> Result<(), SourceError> {
+        let error = |error: String| SourceError::Remote {
+            url: self.url.clone(),
+            error,
+        };
+        let len = self.pin.len;
+        // Whole pages, so that a page is either fetched or not and the
+        // pages parsing touched tell exactly what it read unfetched
+        // (see `unfetched_reads`).
+        let pages = |r: &Range<u64>| {
+            let start = r.start.min(len) / PAGE * PAGE;
+            start..r.end.min(len).div_ceil(PAGE).saturating_mul(PAGE).min(len)
+        };
+        for _ in 0..PLAN_ROUNDS {
+            let mut missing: Vec<Range<u64>> = plan(self.image(), &self.have)
+                .iter()
+                .flat_map(|r| self.have.missing(&pages(r)))
+                .collect();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            missing.sort_by_key(|r| r.start);
+            for r in coalesce(missing) {
+                let bytes = self.get(r.clone()).map_err(|e| error(e.to_string()))?;
+                // Fetching happens before a tree shares the image.
+                let Some(image) = self.image.as_mut().and_then(Arc::get_mut) else {
+                    return Err(error("its image is in use by a tree built from it".into()));
+                };
+                image[r.start as usize..r.end as usize].copy_from_slice(&bytes);
+                self.have.insert(r);
+            }
+        }
+        Err(error(format!(
+            "reading its structure took more than {PLAN_ROUNDS} rounds of range requests"
+        )))
+    }
+
+    /// Ranges of whole pages of the image that were read (by parsing)
+    /// but never fetched: there parsing took zeros for the file's bytes. A
+    /// page of an anonymous mapping becomes resident when first touched,
+    /// reading included (it then maps the zero page), so `mincore` tells
+    /// the pages touched; those overlapping no fetched range were only
+    /// read. Fetches are whole pages, so each page is fetched or not.
+    pub fn unfetched_reads(&self) -> Vec<Range<u64>> {
+        let Some(map) = &self.image else {
+            return Vec::new();
+        };
+        // SAFETY: sysconf has no preconditions.
+        let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+            p if p > 0 => p as usize,
+            _ => return Vec::new(),
+        };
+        let mut resident = vec![0u8; map.len().div_ceil(page)];
+        // SAFETY: the address and length are those of a live mapping this
+        // value owns (page aligned, as mappings are), and `resident` has
+        // one byte per page of it, as mincore writes.
+        let rc = unsafe {
+            libc::mincore(
+                map.as_ptr().cast_mut().cast(),
+                map.len(),
+                resident.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Vec::new();
+        }
+        let mut out: Vec<Range<u64>> = Vec::new();
+        for (i, r) in resident.iter().enumerate() {
+            let pages = (i * page) as u64..((i + 1) * page).min(map.len()) as u64;
+            if r & 1 == 0 || self.have.missing(&pages) != [pages.clone()] {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if last.end == pages.start => last.end = pages.end,
+                _ => out.push(pages),
+            }
+        }
+        out
+    }
+
+    /// See [`super::Source::set_cache_size`].
+    pub fn set_cache_size(&self, bytes: u64) {
+        self.cache.set_capacity(bytes);
+    }
+
+    /// Bytes fetched so far: for parsing and through the cache.
+    pub fn fetched_bytes(&self) -> u64 {
+        self.have.total() + self.cache.fetched()
+    }
+
+    /// `Err` once a read found the object changed.
+    pub fn check_unchanged(&self, name: &str) -> Result<(), SourceError> {
+        if self.changed.load(Ordering::Relaxed) {
+            return Err(SourceError::Modified {
+                name: name.to_owned(),
+                what: self.pin.identity(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends the bytes of `span` to `out`, through the cache, reading
+    /// ahead no further than `ahead_limit`.
+    pub fn read_span(&self, span: Span, ahead_limit: u64, out: &mut Vec<u8>) -> io::Result<()> {
+        let start = out.len();
+        let read = self
+            .cache
+            .read(span.offset..span.end(), ahead_limit, out, &|r| self.get(r));
+        if read.is_err() {
+            out.truncate(start);
+        }
+        read
+    }
+}
+
+/// Ranges sorted by start, with those closer than a small gap merged: one
+/// request is cheaper than two for a few KiB in between.
+fn coalesce(sorted: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    const GAP: u64 = 64 << 10;
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(GAP) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+impl Pin {
+    fn mtime(&self) -> (i64, i64) {
+        let t = self.last_modified;
+        match t.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => (d.as_secs() as i64, i64::from(d.subsec_nanos())),
+            Err(_) => (0, 0),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Which arguments are URLs, and the object store client for each kind.
+//!
+//! `http(s)://host/path` is read with plain range GETs (any server with
+//! range support, such as a static nginx); `s3://bucket/key`,
+//! `gs://bucket/object` and `az://container/blob` through the object
+//! store's own API, with credentials and endpoints from the usual
+//! environment variables (`AWS_ACCESS_KEY_ID`, `AWS_REGION`,
+//! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, `GOOGLE_SERVICE_ACCOUNT`,
+//! `AZURE_STORAGE_ACCOUNT_NAME`, ...).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::http::HttpBuilder;
+use object_store::path::Path;
+use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
+
+/// URL schemes read as remote objects.
+const SCHEMES: &[&str] = &["http", "https", "s3", "gs", "az"];
+
+/// One request's time limit, connecting included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(8);
+/// Connecting's time limit.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
+/// All tries of one request together, backoff included: well under the
+/// 30 s after which a read of a vanished server must have failed.
+pub const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// True when `arg` is a URL of a kind read remotely (rather than a path).
+pub fn is_url(arg: &str) -> bool {
+    arg.split_once("://")
+        .is_some_and(|(scheme, rest)| SCHEMES.contains(&scheme) && !rest.is_empty())
+}
+
+fn retry() -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: 3,
+        retry_timeout: RETRY_TIMEOUT,
+    }
+}
+
+/// The store holding the object `url` names, and the object's path in it.
+pub fn store(url: &str) -> Result<(Arc<dyn ObjectStore>, Path), String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("not a valid URL: {e}"))?;
+    let path =
+        Path::from_url_path(parsed.path()).map_err(|e| format!("not a valid object path: {e}"))?;
+    if path.as_ref().is_empty() {
+        return Err("names no object (the path is empty)".into());
+    }
+    let timeout = |key| [(key, format!("{}s", REQUEST_TIMEOUT.as_secs()))];
+    let store: Arc<dyn ObjectStore> = match parsed.scheme() {
+        "http" | "https" => {
+            let base = &url[..url.len() - parsed[url::Position::BeforePath..].len()];
+            let options = ClientOptions::new()
+                .with_allow_http(true)
+                .with_timeout(REQUEST_TIMEOUT)
+                .with_connect_timeout(CONNECT_TIMEOUT);
+            Arc::new(
+                HttpBuilder::new()
+                    .with_url(base)
+                    .with_client_options(options)
+                    .with_retry(retry())
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+        "s3" => {
+            let mut b = AmazonS3Builder::from_env()
+                .with_url(url)
+                .with_retry(retry());
+            for (k, v) in timeout(ClientConfigKey::Timeout) {
+                b = b.with_config(AmazonS3ConfigKey::Client(k), v);
+            }
+            b = b.with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+                format!("{}s", CONNECT_TIMEOUT.as_secs()),
+            );
+            Arc::new(b.build().map_err(|e| e.to_string())?)
+        }
+        "gs" => {
+            let mut b = GoogleCloudStorageBuilder::from_env()
+                .with_url(url)
+                .with_retry(retry());
+            for (k, v) in timeout(ClientConfigKey::Timeout) {
+                b = b.with_config(GoogleConfigKey::Client(k), v);
+            }
+            Arc::new(b.build().map_err(|e| e.to_string())?)
+        }
+        "az" => {
+            let mut b = MicrosoftAzureBuilder::from_env()
+                .with_url(url)
+                .with_retry(retry());
+            for (k, v) in timeout(ClientConfigKey::Timeout) {
+                b = b.with_config(AzureConfigKey::Client(k), v);
+            }
+            Arc::new(b.build().map_err(|e| e.to_string())?)
+        }
+        other => return Err(format!("URL scheme {other}:// is not one ptefs reads")),
+    };
+    Ok((store, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_paths_are_told_apart() {
+        assert!(is_url("https://example.com/m.pte"));
+        assert!(is_url("s3://bucket/m.pte"));
+        assert!(!is_url("model.pte"));
+        assert!(!is_url("/tmp/https://x"));
+        assert!(!is_url("ftp://host/m.pte"));
+        assert!(!is_url("http://"));
+    }
+
+    #[test]
+    fn bad_urls_are_refused_with_a_reason() {
+        let e = store("http://host").err().unwrap();
+        assert!(e.contains("names no object"), "{e}");
+        let e = store("http://[bad/x.pte").err().unwrap();
+        assert!(e.contains("not a valid URL"), "{e}");
+    }
+}
