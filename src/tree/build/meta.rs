@@ -128,51 +128,50 @@ fn memory_json(meta: &MethodMeta, m: &MethodInfo<'_>) -> MemoryJson {
     }
 }
 
-impl Builder {
-    /// `index.json` entries of tensor values that have no bytes but a
-    /// recorded name or location (`extra_tensor_info`), such as mutable
-    /// buffers exported with their names. `listed` (sorted) are the values
-    /// already listed.
-    pub(super) fn byteless_entries<'a>(
-        &self,
-        m: &MethodInfo<'a>,
-        meta: &MethodMeta,
-        listed: &[usize],
-    ) -> Vec<Entry<'a>> {
-        let mut out = Vec::new();
-        for (i, v) in m.plan.values().iter().flatten().enumerate() {
-            let Some(t) = v.val_as_tensor() else { continue };
-            let named = t.extra_tensor_info().is_some() || meta.training.contains_key(&i);
-            if !named || listed.binary_search(&i).is_ok() {
-                continue;
-            }
-            let spec = io::TensorSpec::of(t);
-            let sizes: Vec<i64> = spec.sizes.clone();
-            let shape = TensorShape {
-                scalar_type: t.scalar_type(),
-                sizes: sizes.into(),
-                dim_order: spec.dim_order.clone().into(),
-            };
-            out.push(Entry {
-                value_index: Some(i),
-                fqn: Some(t.extra_tensor_info().and_then(text::fully_qualified_name)),
-                shape: Some(shape.describe()),
-                nbytes: spec.nbytes,
-                meaning: Meaning {
-                    bytes: Some("none"),
-                    mem_id: spec.mem_id,
-                    mem_offset: spec.mem_offset,
-                    users: Some(meta.users_json(i)).filter(|u| !u.is_empty()),
-                    training: meta.training.get(&i).cloned(),
-                    ..Meaning::default()
-                }
-                .boxed(),
-                ..Entry::default()
-            });
+/// `index.json` entries of tensor values that have no bytes but a
+/// recorded name or location (`extra_tensor_info`), such as mutable
+/// buffers exported with their names. `listed` (sorted) are the values
+/// already listed.
+pub(super) fn byteless_entries<'a>(
+    m: &MethodInfo<'a>,
+    meta: &MethodMeta,
+    listed: &[usize],
+) -> Vec<Entry<'a>> {
+    let mut out = Vec::new();
+    for (i, v) in m.plan.values().iter().flatten().enumerate() {
+        let Some(t) = v.val_as_tensor() else { continue };
+        let named = t.extra_tensor_info().is_some() || meta.training.contains_key(&i);
+        if !named || listed.binary_search(&i).is_ok() {
+            continue;
         }
-        out
+        let spec = io::TensorSpec::of(t);
+        let sizes: Vec<i64> = spec.sizes.clone();
+        let shape = TensorShape {
+            scalar_type: t.scalar_type(),
+            sizes: sizes.into(),
+            dim_order: spec.dim_order.clone().into(),
+        };
+        out.push(Entry {
+            value_index: Some(i),
+            fqn: Some(t.extra_tensor_info().and_then(text::fully_qualified_name)),
+            shape: Some(shape.describe()),
+            nbytes: spec.nbytes,
+            meaning: Meaning {
+                bytes: Some("none"),
+                mem_id: spec.mem_id,
+                mem_offset: spec.mem_offset,
+                users: Some(meta.users_json(i)).filter(|u| !u.is_empty()),
+                training: meta.training.get(&i).cloned(),
+                ..Meaning::default()
+            }
+            .boxed(),
+            ..Entry::default()
+        });
     }
+    out
+}
 
+impl Builder {
     /// `io.json`, `memory.json`, `value.json` (constant methods) and
     /// `values/` of a method. `files` holds the `.bin` of each value that
     /// has one, by value index.

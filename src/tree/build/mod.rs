@@ -8,6 +8,7 @@ mod index;
 mod meta;
 mod package;
 mod program;
+mod tensor_index;
 mod vulkan;
 mod xnnpack;
 

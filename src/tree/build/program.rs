@@ -5,8 +5,9 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use super::delegate::{NamedIndex, Place, Shown};
-use super::index::{Entry, Meaning, Source, TensorShape};
+use super::index::{Entry, Meaning, Source};
 use super::meta::MethodMeta;
+use super::tensor_index::{self, Placed, shape_of, stem, tensor_entry};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::Ino;
@@ -50,7 +51,7 @@ impl Builder {
                 file_name,
                 origin,
                 (m, &meta, p.bytes),
-                data,
+                (data, (mi, len)),
             );
             self.lazy_program(&mut mdir, "plan.json", origin, len, move |p, out| {
                 let plan = p.methods.get(mi).map(|m| m.plan);
@@ -163,50 +164,18 @@ impl Builder {
         file_name: &str,
         origin: Origin,
         (m, meta, bytes): (&MethodInfo<'_>, &MethodMeta, &[u8]),
-        data: &[Attached<'_, '_>],
+        (data, (mi, len)): (&[Attached<'_, '_>], (usize, usize)),
     ) -> (Vec<Option<String>>, Vec<(usize, Ino)>) {
         let mut tdir = self.subdir(mdir, "tensors");
         let nvalues = m.plan.values().map_or(0, |v| v.len());
         let mut paths = vec![None; nvalues];
-        let max_value = m.tensors.iter().map(|t| t.value_index).max().unwrap_or(0) as u64;
+        let max_value = tensor_index::max_value(m);
         let mut index = Vec::new();
         let mut inos = Vec::new();
         let mut warned: HashSet<Name<'_>> = HashSet::new();
         for t in &m.tensors {
-            let shape = TensorShape {
-                scalar_type: t.scalar_type,
-                sizes: t.sizes.clone(),
-                dim_order: t.dim_order.clone(),
-            };
-            let mut entry = Entry {
-                value_index: Some(t.value_index),
-                fqn: Some(t.fqn),
-                shape: Some(shape.describe()),
-                nbytes: Some(t.nbytes),
-                location: Some(t.data.location()),
-                meaning: Meaning {
-                    users: Some(meta.users_json(t.value_index)).filter(|u| !u.is_empty()),
-                    training: meta.training.get(&t.value_index).cloned(),
-                    ..Meaning::default()
-                }
-                .boxed(),
-                ..Entry::default()
-            };
-            match &t.data {
-                TensorData::Constant { buffer_index, .. } => {
-                    entry.buffer_index = Some(*buffer_index)
-                }
-                TensorData::MutableInitialState {
-                    table,
-                    buffer_index,
-                    ..
-                } => {
-                    entry.buffer_index = Some(*buffer_index);
-                    entry.mutable_data_segments_index = Some(*table);
-                }
-                TensorData::External { key } => entry.key = Some(*key),
-            }
-            entry.flag_escaped_names();
+            let shape = shape_of(t);
+            let mut entry = tensor_entry(t, meta);
             let found = match t.data.span() {
                 Some(span) => Some((origin, span, None)),
                 None => self.external(file_name, m, t, data, &mut warned),
@@ -220,10 +189,7 @@ impl Builder {
                     if let Some(names) = holder.and_then(|b| self.checkpoint_names(span, b)) {
                         entry.meaning().checkpoint_names = Some(names);
                     }
-                    let mut stem = padded(t.value_index as u64, max_value);
-                    if let Some(fqn) = t.fqn {
-                        stem = format!("{stem}.{}", encode(fqn));
-                    }
+                    let stem = stem(t, max_value);
                     let (bin, npy) = self.tensor_files(&mut tdir, &stem, o, Some(span), &shape);
                     if let Some(ino) = self.recent_entry(tdir.ino, &bin) {
                         inos.push((index.len(), ino));
@@ -243,9 +209,21 @@ impl Builder {
             index.push(entry);
         }
         let files = self.aliases(&mut tdir, &mut index, &inos, meta);
-        let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
-        index.extend(self.byteless_entries(m, meta, &listed));
-        self.json(&mut tdir, "index.json", &index);
+        let placed: Vec<Placed> = index
+            .iter()
+            .zip(&m.tensors)
+            .map(|(e, t)| Placed::of(e, t, max_value))
+            .collect();
+        drop(index);
+        let dirs = meta.delegate_dirs.clone();
+        self.lazy_program(&mut tdir, "index.json", origin, len, move |p, out| {
+            let Some(m) = p.methods.get(mi) else {
+                return Ok(());
+            };
+            let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
+            let meta = MethodMeta::new(m, dirs.clone(), &plans);
+            render::json_to(out, &tensor_index::entries(m, &meta, &placed))
+        });
         (paths, files)
     }
 
