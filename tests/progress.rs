@@ -7,7 +7,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::mounted::{report_skip, which};
+use common::mounted::{fuse_or_skip, report_skip, which};
 use common::*;
 use ptefs::schema::ScalarType;
 use writer::{Bytes, Data, Program, Tensor, Value};
@@ -109,4 +109,31 @@ fn a_terminal_sees_the_stages() {
         "b.pte: comparing",
     ];
     assert!(drawn(&out, &stages), "none of {stages:?} in {out:?}");
+}
+
+/// `ptefs mount` shows its stage on a terminal until the tree is ready,
+/// and the line is gone once it returns.
+#[test]
+fn a_terminal_sees_a_mount_lay_out_its_tree() {
+    if !fuse_or_skip("a_terminal_sees_a_mount_lay_out_its_tree") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let a = large_program(tmp.path(), "a.pte", 20_000, 1);
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let Some(out) = on_a_terminal(&[Path::new("mount"), &a, &mnt]) else {
+        report_skip(
+            "a_terminal_sees_a_mount_lay_out_its_tree",
+            "`script` is missing",
+        );
+        return;
+    };
+    let mounted = std::fs::read_dir(&mnt).map(|d| d.count()).unwrap_or(0) > 0;
+    let _ = Command::new(ptefs_bin()).arg("umount").arg(&mnt).status();
+    assert!(mounted, "{out:?}");
+    assert!(
+        out.contains("a.pte: reading its structure and laying out the tree"),
+        "{out:?}"
+    );
 }

@@ -132,7 +132,12 @@ fn open_inputs(files: &[PathBuf], data: &[PathBuf], auto_data: bool) -> Result<O
 
 /// Opens a view, printing any error and warnings.
 pub fn open_view(req: &Request) -> Result<View, i32> {
-    match View::open(req) {
+    report_view(View::open(req))
+}
+
+/// Prints what opening a view gave: its warnings and notes, or the error.
+pub fn report_view(opened: Result<View, crate::view::OpenError>) -> Result<View, i32> {
+    match opened {
         Ok(view) => {
             // A hostile file can warrant a warning per tensor.
             const SHOWN: usize = 20;

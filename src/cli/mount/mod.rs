@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use nix::errno::Errno;
 
-use super::{OK, TROUBLE, error, open_view};
-use crate::view::Request;
+use super::progress::Progress;
+use super::{OK, TROUBLE, error, report_view};
+use crate::view::{Request, View};
 use mountpoint::{check_dev_fuse, check_mountpoint, mount_at, unmount_path};
 use options::parse_options;
 
@@ -90,13 +91,20 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     })?;
-    let view = open_view(&Request {
+    let req = Request {
         inputs,
         data: args.data,
         recursive: args.subdirs,
         names: args.names,
         auto_data: !args.no_auto_data,
-    })?;
+    };
+    // Fetching a remote file's structure, or laying out a large tree, takes
+    // a while: a terminal sees which, until the tree is ready.
+    let progress = Progress::new(&source_name);
+    progress.stage("reading its structure and laying out the tree");
+    let opened = View::open(&req);
+    progress.finish();
+    let view = report_view(opened)?;
     if let Some(bytes) = options.cache_size {
         view.set_cache_size(bytes);
     }
