@@ -222,7 +222,8 @@ impl Builder {
             };
             let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
             let meta = MethodMeta::new(m, dirs.clone(), &plans);
-            render::json_to(out, &tensor_index::entries(m, &meta, &placed))
+            let entries = tensor_index::entries(m, &meta, &placed);
+            render::json_to(out, &tensor_index::Streamed(Some(entries).into()))
         });
         (table, rows)
     }

@@ -69,14 +69,20 @@ fn place<'s>(e: &mut Entry<'s>, rows: &'s Rows, row: u32) {
     }
 }
 
-/// The entries of `m`'s `index.json`: its tensors as `rows` say the build
-/// placed them (those without a row are external tensors found nowhere),
-/// then the values listed for their recorded names alone.
-pub(super) fn entries<'a>(m: &MethodInfo<'a>, meta: &MethodMeta, rows: &'a Rows) -> Vec<Entry<'a>> {
-    let mut index: Vec<Entry<'a>> = m
-        .tensors
+/// The entries of `m`'s `index.json`, made one at a time as they are
+/// written: its tensors as `rows` say the build placed them (those without
+/// a row are external tensors found nowhere), then the values listed for
+/// their recorded names alone.
+pub(super) fn entries<'a>(
+    m: &'a MethodInfo<'a>,
+    meta: &'a MethodMeta,
+    rows: &'a Rows,
+) -> impl Iterator<Item = Entry<'a>> + 'a {
+    let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
+    let byteless = byteless_entries(m, meta, &listed);
+    m.tensors
         .iter()
-        .map(|t| {
+        .map(move |t| {
             let mut e = tensor_entry(t, meta);
             match rows.find(t.value_index) {
                 Some(row) => place(&mut e, rows, row),
@@ -84,10 +90,17 @@ pub(super) fn entries<'a>(m: &MethodInfo<'a>, meta: &MethodMeta, rows: &'a Rows)
             }
             e
         })
-        .collect();
-    let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
-    index.extend(byteless_entries(m, meta, &listed));
-    index
+        .chain(byteless)
+}
+
+/// A JSON array whose elements are made as they are written, so that a
+/// million entries are never held at once.
+pub(super) struct Streamed<I>(pub std::cell::Cell<Option<I>>);
+
+impl<I: Iterator<Item = T>, T: serde::Serialize> serde::Serialize for Streamed<I> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.take().into_iter().flatten())
+    }
 }
 
 /// The largest value index of `m`'s tensors, which sets the width of
