@@ -4,10 +4,10 @@
 # holes), written by examples/make_model.rs. Prints rows of the benchmark
 # table (see scripts/bench.sh): time until the mount answers, the daemon's
 # anonymous memory (RssAnon: mapped file pages do not count) right after,
-# the first entry of a listing of the method's tensors/ (`ls -f | head -1`)
-# and `stat` of its index.json. Each beside the issue's target, as nothing
-# else mounts such a file to compare with; a run of a fifth the size shows
-# how the figures grow. Usage: scripts/bench-scale.sh [WORKDIR]
+# the first entry of a listing of the method's tensors/ (`ls -f | head -1`),
+# the whole listing, `stat` of its index.json and RssAnon after those. Each
+# beside the issue's target, as nothing else mounts such a file to compare
+# with; a run of a fifth the size shows how the figures grow. Usage: scripts/bench-scale.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
@@ -37,7 +37,11 @@ for count in $((n / 5)) "$n"; do
   echo "| daemon RssAnon after that mount | $rss | target: 128 MiB | |"
   s=$(now); { ls -f "$mnt/methods/forward/tensors" || true; } | head -1 > /dev/null; e=$(now)
   echo "| first entry of its tensors/ (\`ls -f \| head -1\`) | $(ms $((e - s))) | target: a few seconds | |"
+  s=$(now); entries=$(ls -f "$mnt/methods/forward/tensors" | wc -l); e=$(now)
+  echo "| all of its tensors/ (\`ls -f \| wc -l\`: $entries entries) | $(ms $((e - s))) | | |"
   s=$(now); size=$(stat -c %s "$mnt/methods/forward/tensors/index.json"); e=$(now)
   echo "| \`stat\` of its index.json ($((size / 1000000)) MB) | $(ms $((e - s))) | | |"
+  rss=$(awk '/RssAnon/ {printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
+  echo "| daemon RssAnon after listing tensors/ and sizing index.json | $rss | | |"
   $ptefs umount "$mnt"
 done

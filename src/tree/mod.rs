@@ -280,29 +280,40 @@ impl Tree {
                 NodeKind::Dir(_) => None,
             };
         }
-        let (content, _, _, tensor) = self.computed_file(ino)?;
+        let (content, tensor) = self.computed_file(ino)?;
         Some(FileRef {
             content: Contents::Made(content),
             tensor: tensor.and_then(|t| self.tensors.get(t as usize)),
         })
     }
 
-    /// A computed file's content, first name, directory and tensor type.
-    fn computed_file(&self, ino: Ino) -> Option<(Content, String, Ino, Option<u32>)> {
-        if let Some(t) = self
-            .tables
+    /// A computed file's content and tensor type.
+    fn computed_file(&self, ino: Ino) -> Option<(Content, Option<u32>)> {
+        if let Some(t) = self.table_of(ino) {
+            return t.file(ino);
+        }
+        Some((self.constants_of(ino)?.file(ino)?, None))
+    }
+
+    /// A computed file's directory and first name.
+    fn computed_name(&self, ino: Ino) -> Option<(Ino, String)> {
+        if let Some(t) = self.table_of(ino) {
+            return Some((t.dir, t.name(ino)?));
+        }
+        let c = self.constants_of(ino)?;
+        Some((c.dir, c.first_name(ino)?))
+    }
+
+    fn table_of(&self, ino: Ino) -> Option<&TensorTable> {
+        self.tables
             .iter()
             .find(|t| (t.base..t.end()).contains(&ino))
-        {
-            let (content, name, meta) = t.file(ino)?;
-            return Some((content, name, t.dir, meta));
-        }
-        let c = self
-            .constants
+    }
+
+    fn constants_of(&self, ino: Ino) -> Option<&ConstantsTable> {
+        self.constants
             .iter()
-            .find(|c| (c.base..c.end()).contains(&ino))?;
-        let (content, name) = c.file(ino)?;
-        Some((content, name, c.dir, None))
+            .find(|c| (c.base..c.end()).contains(&ino))
     }
 
     /// The entries of directory `ino` in name order; `None` for a file.
@@ -347,7 +358,10 @@ impl Tree {
     pub fn parent(&self, ino: Ino) -> Option<Ino> {
         match self.node(ino) {
             Some(n) => Some(n.parent),
-            None => self.computed_file(ino).map(|(_, _, dir, _)| dir),
+            None => self.computed_file(ino).and_then(|_| {
+                let t = self.table_of(ino).map(|t| t.dir);
+                t.or_else(|| self.constants_of(ino).map(|c| c.dir))
+            }),
         }
     }
 
@@ -357,7 +371,7 @@ impl Tree {
             return Cow::Borrowed("");
         }
         let Some(n) = self.node(ino) else {
-            return Cow::Owned(self.computed_file(ino).map(|f| f.1).unwrap_or_default());
+            return Cow::Owned(self.computed_name(ino).map(|f| f.1).unwrap_or_default());
         };
         match &self.node(n.parent).map(|p| &p.kind) {
             Some(NodeKind::Dir(entries)) => {

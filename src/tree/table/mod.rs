@@ -164,25 +164,34 @@ impl TensorTable {
         keyed.into_iter().map(|(_, r)| r).collect()
     }
 
-    /// Content, first name and tensor kind of inode `ino` of the range.
-    pub fn file(&self, ino: Ino) -> Option<(Content, String, Option<u32>)> {
-        let (row, npy) = self.at(ino)?;
-        if self.links.contains_key(&(row, npy)) {
-            return None;
-        }
+    /// Content and tensor kind of inode `ino` of the range.
+    pub fn file(&self, ino: Ino) -> Option<(Content, Option<u32>)> {
+        let (row, npy) = self.own(ino)?;
         let (source, span) = self.rows.bytes(row);
         let kind = self.rows.kind(row);
-        let names = self.rows.names(row);
         let content = match (npy, kind.and_then(|k| k.npy.clone())) {
             (true, Some(prefix)) => Content::Prefixed {
                 prefix,
                 source,
                 span,
             },
-            _ => Content::Source { source, span },
+            (true, None) => return None,
+            (false, _) => Content::Source { source, span },
         };
-        let name = if npy { names.npy? } else { names.bin };
-        Some((content, name, kind.map(|k| k.meta)))
+        Some((content, kind.map(|k| k.meta)))
+    }
+
+    /// The first name of inode `ino` of the range.
+    pub fn name(&self, ino: Ino) -> Option<String> {
+        let (row, npy) = self.own(ino)?;
+        let names = self.rows.names(row);
+        if npy { names.npy } else { Some(names.bin) }
+    }
+
+    /// The row and file of inode `ino` of the range, if it is a file of
+    /// its own rather than the name of another.
+    fn own(&self, ino: Ino) -> Option<(u32, bool)> {
+        self.at(ino).filter(|file| !self.links.contains_key(file))
     }
 
     /// What deciding whether other bytes are the same file as inode `ino`
@@ -352,11 +361,19 @@ impl ConstantsTable {
         self.own.values().map(|(_, span)| span.len).sum()
     }
 
-    /// Content and first name of inode `ino` of the range.
-    pub fn file(&self, ino: Ino) -> Option<(Content, String)> {
+    /// Content of inode `ino` of the range.
+    pub fn file(&self, ino: Ino) -> Option<Content> {
+        let i = u32::try_from(ino.checked_sub(self.base)?).ok()?;
+        let &(source, span) = self.own.get(&i)?;
+        Some(Content::Source { source, span })
+    }
+
+    /// The first name of inode `ino` of the range.
+    pub fn first_name(&self, ino: Ino) -> Option<String> {
         let i = ino.checked_sub(self.base)?;
-        let &(source, span) = self.own.get(&u32::try_from(i).ok()?)?;
-        Some((Content::Source { source, span }, self.name(i)))
+        self.own
+            .contains_key(&u32::try_from(i).ok()?)
+            .then(|| self.name(i))
     }
 }
 
