@@ -180,15 +180,17 @@ impl Builder {
                 None => Some(bytes),
                 Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
             };
-            let shape = shape_of(t);
+            // Tensors of one shape share its parsed sizes and dim order, so
+            // where they are identifies the shape without hashing them.
             let key = (
-                shape.scalar_type,
-                shape.sizes.clone(),
-                shape.dim_order.clone(),
+                t.scalar_type,
+                t.sizes.as_ptr() as usize,
+                t.dim_order.as_ptr() as usize,
             );
             let kind = match kinds.get(&key) {
                 Some(&k) => k,
                 None => {
+                    let shape = shape_of(t);
                     let kind = Kind {
                         meta: self.meta_of(Dtype::Scalar(shape.scalar_type), shape.sizes.clone()),
                         npy: self.npy_header(&shape),

@@ -16,6 +16,7 @@ impl Builder {
     /// returns the table's index.
     pub(super) fn tensor_table(&mut self, dir: Ino, rows: Arc<Rows>) -> usize {
         let base = self.reserve(2 * rows.len() as u64);
+        self.by_bytes.reserve(2 * rows.len());
         let idx = self.tables.len();
         self.tables.push(TensorTable::new(dir, base, rows.clone()));
         self.listings.insert(dir, Listing::Tensors(idx));
