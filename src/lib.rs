@@ -24,6 +24,7 @@ pub mod delegate;
 pub mod format;
 pub mod fs;
 pub mod fuse;
+pub mod memory;
 pub mod meta;
 pub mod report;
 pub mod schema;

@@ -341,6 +341,7 @@ impl View {
             (tree, skipped) = opened.build(names.as_ref())?;
         }
         opened.disconnect();
+        crate::memory::release_free();
         Ok(View {
             sources: opened.sources,
             tree,
