@@ -1,14 +1,20 @@
 //! The program (`.pte`): its flatbuffer and where each tensor's bytes live.
 
+mod constants;
+mod tensors;
+
 use std::sync::Arc;
 
 use super::header::PteHeader;
-use super::index::{at, segment};
+use super::index::segment;
 use super::shapes::Shapes;
 use super::text::{self, Name};
-use super::{Error, Result, Span, scalar, verify};
+use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
 use crate::schema::program as fb;
+use constants::Constants;
+use tensors::Reader;
+pub use tensors::tensor_nbytes;
 
 /// A validated program file. Every span in it lies within `bytes`.
 pub struct ProgramFile<'a> {
@@ -195,356 +201,84 @@ pub fn operator_name(plan: fb::ExecutionPlan<'_>, index: i32) -> Option<String> 
     })
 }
 
-fn is_external(t: fb::Tensor<'_>) -> bool {
-    t.extra_tensor_info()
-        .is_some_and(|e| e.location() == fb::TensorDataLocation::EXTERNAL)
-}
-
-/// Whether a tensor value has initial bytes stored in a file.
-fn has_bytes(t: fb::Tensor<'_>) -> bool {
-    is_external(t) || t.data_buffer_idx() > 0
-}
-
-/// Elements × element size, checked: `None` for an unknown type.
-pub fn tensor_nbytes(scalar_type: ScalarType, sizes: &[i64]) -> Result<Option<u64>> {
-    let Some(elem) = scalar::element_size(scalar_type) else {
-        return Ok(None);
-    };
-    let bad = |problem: String| Error::Sizes {
-        sizes: show_sizes(sizes),
-        problem,
-    };
-    let mut n: u64 = 1;
-    for &d in sizes {
-        let d = u64::try_from(d).map_err(|_| bad("has a negative dimension".into()))?;
-        n = n
-            .checked_mul(d)
-            .ok_or_else(|| bad("overflow a 64-bit element count".into()))?;
-    }
-    n.checked_mul(elem)
-        .map(Some)
-        .ok_or_else(|| bad(format!("× {elem} bytes overflow a 64-bit byte count")))
-}
-
-/// Sizes for a message: the first 16, then how many more.
-fn show_sizes(sizes: &[i64]) -> String {
-    let shown: Vec<String> = sizes.iter().take(16).map(i64::to_string).collect();
-    match sizes.len() {
-        n if n > 16 => format!("[{}, … {} more]", shown.join(", "), n - 16),
-        _ => format!("[{}]", shown.join(", ")),
-    }
-}
-
 impl<'a> ProgramFile<'a> {
     /// Parses and validates a program.
     pub fn parse(bytes: &'a [u8]) -> Result<ProgramFile<'a>> {
         let header = PteHeader::parse(bytes)?;
-        let file_len = bytes.len() as u64;
         let flatbuffer = Span {
             offset: 0,
-            len: header.flatbuffer_len(file_len),
+            len: header.flatbuffer_len(bytes.len() as u64),
         };
         let fb_bytes = flatbuffer.bytes(bytes);
         let (program, warning) = verify::root::<fb::Program>(fb_bytes, "program flatbuffer")?;
-        let warnings = warning.into_iter().collect();
-
-        let base = header.segment_base();
-        let mut segments = Vec::new();
-        for (i, s) in program.segments().iter().flatten().enumerate() {
-            let start = base
-                .checked_add(s.offset())
-                .ok_or_else(|| Error::Overflow {
-                    what: format!("segment {i} from base {base}"),
-                    offset: base,
-                    len: s.offset(),
-                })?;
-            segments.push(Span::checked(start, s.size(), file_len, || {
-                format!(
-                    "segment {i} (offset {} size {} from base {base})",
-                    s.offset(),
-                    s.size()
-                )
-            })?);
+        let segments = segment_spans(program, header.segment_base(), bytes.len() as u64)?;
+        let constants = Constants::of(program);
+        let mut slots = constants.slots(bytes, &segments)?;
+        let mut reader = Reader {
+            file: bytes,
+            program,
+            segments: &segments,
+            constants,
+            shapes: Shapes::default(),
+        };
+        let mut methods = Vec::new();
+        let mut warnings: Vec<String> = warning.into_iter().collect();
+        for (m, plan) in program.execution_plan().iter().flatten().enumerate() {
+            methods.push(reader.method(m, plan, &mut warnings)?);
         }
-
-        let mut file = ProgramFile {
+        drop(reader);
+        constants::fit_to_tensors(&mut slots, &methods);
+        let named = named_blobs(program, &segments)?;
+        Ok(ProgramFile {
             bytes,
             header,
             flatbuffer,
             program,
             segments,
-            constants: Vec::new(),
-            methods: Vec::new(),
-            named: Vec::new(),
+            constants: slots,
+            methods,
+            named,
             warnings,
-        };
-        file.constants = file.constant_slots()?;
-        let mut notes = Vec::new();
-        for (m, plan) in program.execution_plan().iter().flatten().enumerate() {
-            let method = file.method(m, plan, &mut notes)?;
-            file.methods.push(method);
-        }
-        file.warnings.extend(notes);
-        file.fit_constants_to_tensors();
-        for (i, nd) in program.named_data().iter().flatten().enumerate() {
-            let key = text::named_data_key(nd).unwrap_or_default();
-            let span = *file.segment(u64::from(nd.segment_index()), || {
-                format!("named_data {i} (key {key:?})")
-            })?;
-            file.named.push(NamedBlob {
-                key,
-                segment_index: nd.segment_index(),
-                span,
-            });
-        }
-        Ok(file)
-    }
-
-    fn segment(&self, index: u64, what: impl FnOnce() -> String) -> Result<&Span> {
-        segment(&self.segments, index, what)
-    }
-
-    /// True when constants are stored inline (files from before segments).
-    fn legacy_constants(&self) -> bool {
-        self.program
-            .constant_buffer()
-            .is_some_and(|b| !b.is_empty())
-    }
-
-    /// Each constant buffer's whole slot, before tensors narrow it down.
-    fn constant_slots(&self) -> Result<Vec<Option<Span>>> {
-        if self.legacy_constants() {
-            let buffers = self.program.constant_buffer().into_iter().flatten();
-            return Ok(buffers
-                .enumerate()
-                .map(|(i, b)| {
-                    let storage = b.storage().map(|s| s.bytes());
-                    (i > 0)
-                        .then(|| Span::of_vector(self.bytes, storage))
-                        .flatten()
-                })
-                .collect());
-        }
-        let Some(cs) = self.program.constant_segment() else {
-            return Ok(Vec::new());
-        };
-        let offsets: Vec<u64> = cs.offsets().iter().flatten().collect();
-        if offsets.len() <= 1 {
-            return Ok(vec![None; offsets.len()]);
-        }
-        let seg = *self.segment(u64::from(cs.segment_index()), || "constant_segment".into())?;
-        let mut sorted = offsets.clone();
-        sorted.sort_unstable();
-        offsets
-            .iter()
-            .enumerate()
-            .map(|(i, &off)| {
-                if i == 0 {
-                    return Ok(None);
-                }
-                let next = sorted.get(sorted.partition_point(|&o| o <= off)).copied();
-                let end = next.unwrap_or(seg.len).min(seg.len);
-                let len = end.saturating_sub(off);
-                seg.sub(off, len, || {
-                    format!("constant_segment.offsets[{i}] = {off}")
-                })
-                .map(Some)
-            })
-            .collect()
-    }
-
-    /// A used constant buffer holds exactly the bytes of its largest tensor.
-    fn fit_constants_to_tensors(&mut self) {
-        let mut used: Vec<Option<u64>> = vec![None; self.constants.len()];
-        for t in self.methods.iter().flat_map(|m| &m.tensors) {
-            if let TensorData::Constant { buffer_index, .. } = t.data
-                && let Some(u) = used.get_mut(buffer_index as usize)
-            {
-                *u = Some(u.unwrap_or(0).max(t.nbytes));
-            }
-        }
-        for (slot, used) in self.constants.iter_mut().zip(used) {
-            if let (Some(span), Some(n)) = (slot.as_mut(), used) {
-                span.len = n;
-            }
-        }
-    }
-
-    fn method(
-        &self,
-        m: usize,
-        plan: fb::ExecutionPlan<'a>,
-        warnings: &mut Vec<String>,
-    ) -> Result<MethodInfo<'a>> {
-        let name = text::plan_name(plan).unwrap_or_default();
-        let ctx = |e: Error| e.context(format_args!("method {m} ({name:?})"));
-        let mut tensors = Vec::new();
-        let mut shapes = Shapes::default();
-        for (v, value) in plan.values().iter().flatten().enumerate() {
-            let Some(t) = value.val_as_tensor() else {
-                continue;
-            };
-            if scalar::element_size(t.scalar_type()).is_none() && has_bytes(t) {
-                warnings.push(format!(
-                    "method {name:?} value {v}: scalar type {} is unknown, so its bytes are not shown",
-                    t.scalar_type().0
-                ));
-                continue;
-            }
-            if t.storage_offset() != 0 {
-                warnings.push(format!(
-                    "method {name:?} value {v}: storage_offset is {}; the runtime only supports 0, and ptefs shows the bytes from the buffer start",
-                    t.storage_offset()
-                ));
-            }
-            let info = self
-                .tensor(v, t, &mut shapes)
-                .map_err(|e| ctx(e.context(format_args!("value {v}"))))?;
-            tensors.extend(info);
-        }
-        let mut delegates = Vec::new();
-        for (d, del) in plan.delegates().iter().flatten().enumerate() {
-            let delegate = self
-                .delegate(d, del)
-                .map_err(|e| ctx(e.context(format_args!("delegate {d}"))))?;
-            delegates.push(delegate);
-        }
-        Ok(MethodInfo {
-            name,
-            plan,
-            tensors,
-            delegates,
         })
     }
+}
 
-    /// The tensor's stored bytes, or `None` when it has none.
-    fn tensor(
-        &self,
-        v: usize,
-        t: fb::Tensor<'a>,
-        shapes: &mut Shapes,
-    ) -> Result<Option<TensorInfo<'a>>> {
-        if !has_bytes(t) {
-            return Ok(None);
-        }
-        let eti = t.extra_tensor_info();
-        let external = is_external(t);
-        let idx = t.data_buffer_idx();
-        let (sizes, dim_order) = shapes.of(t._tab.loc(), t.sizes(), t.dim_order());
-        let Some(nbytes) = tensor_nbytes(t.scalar_type(), &sizes)? else {
-            return Ok(None);
-        };
-        let fqn = eti.and_then(text::fully_qualified_name);
-        let data = if external {
-            let key = fqn.ok_or_else(|| {
-                Error::new("is EXTERNAL but has no fully_qualified_name to look it up by")
+/// `Program.segments` as spans of a file of `file_len` bytes whose segments
+/// start at `base`.
+fn segment_spans(program: fb::Program<'_>, base: u64, file_len: u64) -> Result<Vec<Span>> {
+    let mut segments = Vec::new();
+    for (i, s) in program.segments().iter().flatten().enumerate() {
+        let start = base
+            .checked_add(s.offset())
+            .ok_or_else(|| Error::Overflow {
+                what: format!("segment {i} from base {base}"),
+                offset: base,
+                len: s.offset(),
             })?;
-            TensorData::External { key }
-        } else if t.allocation_info().is_none() {
-            let Some(span) = self.constant_span(idx, nbytes)? else {
-                return Ok(None);
-            };
-            TensorData::Constant {
-                buffer_index: idx,
-                span,
-            }
-        } else {
-            let table = eti.map_or(0, |e| e.mutable_data_segments_idx());
-            let subsegments = at(
-                self.program.mutable_data_segments(),
-                table,
-                "mutable_data_segments",
-            )?;
-            let off = at(subsegments.offsets(), u64::from(idx), "mutable data buffer")?;
-            let seg = *self.segment(u64::from(subsegments.segment_index()), || {
-                format!("mutable_data_segments[{table}]")
-            })?;
-            let span = seg.sub(off, nbytes, || {
-                format!(
-                    "initial state at offset {off} of segment {}",
-                    subsegments.segment_index()
-                )
-            })?;
-            TensorData::MutableInitialState {
-                table,
-                buffer_index: idx,
-                span,
-            }
-        };
-        Ok(Some(TensorInfo {
-            value_index: v,
-            scalar_type: t.scalar_type(),
-            sizes,
-            dim_order,
-            fqn,
-            nbytes,
-            data,
-        }))
+        segments.push(Span::checked(start, s.size(), file_len, || {
+            format!(
+                "segment {i} (offset {} size {} from base {base})",
+                s.offset(),
+                s.size()
+            )
+        })?);
     }
+    Ok(segments)
+}
 
-    /// The bytes of a constant tensor; `None` for an empty tensor in a
-    /// legacy buffer without storage, which has no bytes anywhere.
-    fn constant_span(&self, idx: u32, nbytes: u64) -> Result<Option<Span>> {
-        let what = || format!("constant buffer {idx} holding {nbytes} bytes");
-        if self.legacy_constants() {
-            let buffer = at(
-                self.program.constant_buffer(),
-                u64::from(idx),
-                "constant_buffer",
-            )?;
-            let storage = buffer.storage().map(|s| s.bytes());
-            return match Span::of_vector(self.bytes, storage) {
-                Some(span) => span.prefix(nbytes, what).map(Some),
-                None if nbytes == 0 => Ok(None),
-                None => Err(Error::new(format!("{}: the buffer has no storage", what()))),
-            };
-        }
-        let cs = self.program.constant_segment().ok_or_else(|| {
-            Error::new("refers to constant data but the program has no constant_segment")
+/// `Program.named_data`, each located in its segment.
+fn named_blobs<'a>(program: fb::Program<'a>, segments: &[Span]) -> Result<Vec<NamedBlob<'a>>> {
+    let mut named = Vec::new();
+    for (i, nd) in program.named_data().iter().flatten().enumerate() {
+        let key = text::named_data_key(nd).unwrap_or_default();
+        let span = *segment(segments, u64::from(nd.segment_index()), || {
+            format!("named_data {i} (key {key:?})")
         })?;
-        let off = at(cs.offsets(), u64::from(idx), "constant_segment.offsets")?;
-        let seg = *self.segment(u64::from(cs.segment_index()), || "constant_segment".into())?;
-        seg.sub(off, nbytes, what).map(Some)
+        named.push(NamedBlob {
+            key,
+            segment_index: nd.segment_index(),
+            span,
+        });
     }
-
-    fn delegate(&self, d: usize, del: fb::BackendDelegate<'a>) -> Result<Delegate<'a>> {
-        let processed = del
-            .processed()
-            .ok_or_else(|| Error::new("has no processed data reference"))?;
-        let index = u64::from(processed.index());
-        let span = match processed.location() {
-            fb::DataLocation::INLINE => {
-                let inline = at(
-                    self.program.backend_delegate_data(),
-                    index,
-                    "backend_delegate_data",
-                )?;
-                Span::of_vector(self.bytes, inline.data().map(|v| v.bytes()))
-            }
-            fb::DataLocation::SEGMENT => Some(*self.segment(index, || "processed data".into())?),
-            other => {
-                return Err(Error::new(format!(
-                    "processed data location {} is neither INLINE nor SEGMENT",
-                    other.0
-                )));
-            }
-        };
-        let compile_specs = del
-            .compile_specs()
-            .iter()
-            .flatten()
-            .map(|cs| {
-                (
-                    text::compile_spec_key(cs).unwrap_or_default(),
-                    cs.value().map_or(&[][..], |v| v.bytes()),
-                )
-            })
-            .collect();
-        Ok(Delegate {
-            index: d,
-            id: text::backend_id(del).unwrap_or_default(),
-            processed: span,
-            compile_specs,
-        })
-    }
+    Ok(named)
 }
