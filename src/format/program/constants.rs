@@ -113,22 +113,31 @@ fn segment_slots(
     let seg = *segment(segments, u64::from(segment_index), || {
         "constant_segment".into()
     })?;
-    // The exporter writes offsets in order; only a file that does not needs
-    // a sorted copy.
-    let sorted_copy;
-    let sorted: &[u64] = if offsets.is_sorted() {
-        &offsets
+    // The exporter writes offsets in order, so the next larger offset is
+    // found by a cursor that only moves forward; a file out of order gets a
+    // sorted copy to search instead.
+    let in_order = offsets.is_sorted();
+    let sorted = if in_order {
+        Vec::new()
     } else {
         let mut copy = offsets.clone();
         copy.sort_unstable();
-        sorted_copy = copy;
-        &sorted_copy
+        copy
     };
+    let mut cursor = 0;
     let mut slots = Vec::with_capacity(offsets.len());
     slots.push(None);
     for (i, &off) in offsets.iter().enumerate().skip(1) {
-        let next = sorted.get(sorted.partition_point(|&o| o <= off)).copied();
-        let end = next.unwrap_or(seg.len).min(seg.len);
+        let next = if in_order {
+            cursor = cursor.max(i);
+            while offsets.get(cursor).is_some_and(|&o| o <= off) {
+                cursor += 1;
+            }
+            offsets.get(cursor)
+        } else {
+            sorted.get(sorted.partition_point(|&o| o <= off))
+        };
+        let end = next.copied().unwrap_or(seg.len).min(seg.len);
         let len = end.saturating_sub(off);
         let span = seg.sub(off, len, || {
             format!("constant_segment.offsets[{i}] = {off}")
@@ -154,6 +163,70 @@ pub(super) fn fit_to_tensors(slots: &mut [Option<Span>], methods: &[MethodInfo<'
                 t.nbytes
             };
             *seen = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The constant slots of a 64-byte segment at file offset 100 with
+    /// these offsets.
+    fn slots(offsets: &[u64]) -> Result<Vec<Option<Span>>> {
+        let mut b = flatbuffers::FlatBufferBuilder::new();
+        let v = b.create_vector(offsets);
+        b.finish_minimal(v);
+        let offsets = flatbuffers::root::<Vector<u64>>(b.finished_data()).ok();
+        assert!(offsets.is_some());
+        segment_slots(
+            0,
+            offsets,
+            &[Span {
+                offset: 100,
+                len: 64,
+            }],
+        )
+    }
+
+    fn span(offset: u64, len: u64) -> Option<Span> {
+        Some(Span { offset, len })
+    }
+
+    #[test]
+    fn each_slot_runs_to_the_next_larger_offset_in_any_order() {
+        assert_eq!(
+            slots(&[0, 0, 16, 16, 48]).unwrap(),
+            [
+                None,
+                span(100, 16),
+                span(116, 32),
+                span(116, 32),
+                span(148, 16)
+            ]
+        );
+        assert_eq!(
+            slots(&[0, 48, 16, 0, 16]).unwrap(),
+            [
+                None,
+                span(148, 16),
+                span(116, 32),
+                span(100, 16),
+                span(116, 32)
+            ]
+        );
+        assert_eq!(slots(&[0]).unwrap(), [None]);
+        assert_eq!(slots(&[0, 64]).unwrap(), [None, span(164, 0)]);
+    }
+
+    #[test]
+    fn an_offset_past_the_segment_is_named() {
+        for offsets in [&[0, 16, 80][..], &[0, 80, 16]] {
+            let e = slots(offsets).unwrap_err().to_string();
+            assert!(
+                e.contains("constant_segment.offsets[") && e.contains("= 80"),
+                "{e}"
+            );
         }
     }
 }
