@@ -185,7 +185,7 @@ impl Filesystem for PtefsFs {
             Err(e) => return reply.error(errno(&e)),
         };
         for e in entries {
-            if reply.add(INodeNo(e.ino), e.next, file_type(e.kind), e.name) {
+            if reply.add(INodeNo(e.ino), e.next, file_type(e.kind), &*e.name) {
                 break;
             }
         }
@@ -211,7 +211,7 @@ impl Filesystem for PtefsFs {
             if reply.add(
                 INodeNo(e.ino),
                 e.next,
-                e.name,
+                &*e.name,
                 &TTL,
                 &file_attr(&a),
                 Generation(0),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::format::{self, Kind, Parsed};
 use crate::meta::names::Checkpoint;
 use crate::source::{Source, SourceError, open_regular, remote};
-use crate::tree::{self, Content, Ino, Input, NodeKind, Tree};
+use crate::tree::{self, Contents, Ino, Input, Tree};
 
 /// Sources and their tree.
 #[derive(Debug)]
@@ -357,11 +357,8 @@ impl View {
     }
 
     /// The content of file `ino`, or `None` for a directory.
-    pub fn content(&self, ino: Ino) -> Option<&Content> {
-        match &self.tree.node(ino)?.kind {
-            NodeKind::File(f) => Some(&f.content),
-            NodeKind::Dir(_) => None,
-        }
+    pub fn content(&self, ino: Ino) -> Option<Contents<'_>> {
+        Some(self.tree.file(ino)?.content)
     }
 }
 

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use common::*;
 use ptefs::format::Ranges;
-use ptefs::tree::{Content, NodeKind, ROOT, Tree, fetch_plan};
+use ptefs::tree::{Content, ROOT, Tree, fetch_plan};
 
 /// The image a remote source builds of `bytes`: the plan's ranges, zeros
 /// elsewhere, with the rounds it took.
@@ -41,9 +41,9 @@ fn planned(bytes: &[u8]) -> (Vec<u8>, usize) {
 fn shape(t: &Tree) -> BTreeMap<String, String> {
     t.walk(ROOT)
         .map(|(path, ino)| {
-            let what = match &t.node(ino).unwrap().kind {
-                NodeKind::Dir(_) => "dir".to_owned(),
-                NodeKind::File(f) => match &f.content {
+            let what = match t.file(ino) {
+                None => "dir".to_owned(),
+                Some(f) => match &*f.content {
                     Content::Generated(b) => format!("generated {}", sha256(b)),
                     Content::Source { span, .. } => format!("source {span:?}"),
                     Content::Prefixed { prefix, span, .. } => {

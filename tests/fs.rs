@@ -53,25 +53,46 @@ fn every_failure_has_its_errno() {
 #[test]
 fn listings_resume_at_any_offset() {
     let fs = fs_of("mv2_xnnpack.pte");
-    let dir = fs.resolve("named").unwrap();
-    let all: Vec<(u64, u64, String)> = fs
-        .readdir(dir, 0)
-        .unwrap()
-        .map(|e| (e.next, e.ino, e.name.to_owned()))
-        .collect();
-    assert_eq!(all[0].2, ".");
-    assert_eq!(all[1].2, "..");
-    assert_eq!(all[1].1, fs.resolve("").unwrap());
-    for (i, (next, _, _)) in all.iter().enumerate() {
-        assert_eq!(*next, i as u64 + 1);
-        let rest: Vec<String> = fs
-            .readdir(dir, *next)
+    // Stored entries, computed ones (tensors, value indices, constant
+    // buffers) and both in one directory.
+    for path in [
+        "named",
+        "methods/forward/tensors",
+        "methods/forward/values",
+        "constants",
+    ] {
+        let dir = fs.resolve(path).unwrap();
+        let all: Vec<(u64, u64, String)> = fs
+            .readdir(dir, 0)
             .unwrap()
-            .map(|e| e.name.to_owned())
+            .map(|e| (e.next, e.ino, e.name.into_owned()))
             .collect();
-        let want: Vec<String> = all[i + 1..].iter().map(|e| e.2.clone()).collect();
-        assert_eq!(rest, want, "from {next}");
+        assert!(all.len() > 2, "{path}: {all:?}");
+        assert_eq!(all[0].2, ".");
+        assert_eq!(all[1].2, "..");
+        assert_eq!(all[1].1, fs.resolve(&format!("{path}/..")).unwrap());
+        let names: Vec<&str> = all[2..].iter().map(|e| e.2.as_str()).collect();
+        assert!(names.is_sorted(), "{path}: not in name order");
+        for (i, (next, ino, name)) in all.iter().enumerate() {
+            assert!(i == 0 || *next > all[i - 1].0, "{path}: offsets must grow");
+            if i >= 2 {
+                assert_eq!(
+                    fs.lookup(dir, name.as_bytes()).unwrap().ino,
+                    *ino,
+                    "{path}/{name}"
+                );
+            }
+            let rest: Vec<String> = fs
+                .readdir(dir, *next)
+                .unwrap()
+                .map(|e| e.name.into_owned())
+                .collect();
+            let want: Vec<String> = all[i + 1..].iter().map(|e| e.2.clone()).collect();
+            assert_eq!(rest, want, "{path} from {next}");
+        }
+        assert_eq!(fs.readdir(dir, 1 << 40).unwrap().count(), 0);
     }
+    let dir = fs.resolve("named").unwrap();
     assert_eq!(fs.readdir(dir, 1 << 40).unwrap().count(), 0);
 }
 
@@ -207,17 +228,15 @@ fn a_truncated_source_fails_reads_cleanly() {
 /// bytes of one whole read.
 #[test]
 fn large_rendered_files_wait_until_looked_at() {
-    use ptefs::tree::{Content, NodeKind};
+    use ptefs::tree::Content;
     for model in ["mv2_xnnpack.pte", "multi_method.pte", "mlp.pte"] {
         let fs = fs_of(model);
         let tree = &fs.view().tree;
         let lazy: Vec<(String, u64)> = fs
             .walk(ROOT)
             .filter(|(_, ino)| {
-                matches!(
-                    tree.node(*ino).map(|n| &n.kind),
-                    Some(NodeKind::File(f)) if matches!(f.content, Content::Lazy(_))
-                )
+                tree.file(*ino)
+                    .is_some_and(|f| matches!(*f.content, Content::Lazy(_)))
             })
             .collect();
         let names: Vec<&str> = lazy.iter().map(|(p, _)| p.as_str()).collect();
@@ -233,10 +252,10 @@ fn large_rendered_files_wait_until_looked_at() {
             );
         }
         for (path, ino) in &lazy {
-            let Some(NodeKind::File(f)) = tree.node(*ino).map(|n| &n.kind) else {
+            let Some(f) = tree.file(*ino) else {
                 unreachable!()
             };
-            let Content::Lazy(l) = &f.content else {
+            let Content::Lazy(l) = &*f.content else {
                 unreachable!()
             };
             assert_eq!(l.known_len(), None, "{model}: {path} rendered at build");

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
-use ptefs::tree::{Content, NodeKind, ROOT};
+use ptefs::tree::{Content, ROOT};
 
 #[test]
 fn every_name_of_a_file_is_counted() {
@@ -31,10 +31,10 @@ fn equal_source_ranges_are_one_file() {
         // (source, offset, len, prefix) -> the inodes serving exactly that.
         let mut by_range: HashMap<(usize, u64, u64, Vec<u8>), Vec<u64>> = HashMap::new();
         for (_, ino) in v.tree.walk(ROOT) {
-            let Some(NodeKind::File(f)) = v.tree.node(ino).map(|n| &n.kind) else {
+            let Some(f) = v.tree.file(ino) else {
                 continue;
             };
-            let key = match &f.content {
+            let key = match &*f.content {
                 Content::Source { source, span } => (*source, span.offset, span.len, Vec::new()),
                 Content::Prefixed {
                     prefix,

@@ -65,7 +65,7 @@ fn sixty_four_readers_for_thirty_seconds() {
     let mut dirs = Vec::new();
     for (path, ino) in v.tree.walk(ROOT) {
         match v.tree.entries(ino) {
-            Some(e) => dirs.push((path, e.len())),
+            Some(e) => dirs.push((path, e.count())),
             None => file_list.push((path, ino, v.content(ino).unwrap().len())),
         }
     }

@@ -36,15 +36,12 @@ fn walk(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
 }
 
 fn offline(v: &ptefs::view::View) -> BTreeMap<String, Option<Vec<u8>>> {
-    use ptefs::tree::{NodeKind, ROOT};
+    use ptefs::tree::ROOT;
     v.tree
         .walk(ROOT)
         .skip(1)
         .map(|(path, i)| {
-            let bytes = match v.tree.node(i).unwrap().kind {
-                NodeKind::File(_) => Some(read_ino(v, i)),
-                NodeKind::Dir(_) => None,
-            };
+            let bytes = v.tree.file(i).map(|_| read_ino(v, i));
             (path, bytes)
         })
         .collect()

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ptefs::format::{self, Parsed, Span};
-use ptefs::tree::{NodeKind, ROOT, Tree};
+use ptefs::tree::{ROOT, Tree};
 
 const CHILD: &str = "PTEFS_MUTATION_CHILD";
 /// Address space a child may use: far above what any case needs.
@@ -187,7 +187,7 @@ fn exercise(bytes: &[u8]) -> bool {
     };
     for (_, ino) in tree.walk(ROOT) {
         let _ = tree.xattrs(ino);
-        let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else {
+        let Some(f) = tree.file(ino) else {
             continue;
         };
         let len = f.content.len();

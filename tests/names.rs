@@ -26,10 +26,10 @@ fn a_thousand_repeats_of_a_long_key_get_short_unique_names() {
     let bytes = colliding(1_010);
     let tree = Tree::from_bytes("long.pte", &bytes).unwrap();
     let dir = tree.resolve("named").unwrap();
-    let entries = tree.entries(dir).unwrap();
+    let entries: Vec<_> = tree.entries(dir).unwrap().collect();
     assert_eq!(entries.len(), 1_011, "every blob and index.json");
     let mut seen = HashSet::new();
-    for e in entries {
+    for e in &entries {
         let name = &*e.name;
         assert!(name.len() <= 255, "{} bytes: {name}", name.len());
         assert!(seen.insert(name), "{name} twice");

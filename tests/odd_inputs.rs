@@ -11,22 +11,20 @@ use flatbuffers::FlatBufferBuilder;
 use ptefs::format::{self, Parsed};
 use ptefs::schema::ScalarType;
 use ptefs::schema::program as fb;
-use ptefs::tree::{NodeKind, ROOT, Tree};
+use ptefs::tree::{ROOT, Tree};
 use serde_json::Value;
 use writer::{Bytes, Chain, Data, Delegate, Instr, Method, Program, Tensor, Value as V};
 
 /// Every file of `tree` (built from `src` alone) read whole, by path.
 fn contents(tree: &Tree, src: &[u8]) -> Vec<(String, Vec<u8>)> {
     tree.walk(ROOT)
-        .filter_map(|(path, ino)| match &tree.node(ino)?.kind {
-            NodeKind::File(f) => {
-                let mut out = Vec::new();
-                let piece = f.content.read(0, f.content.len());
-                let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(src));
-                piece.assemble(tail, &mut out);
-                Some((path, out))
-            }
-            NodeKind::Dir(_) => None,
+        .filter_map(|(path, ino)| {
+            let f = tree.file(ino)?;
+            let mut out = Vec::new();
+            let piece = f.content.read(0, f.content.len());
+            let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(src));
+            piece.assemble(tail, &mut out);
+            Some((path, out))
         })
         .collect()
 }

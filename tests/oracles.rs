@@ -7,7 +7,7 @@ mod common;
 use std::collections::{HashMap, HashSet};
 
 use common::*;
-use ptefs::tree::{NodeKind, ROOT};
+use ptefs::tree::ROOT;
 use serde_json::Value;
 
 fn jsonl(name: &str) -> Vec<Value> {
@@ -29,7 +29,7 @@ fn every_expected_hash_is_a_file_at_its_offset() {
         // Raw files carry user.ptefs.offset: where their bytes start.
         let mut at: HashSet<(u64, u64)> = HashSet::new();
         for (_, ino) in v.tree.walk(ROOT) {
-            if let NodeKind::File(f) = &v.tree.node(ino).unwrap().kind
+            if let Some(f) = v.tree.file(ino)
                 && let Some((_, off)) = v
                     .tree
                     .xattrs(ino)

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use common::mounted::*;
 use common::*;
-use ptefs::tree::{NodeKind, ROOT};
+use ptefs::tree::ROOT;
 
 const PACKAGES: [&str; 4] = ["conv.ptn", "kv.ptn", "mlp.ptn", "tied.ptn"];
 
@@ -48,7 +48,7 @@ fn aliases_are_further_names_of_their_owner_offline() {
     assert_eq!(v.tree.nlink(head), 1);
     let mut names = 0;
     for (_, ino) in v.tree.walk(ROOT) {
-        if matches!(v.tree.node(ino).map(|n| &n.kind), Some(NodeKind::File(_))) {
+        if v.tree.file(ino).is_some() {
             names += 1;
         }
     }

@@ -16,7 +16,7 @@ use common::mounted::*;
 use common::servers::*;
 use common::*;
 use ptefs::fs::Fs;
-use ptefs::tree::{NodeKind, ROOT};
+use ptefs::tree::ROOT;
 use ptefs::view::{Request, View};
 
 /// A view of `inputs` with `data` attached, as given (no data files found
@@ -38,9 +38,9 @@ fn summary(fs: &Fs) -> BTreeMap<String, (u64, u64, Option<String>)> {
     let tree = &fs.view().tree;
     tree.walk(ROOT)
         .map(|(path, ino)| {
-            let entry = match &tree.node(ino).unwrap().kind {
-                NodeKind::Dir(_) => (ino, 0, None),
-                NodeKind::File(f) => {
+            let entry = match tree.file(ino) {
+                None => (ino, 0, None),
+                Some(f) => {
                     let len = f.content.len();
                     let bytes = fs
                         .read_copy(ino, 0, len)
@@ -353,7 +353,8 @@ fn a_server_that_stops_mid_transfer_fails_the_read_within_30_s() {
     let bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();
     let local = view("mv2_xnnpack.pte");
     let ino = local.tree.resolve(BIG_BLOB).unwrap();
-    let Some(ptefs::tree::Content::Source { span, .. }) = local.content(ino) else {
+    let content = local.content(ino);
+    let Some(ptefs::tree::Content::Source { span, .. }) = content.as_deref() else {
         panic!("{BIG_BLOB} is source bytes");
     };
     // Everything before the blob is served; a read of it gets 1000 bytes.

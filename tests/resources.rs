@@ -18,7 +18,7 @@ use flatbuffers::FlatBufferBuilder;
 use ptefs::format::{self, Parsed};
 use ptefs::schema::ScalarType;
 use ptefs::schema::program as fb;
-use ptefs::tree::{NodeKind, ROOT, Tree};
+use ptefs::tree::{ROOT, Tree};
 use writer::{Bytes, Chain, Data, Instr, Method, Program, Tensor, Value as V};
 
 /// Peak memory may rise by at most RATIO × flatbuffer bytes + FIXED.
@@ -45,7 +45,7 @@ fn child(path: &str) {
         Ok(tree) => {
             for (_, ino) in tree.walk(ROOT) {
                 let _ = tree.xattrs(ino);
-                if let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) {
+                if let Some(f) = tree.file(ino) {
                     std::hint::black_box(f.content.read(0, f.content.len()).len());
                 }
             }

@@ -12,7 +12,7 @@ use std::path::Path;
 use common::flatc::*;
 use common::*;
 use ptefs::schema::vulkan::VkDataType as Dt;
-use ptefs::tree::{NodeKind, Tree};
+use ptefs::tree::Tree;
 use serde_json::Value as Json;
 use writer::vulkan::{Constant, Graph, Value};
 use writer::{Bytes, Delegate, Method, Program};
@@ -116,7 +116,7 @@ fn tree(bytes: &[u8]) -> Tree {
 
 fn cat(tree: &Tree, bytes: &[u8], path: &str) -> Vec<u8> {
     let ino = tree.resolve(path).unwrap_or_else(|| panic!("no {path}"));
-    let NodeKind::File(f) = &tree.node(ino).unwrap().kind else {
+    let Some(f) = tree.file(ino) else {
         panic!("{path} is a directory")
     };
     let piece = f.content.read(0, f.content.len());
@@ -241,7 +241,6 @@ fn ls_tree(t: &Tree, path: &str) -> Vec<String> {
     let ino = t.resolve(path).unwrap_or_else(|| panic!("no {path}"));
     t.entries(ino)
         .unwrap()
-        .iter()
         .map(|e| e.name.to_string())
         .collect()
 }
@@ -470,7 +469,7 @@ fn every_truncation_and_byte_flip_of_a_payload_is_survived() {
         assert_eq!(cat(&t, &bytes, &format!("{DIR}/processed.bin")), payload);
         assert_eq!(cat(&t, &bytes, "named/vk_bias.bin"), bias_bytes());
         for (_, ino) in t.walk(ptefs::tree::ROOT) {
-            if let NodeKind::File(f) = &t.node(ino).unwrap().kind
+            if let Some(f) = t.file(ino)
                 && let Some((_, span)) = f.content.read(0, f.content.len()).tail
             {
                 assert!(span.end() <= bytes.len() as u64);

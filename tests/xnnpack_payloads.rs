@@ -6,7 +6,7 @@
 mod common;
 mod writer;
 
-use ptefs::tree::{NodeKind, Tree};
+use ptefs::tree::Tree;
 use serde_json::Value as Json;
 use writer::xnnpack::{Graph, Node, Quant, Value};
 use writer::{Bytes, Delegate, Method, Program};
@@ -39,7 +39,7 @@ fn program(backend: &str, payload: Vec<u8>, named: Vec<(&str, Vec<u8>)>) -> Vec<
 /// The bytes of the file at `path` of a tree over `bytes`.
 fn cat(tree: &Tree, bytes: &[u8], path: &str) -> Vec<u8> {
     let ino = tree.resolve(path).unwrap_or_else(|| panic!("no {path}"));
-    let NodeKind::File(f) = &tree.node(ino).unwrap().kind else {
+    let Some(f) = tree.file(ino) else {
         panic!("{path} is a directory")
     };
     let piece = f.content.read(0, f.content.len());
@@ -416,7 +416,7 @@ fn every_truncation_and_byte_flip_of_a_payload_is_survived() {
         assert_eq!(cat(&t, &bytes, "named/b.bin"), vec![3; 8]);
         // Every file of the tree reads within the source.
         for (_, ino) in t.walk(ptefs::tree::ROOT) {
-            if let NodeKind::File(f) = &t.node(ino).unwrap().kind
+            if let Some(f) = t.file(ino)
                 && let Some((_, span)) = f.content.read(0, f.content.len()).tail
             {
                 assert!(span.end() <= bytes.len() as u64);

@@ -98,7 +98,7 @@ fn listing<'f>(
     }
     match fs.readdir(ino, 2) {
         Ok(entries) => {
-            Box::new(entries.filter_map(move |e| Some((attr(e.ino)?, e.name.to_owned()))))
+            Box::new(entries.filter_map(move |e| Some((attr(e.ino)?, e.name.into_owned()))))
         }
         Err(_) => Box::new(std::iter::empty()),
     }

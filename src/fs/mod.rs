@@ -16,7 +16,7 @@ pub use error::{FsError, Result};
 
 use crate::format::Span;
 use crate::source::Source;
-use crate::tree::{Content, Ino, NodeKind, Piece, ROOT};
+use crate::tree::{Content, Contents, Ino, Piece, ROOT};
 use crate::view::View;
 
 /// A [`View`] served as a filesystem.
@@ -30,14 +30,14 @@ pub struct Fs {
 }
 
 /// One entry of a directory listing.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct DirEntry<'a> {
     /// The position to ask for to continue after this entry.
     pub next: u64,
     /// The inode named.
     pub ino: Ino,
     /// The name (`.` and `..` included).
-    pub name: &'a str,
+    pub name: Cow<'a, str>,
     /// Directory or file.
     pub kind: FileKind,
 }
@@ -117,13 +117,14 @@ impl Fs {
 
     /// Attributes of `ino`.
     pub fn getattr(&self, ino: Ino) -> Result<Attr> {
-        let node = self.view.tree.node(ino).ok_or(FsError::NotFound)?;
-        if let NodeKind::File(f) = &node.kind {
-            self.renderable(&f.content, false)?;
-        }
-        let (kind, size, perm) = match &node.kind {
-            NodeKind::Dir(_) => (FileKind::Directory, 0, self.owner.dir_perm()),
-            NodeKind::File(f) => (FileKind::RegularFile, f.content.len(), self.owner.file_perm),
+        let tree = &self.view.tree;
+        let (kind, size, perm) = match tree.file(ino) {
+            Some(f) => {
+                self.renderable(&f.content, false)?;
+                (FileKind::RegularFile, f.content.len(), self.owner.file_perm)
+            }
+            None if tree.is_dir(ino) => (FileKind::Directory, 0, self.owner.dir_perm()),
+            None => return Err(FsError::NotFound),
         };
         Ok(Attr {
             ino,
@@ -141,9 +142,9 @@ impl Fs {
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr> {
         let tree = &self.view.tree;
         if !tree.is_dir(parent) {
-            return Err(match tree.node(parent) {
-                Some(_) => FsError::NotDir(parent),
-                None => FsError::NotFound,
+            return Err(match tree.exists(parent) {
+                true => FsError::NotDir(parent),
+                false => FsError::NotFound,
             });
         }
         let ino = tree.lookup(parent, name).ok_or(FsError::NotFound)?;
@@ -156,7 +157,7 @@ impl Fs {
         path.split('/')
             .filter(|c| !c.is_empty() && *c != ".")
             .try_fold(ROOT, |ino, c| match c {
-                ".." => Ok(self.view.tree.node(ino).ok_or(FsError::NotFound)?.parent),
+                ".." => self.view.tree.parent(ino).ok_or(FsError::NotFound),
                 c => self.lookup(ino, c.as_bytes()).map(|a| a.ino),
             })
     }
@@ -201,22 +202,27 @@ impl Fs {
     /// The entries of directory `ino` from position `offset` on, as the
     /// kernel lists them: `.`, `..`, then the entries in name order. A large
     /// directory is asked for a bufferful at a time, so this does not walk
-    /// what precedes `offset`.
+    /// what precedes `offset` (positions past the dots are the tree's own).
     pub fn readdir(&self, ino: Ino, offset: u64) -> Result<impl Iterator<Item = DirEntry<'_>>> {
         let tree = &self.view.tree;
-        let node = tree.node(ino).ok_or(FsError::NotFound)?;
-        let NodeKind::Dir(entries) = &node.kind else {
-            return Err(FsError::NotDir(ino));
-        };
-        let dots = [(ino, "."), (node.parent, "..")].into_iter();
-        let named = entries.iter().map(|e| (e.ino, &*e.name));
-        let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-        let (dots_skip, named_skip) = (skip.min(2), skip.saturating_sub(2));
+        let entries =
+            tree.entries_from(ino, offset.saturating_sub(2))
+                .ok_or(if tree.exists(ino) {
+                    FsError::NotDir(ino)
+                } else {
+                    FsError::NotFound
+                })?;
+        let parent = tree.parent(ino).unwrap_or(ino);
+        let dots = [
+            (ino, Cow::Borrowed("."), 1),
+            (parent, Cow::Borrowed(".."), 2),
+        ];
+        let named = entries.map(|e| (e.ino, e.name, e.next + 2));
         Ok(dots
-            .skip(dots_skip)
-            .chain(named.skip(named_skip))
-            .zip(offset + 1..)
-            .map(move |((ino, name), next)| DirEntry {
+            .into_iter()
+            .skip(offset.min(2) as usize)
+            .chain(named)
+            .map(move |(ino, name, next)| DirEntry {
                 next,
                 ino,
                 name,
@@ -251,7 +257,7 @@ impl Fs {
         // bytes, or a remote source: assemble them, reading a local source
         // with pread rather than touching the map.
         let mut buf = Vec::with_capacity(piece.len() as usize);
-        self.assemble(&piece, (id, source), span, source_end(content), &mut buf)?;
+        self.assemble(&piece, (id, source), span, source_end(&content), &mut buf)?;
         Ok(Data::Owned(buf))
     }
 
@@ -283,7 +289,7 @@ impl Fs {
         match piece.tail {
             Some((id, span)) => {
                 let source = self.source(id)?;
-                self.assemble(&piece, (id, source), span, source_end(content), &mut buf)?
+                self.assemble(&piece, (id, source), span, source_end(&content), &mut buf)?
             }
             None => buf.extend_from_slice(&piece.head),
         }
@@ -341,14 +347,16 @@ impl Fs {
     }
 
     /// The content of file `ino`, ready to be read.
-    fn content(&self, ino: Ino) -> Result<&Content> {
-        match &self.view.tree.node(ino).ok_or(FsError::NotFound)?.kind {
-            NodeKind::File(f) => {
-                self.renderable(&f.content, true)?;
-                Ok(&f.content)
-            }
-            NodeKind::Dir(_) => Err(FsError::IsDir(ino)),
-        }
+    fn content(&self, ino: Ino) -> Result<Contents<'_>> {
+        let tree = &self.view.tree;
+        let Some(f) = tree.file(ino) else {
+            return Err(match tree.is_dir(ino) {
+                true => FsError::IsDir(ino),
+                false => FsError::NotFound,
+            });
+        };
+        self.renderable(&f.content, true)?;
+        Ok(f.content)
     }
 
     /// Refuses to render a lazy file (to read it, or to learn its size

@@ -16,7 +16,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// What holds a source's bytes: a memory map, or a buffer.
@@ -34,8 +36,14 @@ pub type SharedBytes = Arc<dyn SourceBytes>;
 /// on when it is rendered.
 pub type Renderer = Box<dyn Fn(&[u8], &mut dyn Write) -> io::Result<()> + Send + Sync>;
 
-/// How many rendered bytes a tree keeps by default.
+/// How many rendered bytes a tree keeps in memory by default.
 pub const CACHE_BUDGET: usize = 64 << 20;
+
+/// Rendered files beyond this size go to a temporary file.
+const SPILL_AT: usize = 16 << 20;
+
+/// How many bytes of temporary files a tree keeps.
+const DISK_BUDGET: u64 = 4 << 30;
 
 /// A file rendered on demand.
 pub struct Lazy {
@@ -65,12 +73,12 @@ impl Lazy {
     pub fn len(&self) -> u64 {
         *self.size.get_or_init(|| {
             if let Some(b) = self.cache.get(self.id) {
-                return b.len() as u64;
+                return b.len();
             }
             let mut out = Capped::default();
             self.render_into(&mut out);
             if let Some(bytes) = out.kept {
-                self.cache.put(self.id, Arc::new(bytes));
+                self.cache.put(self.id, Held::Memory(Arc::new(bytes)));
             }
             out.len as u64
         })
@@ -92,17 +100,148 @@ impl Lazy {
         self.size.get().copied()
     }
 
-    /// The rendered bytes, from the cache or rendered now.
-    pub fn rendered(&self) -> Arc<Vec<u8>> {
-        if let Some(b) = self.cache.get(self.id) {
-            return b;
+    /// The whole rendered file, from the cache or rendered now.
+    pub fn rendered(&self) -> Vec<u8> {
+        self.read(0, self.len() as usize)
+    }
+
+    /// Up to `size` bytes from `offset`: from the cache, or rendered now
+    /// and kept there. A failure to read back a temporary file is logged
+    /// and gives a short read.
+    pub fn read(&self, offset: u64, size: usize) -> Vec<u8> {
+        let held = match self.cache.get(self.id) {
+            Some(held) => held,
+            None => {
+                let held = self.render_held();
+                let _ = self.size.set(held.len());
+                self.cache.put(self.id, held.clone());
+                held
+            }
+        };
+        let start = offset.min(held.len());
+        let end = offset.saturating_add(size as u64).min(held.len());
+        match held {
+            Held::Memory(b) => b[start as usize..end as usize].to_vec(),
+            Held::Disk(f, _) => {
+                let mut out = vec![0; (end - start) as usize];
+                match f.read_exact_at(&mut out, start) {
+                    Ok(()) => out,
+                    Err(e) => {
+                        log::error!("reading back a rendered file failed: {e}");
+                        Vec::new()
+                    }
+                }
+            }
         }
-        let mut out = Vec::with_capacity(self.size.get().map_or(0, |&n| n as usize));
+    }
+
+    /// Renders the file into memory, or into a temporary file once it
+    /// grows past [`SPILL_AT`].
+    fn render_held(&self) -> Held {
+        let mut out = Spool::default();
         self.render_into(&mut out);
-        let bytes = Arc::new(out);
-        let _ = self.size.set(bytes.len() as u64);
-        self.cache.put(self.id, bytes.clone());
-        bytes
+        match out.finish() {
+            Ok(held) => held,
+            Err(e) => {
+                // No room for a temporary file: hold it in memory instead.
+                log::warn!(
+                    "cannot write a rendered file to a temporary file ({e}); keeping it in memory"
+                );
+                let mut bytes = Vec::new();
+                self.render_into(&mut bytes);
+                Held::Memory(Arc::new(bytes))
+            }
+        }
+    }
+}
+
+/// A rendered file as the cache holds it.
+#[derive(Debug, Clone)]
+enum Held {
+    /// In memory.
+    Memory(Arc<Vec<u8>>),
+    /// In an unlinked temporary file of that many bytes.
+    Disk(Arc<File>, u64),
+}
+
+impl Held {
+    fn len(&self) -> u64 {
+        match self {
+            Held::Memory(b) => b.len() as u64,
+            Held::Disk(_, len) => *len,
+        }
+    }
+
+    /// Bytes of memory and of disk it takes.
+    fn cost(&self) -> (usize, u64) {
+        match self {
+            Held::Memory(b) => (b.len(), 0),
+            Held::Disk(_, len) => (0, *len),
+        }
+    }
+}
+
+/// A writer that keeps what is written in memory up to [`SPILL_AT`] bytes
+/// and moves it to a temporary file beyond.
+#[derive(Default)]
+struct Spool {
+    memory: Vec<u8>,
+    disk: Option<(BufWriter<File>, u64)>,
+    failed: Option<io::Error>,
+}
+
+impl Spool {
+    fn finish(self) -> io::Result<Held> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        match self.disk {
+            None => Ok(Held::Memory(Arc::new(self.memory))),
+            Some((w, len)) => {
+                let file = w.into_inner().map_err(|e| e.into_error())?;
+                Ok(Held::Disk(Arc::new(file), len))
+            }
+        }
+    }
+}
+
+impl Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.failed.is_some() {
+            return Ok(buf.len());
+        }
+        if self.disk.is_none() && self.memory.len() + buf.len() > SPILL_AT {
+            let spilled = tempfile::tempfile().and_then(|f| {
+                let mut w = BufWriter::with_capacity(1 << 20, f);
+                w.write_all(&self.memory)?;
+                Ok(w)
+            });
+            match spilled {
+                Ok(w) => {
+                    self.disk = Some((w, self.memory.len() as u64));
+                    self.memory = Vec::new();
+                }
+                Err(e) => {
+                    // Rendering goes on to its end; `finish` reports.
+                    self.failed = Some(e);
+                    return Ok(buf.len());
+                }
+            }
+        }
+        match &mut self.disk {
+            None => self.memory.extend_from_slice(buf),
+            Some((w, len)) => {
+                if let Err(e) = w.write_all(buf) {
+                    self.failed = Some(e);
+                }
+                *len += buf.len() as u64;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -148,10 +287,13 @@ pub struct RenderCache {
 
 #[derive(Debug, Default)]
 struct Inner {
-    files: HashMap<u32, Arc<Vec<u8>>>,
+    files: HashMap<u32, Held>,
     /// Keys from least to most recently used.
     order: VecDeque<u32>,
+    /// Bytes held in memory.
     held: usize,
+    /// Bytes held in temporary files.
+    spilled: u64,
     next_id: u32,
 }
 
@@ -196,32 +338,44 @@ impl RenderCache {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn get(&self, id: u32) -> Option<Arc<Vec<u8>>> {
+    fn get(&self, id: u32) -> Option<Held> {
         let mut inner = self.lock();
         let b = inner.files.get(&id).cloned()?;
         inner.touch(id);
         Some(b)
     }
 
-    fn put(&self, id: u32, bytes: Arc<Vec<u8>>) {
+    fn put(&self, id: u32, held: Held) {
         let mut inner = self.lock();
-        inner.held += bytes.len();
-        if let Some(old) = inner.files.insert(id, bytes) {
-            inner.held -= old.len();
+        inner.add(&held, true);
+        if let Some(old) = inner.files.insert(id, held) {
+            inner.add(&old, false);
         }
         inner.touch(id);
-        while inner.held > self.budget && inner.order.len() > 1 {
+        while (inner.held > self.budget || inner.spilled > DISK_BUDGET) && inner.order.len() > 1 {
             let Some(oldest) = inner.order.pop_front() else {
                 break;
             };
             if let Some(old) = inner.files.remove(&oldest) {
-                inner.held -= old.len();
+                inner.add(&old, false);
             }
         }
     }
 }
 
 impl Inner {
+    /// Counts `held` in (or, `false`, out of) what the cache holds.
+    fn add(&mut self, held: &Held, add: bool) {
+        let (memory, disk) = held.cost();
+        if add {
+            self.held += memory;
+            self.spilled += disk;
+        } else {
+            self.held -= memory;
+            self.spilled -= disk;
+        }
+    }
+
     /// Marks `id` as the most recently used. The cache holds few files
     /// (its budget is in megabytes of rendered text), so a scan is cheap.
     fn touch(&mut self, id: u32) {
@@ -275,6 +429,43 @@ mod tests {
         assert_eq!(cache.held(), 0);
         assert_eq!(big.rendered().len(), Capped::KEEP + 1);
         assert_eq!(*calls.lock().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_file_too_large_to_hold_is_read_back_from_disk() {
+        let cache = RenderCache::new(1 << 30);
+        let calls = Arc::new(Mutex::new(0));
+        let len = SPILL_AT + 12_345;
+        let big = file(&cache, len, calls.clone());
+        // The renderer cycles the four source bytes 7, 7, 7, 7; make them
+        // distinct by position instead to catch misplaced reads.
+        let big = {
+            let _ = big;
+            let bytes: SharedBytes = Arc::new((0..=255u8).collect::<Vec<u8>>());
+            let calls = calls.clone();
+            cache.file(
+                0,
+                bytes,
+                Box::new(move |b, out| {
+                    *calls.lock().unwrap() += 1;
+                    let all: Vec<u8> = b.iter().copied().cycle().take(len).collect();
+                    out.write_all(&all)
+                }),
+            )
+        };
+        assert_eq!(big.read(0, 4), vec![0, 1, 2, 3]);
+        assert_eq!(cache.held(), 0, "nothing of it in memory");
+        assert_eq!(big.len(), len as u64, "sized by the render that read it");
+        let at = SPILL_AT as u64 + 10;
+        let want: Vec<u8> = (at..at + 300).map(|i| (i % 256) as u8).collect();
+        assert_eq!(big.read(at, 300), want);
+        assert_eq!(
+            big.read(len as u64 - 2, 100).len(),
+            2,
+            "a short read at the end"
+        );
+        assert!(big.read(len as u64 + 5, 10).is_empty());
+        assert_eq!(*calls.lock().unwrap(), 1, "rendered once");
     }
 
     #[test]

@@ -1,27 +1,39 @@
 //! The directory tree a mount shows, built once from parsed files.
 //!
-//! A [`Tree`] holds every node. A file's content is bytes rendered at
-//! build time (small JSON, `.npy` headers), bytes rendered when first
-//! looked at ([`lazy`]: the large JSON and text files), or a span of a
-//! source file, which readers serve from that file's memory map. Lookups
-//! are binary searches in sorted child lists; reads are index arithmetic.
+//! A [`Tree`] holds a node per directory and per file, except where a
+//! directory's entries would number in the millions: a method's tensors,
+//! their value indices and a program's constant buffers are computed from
+//! compact rows ([`table`]), their files given inodes derived from the
+//! rows' positions. A file's content is bytes rendered at build time
+//! (small JSON, `.npy` headers), bytes rendered when first looked at
+//! ([`lazy`]: the large JSON and text files), or a span of a source file,
+//! which readers serve from that file's memory map. Lookups are binary
+//! searches in sorted child lists or arithmetic on row positions; reads
+//! are index arithmetic.
 
 mod build;
+mod content;
 pub mod lazy;
 pub mod names;
 pub mod render;
+pub mod table;
+mod walk;
 
 use std::borrow::Cow;
+use std::ops::Deref;
 
 /// What parsing and building a file's tree read of it (for sources that
 /// fetch ranges).
 pub use crate::delegate::fetch::needed as fetch_plan;
 pub use build::{Input, build, build_with_names};
+pub use content::{Content, Piece, Widen};
 pub use lazy::{Lazy, SharedBytes};
+pub use walk::Walk;
 
-use crate::format::Span;
+use table::{ConstantsTable, Listing, TensorTable};
 
-/// An inode number. The root is 1; the rest follow in build order.
+/// An inode number. The root is 1; stored nodes follow in build order,
+/// then the ranges of computed files.
 pub type Ino = u64;
 
 /// The root directory's inode.
@@ -72,7 +84,7 @@ pub struct File {
 }
 
 /// A tensor file's element type, in the vocabulary of what stores it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dtype {
     /// A program or data file tensor (`FLOAT`).
     Scalar(crate::schema::ScalarType),
@@ -102,190 +114,6 @@ pub struct TensorMeta {
     pub sizes: std::sync::Arc<[i64]>,
 }
 
-/// Where a file's bytes come from.
-#[derive(Debug)]
-pub enum Content {
-    /// Rendered when the tree was built.
-    Generated(Box<[u8]>),
-    /// A span of a source file.
-    Source {
-        /// Which source.
-        source: SourceId,
-        /// The bytes.
-        span: Span,
-    },
-    /// Rendered when first needed.
-    Lazy(Box<Lazy>),
-    /// Rendered bytes followed by a span of a source file (`.npy`).
-    Prefixed {
-        /// The rendered prefix, shared by files with the same header.
-        prefix: std::sync::Arc<[u8]>,
-        /// Which source.
-        source: SourceId,
-        /// The bytes after the prefix.
-        span: Span,
-    },
-    /// Rendered bytes followed by the bfloat16 values of a span of a
-    /// source served widened to float32 (a `.npy` of bf16 scales): each
-    /// value is rendered on read, so nothing is held per value.
-    Widened {
-        /// The rendered prefix.
-        prefix: std::sync::Arc<[u8]>,
-        /// Which source.
-        source: SourceId,
-        /// The bfloat16 values (two bytes each).
-        span: Span,
-    },
-}
-
-impl Content {
-    /// The file's size (rendering a lazy file that never was).
-    pub fn len(&self) -> u64 {
-        match self {
-            Content::Generated(b) => b.len() as u64,
-            Content::Lazy(l) => l.len(),
-            Content::Source { span, .. } => span.len,
-            Content::Prefixed { prefix, span, .. } => prefix.len() as u64 + span.len,
-            Content::Widened { prefix, span, .. } => prefix.len() as u64 + span.len / 2 * 4,
-        }
-    }
-
-    /// True for an empty file.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// What `size` bytes at `offset` are made of: up to two pieces, rendered
-    /// bytes first and then a span of a source (to be widened, for
-    /// [`Content::Widened`]). Past the end gives nothing.
-    pub fn read(&self, offset: u64, size: u64) -> Piece<'_> {
-        if let Content::Lazy(l) = self {
-            let bytes = l.rendered();
-            let start = offset.min(bytes.len() as u64) as usize;
-            let end = offset.saturating_add(size).min(bytes.len() as u64) as usize;
-            return Piece {
-                head: Cow::Owned(bytes[start..end].to_vec()),
-                tail: None,
-                widen: None,
-            };
-        }
-        let (prefix, source, widened): (&[u8], Option<(SourceId, Span)>, bool) = match self {
-            Content::Generated(b) => (b, None, false),
-            Content::Lazy(_) => (&[], None, false),
-            Content::Source { source, span } => (&[], Some((*source, *span)), false),
-            Content::Prefixed {
-                prefix,
-                source,
-                span,
-            } => (prefix, Some((*source, *span)), false),
-            Content::Widened {
-                prefix,
-                source,
-                span,
-            } => (prefix, Some((*source, *span)), true),
-        };
-        let plen = prefix.len() as u64;
-        let end = offset.saturating_add(size).min(self.len());
-        let head = if offset < plen {
-            &prefix[offset as usize..end.min(plen) as usize]
-        } else {
-            &[]
-        };
-        let head = Cow::Borrowed(head);
-        let from = offset.max(plen);
-        let Some((id, span)) = source.filter(|_| end > from) else {
-            return Piece {
-                head,
-                tail: None,
-                widen: None,
-            };
-        };
-        let (at, len) = (from - plen, end - from);
-        if !widened {
-            let tail = Span {
-                offset: span.offset + at,
-                len,
-            };
-            return Piece {
-                head,
-                tail: Some((id, tail)),
-                widen: None,
-            };
-        }
-        // Float32 bytes at..at+len come from the bf16 values they widen.
-        let (first, last) = (at / 4, (at + len).div_ceil(4));
-        let tail = Span {
-            offset: span.offset + first * 2,
-            len: (last - first) * 2,
-        };
-        Piece {
-            head,
-            tail: Some((id, tail)),
-            widen: Some(Widen { skip: at % 4, len }),
-        }
-    }
-}
-
-/// A read, as rendered bytes followed by a span of a source file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Piece<'a> {
-    /// Rendered bytes, possibly empty: borrowed from the tree, or a copy
-    /// of the part read of a lazily rendered file.
-    pub head: Cow<'a, [u8]>,
-    /// Source bytes after `head`.
-    pub tail: Option<(SourceId, Span)>,
-    /// When set, `tail` holds bfloat16 values whose float32 widening
-    /// [`Widen::apply`] renders.
-    pub widen: Option<Widen>,
-}
-
-/// Which bytes of the float32 widening of some bfloat16 values a read
-/// wants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Widen {
-    /// Bytes of the first value's four to leave out.
-    pub skip: u64,
-    /// Bytes wanted.
-    pub len: u64,
-}
-
-impl Widen {
-    /// Appends the wanted bytes of the widening of `bf16` (little-endian
-    /// values) to `out`. A bfloat16 is the high half of the float32 with
-    /// the same value, so widening is exact.
-    pub fn apply(self, bf16: &[u8], out: &mut Vec<u8>) {
-        let wide = bf16
-            .chunks_exact(2)
-            .flat_map(|v| [0, 0, v[0], v[1]])
-            .skip(self.skip as usize)
-            .take(self.len as usize);
-        out.extend(wide);
-    }
-}
-
-impl Piece<'_> {
-    /// Total bytes.
-    pub fn len(&self) -> u64 {
-        let tail = self.tail.map_or(0, |(_, s)| s.len);
-        self.head.len() as u64 + self.widen.map_or(tail, |w| w.len)
-    }
-
-    /// True when nothing is to be read.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Appends the piece's bytes to `out`, given the bytes of its `tail`
-    /// span (empty when it has none).
-    pub fn assemble(&self, tail: &[u8], out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.head);
-        match self.widen {
-            Some(w) => w.apply(tail, out),
-            None => out.extend_from_slice(tail),
-        }
-    }
-}
-
 /// The whole tree.
 #[derive(Debug)]
 pub struct Tree {
@@ -294,11 +122,109 @@ pub struct Tree {
     extra_links: std::collections::HashMap<Ino, u32>,
     /// Tensor types and shapes, for extended attributes.
     tensors: Vec<TensorMeta>,
+    /// Methods' tensor files, computed from rows.
+    tables: Vec<TensorTable>,
+    /// Programs' constant buffers, computed.
+    constants: Vec<ConstantsTable>,
+    /// Directories with computed entries.
+    listings: foldhash::HashMap<Ino, Listing>,
     /// Source base names by [`SourceId`].
     source_names: Vec<String>,
     /// Non-fatal notes gathered while building (missing external tensors,
     /// identifiers this reader does not know), one sentence each.
     pub warnings: Vec<String>,
+}
+
+/// A file of the tree: stored, or computed from a row.
+#[derive(Debug)]
+pub struct FileRef<'t> {
+    /// The bytes.
+    pub content: Contents<'t>,
+    /// Type and shape, for a tensor's files.
+    pub tensor: Option<&'t TensorMeta>,
+}
+
+/// A file's content, borrowed from the tree or made for a computed file.
+#[derive(Debug)]
+pub enum Contents<'t> {
+    /// A stored file's.
+    Stored(&'t Content),
+    /// A computed file's (a span, or a span after a shared prefix).
+    Made(Content),
+}
+
+impl Deref for Contents<'_> {
+    type Target = Content;
+    fn deref(&self) -> &Content {
+        match self {
+            Contents::Stored(c) => c,
+            Contents::Made(c) => c,
+        }
+    }
+}
+
+impl<'t> Contents<'t> {
+    /// What `size` bytes at `offset` are made of; see [`Content::read`].
+    /// A computed file's rendered bytes (a `.npy` header) are copied, as
+    /// the content they would borrow from lives only as long as this
+    /// value.
+    pub fn read(&self, offset: u64, size: u64) -> Piece<'t> {
+        match self {
+            Contents::Stored(c) => c.read(offset, size),
+            Contents::Made(c) => c.read(offset, size).into_owned(),
+        }
+    }
+}
+
+/// An entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed<'t> {
+    /// Its name.
+    pub name: Cow<'t, str>,
+    /// What it names.
+    pub ino: Ino,
+    /// Where the listing goes on after it (for `readdir` offsets).
+    pub next: u64,
+}
+
+/// A directory's entries in name order: computed ones (which sort before
+/// the stored ones wherever a directory has both), then stored ones.
+#[derive(Debug, Clone)]
+pub struct Entries<'t> {
+    tree: &'t Tree,
+    computed: Option<Listing>,
+    /// Slots of computed entries; stored entries follow.
+    slots: u64,
+    stored: &'t [Entry],
+    /// The next position.
+    at: u64,
+}
+
+impl<'t> Iterator for Entries<'t> {
+    type Item = Listed<'t>;
+
+    fn next(&mut self) -> Option<Listed<'t>> {
+        if self.at < self.slots
+            && let Some(listing) = self.computed
+            && let Some((next, name, ino)) = self.tree.computed_at(listing, self.at)
+        {
+            self.at = next;
+            return Some(Listed {
+                name: Cow::Owned(name),
+                ino,
+                next,
+            });
+        }
+        self.at = self.at.max(self.slots);
+        let i = usize::try_from(self.at - self.slots).ok()?;
+        let e = self.stored.get(i)?;
+        self.at += 1;
+        Some(Listed {
+            name: Cow::Borrowed(&e.name),
+            ino: e.ino,
+            next: self.at,
+        })
+    }
 }
 
 impl Tree {
@@ -318,17 +244,19 @@ impl Tree {
         ))
     }
 
-    /// The node with inode `ino`.
-    pub fn node(&self, ino: Ino) -> Option<&Node> {
+    /// The stored node with inode `ino`.
+    fn node(&self, ino: Ino) -> Option<&Node> {
         usize::try_from(ino)
             .ok()?
             .checked_sub(1)
             .and_then(|i| self.nodes.get(i))
     }
 
-    /// Number of nodes.
+    /// Number of inodes, stored and computed.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        let computed = self.tables.iter().map(|t| t.end() - t.base);
+        let constants = self.constants.iter().map(|c| c.end() - c.base);
+        self.nodes.len() + computed.chain(constants).sum::<u64>() as usize
     }
 
     /// Always false: there is at least the root.
@@ -336,49 +264,143 @@ impl Tree {
         self.nodes.is_empty()
     }
 
-    /// The entries of directory `ino`, sorted by name; `None` for a file.
-    pub fn entries(&self, ino: Ino) -> Option<&[Entry]> {
-        match &self.node(ino)?.kind {
-            NodeKind::Dir(entries) => Some(entries),
-            NodeKind::File(_) => None,
+    /// True when `ino` is a directory or a file of the tree.
+    pub fn exists(&self, ino: Ino) -> bool {
+        self.node(ino).is_some() || self.computed_file(ino).is_some()
+    }
+
+    /// The file `ino`; `None` for a directory or no such inode.
+    pub fn file(&self, ino: Ino) -> Option<FileRef<'_>> {
+        if let Some(n) = self.node(ino) {
+            return match &n.kind {
+                NodeKind::File(f) => Some(FileRef {
+                    content: Contents::Stored(&f.content),
+                    tensor: f.tensor.and_then(|t| self.tensors.get(t as usize)),
+                }),
+                NodeKind::Dir(_) => None,
+            };
+        }
+        let (content, _, _, tensor) = self.computed_file(ino)?;
+        Some(FileRef {
+            content: Contents::Made(content),
+            tensor: tensor.and_then(|t| self.tensors.get(t as usize)),
+        })
+    }
+
+    /// A computed file's content, first name, directory and tensor type.
+    fn computed_file(&self, ino: Ino) -> Option<(Content, String, Ino, Option<u32>)> {
+        if let Some(t) = self
+            .tables
+            .iter()
+            .find(|t| (t.base..t.end()).contains(&ino))
+        {
+            let (content, name, meta) = t.file(ino)?;
+            return Some((content, name, t.dir, meta));
+        }
+        let c = self
+            .constants
+            .iter()
+            .find(|c| (c.base..c.end()).contains(&ino))?;
+        let (content, name) = c.file(ino)?;
+        Some((content, name, c.dir, None))
+    }
+
+    /// The entries of directory `ino` in name order; `None` for a file.
+    pub fn entries(&self, ino: Ino) -> Option<Entries<'_>> {
+        self.entries_from(ino, 0)
+    }
+
+    /// The entries of directory `ino` from position `at` on (a
+    /// [`Listed::next`] of an earlier listing, or 0).
+    pub fn entries_from(&self, ino: Ino, at: u64) -> Option<Entries<'_>> {
+        let NodeKind::Dir(stored) = &self.node(ino)?.kind else {
+            return None;
+        };
+        let computed = self.listings.get(&ino).copied();
+        Some(Entries {
+            tree: self,
+            computed,
+            slots: computed.map_or(0, |l| self.computed_slots(l)),
+            stored,
+            at,
+        })
+    }
+
+    fn computed_slots(&self, listing: Listing) -> u64 {
+        match listing {
+            Listing::Tensors(t) => self.tables.get(t).map_or(0, TensorTable::slots),
+            Listing::Values(t) => self.tables.get(t).map_or(0, TensorTable::value_slots),
+            Listing::Constants(c) => self.constants.get(c).map_or(0, ConstantsTable::slots),
+        }
+    }
+
+    fn computed_at(&self, listing: Listing, at: u64) -> Option<table::Computed> {
+        match listing {
+            Listing::Tensors(t) => self.tables.get(t)?.entry_at(at),
+            Listing::Values(t) => self.tables.get(t)?.value_at(at),
+            Listing::Constants(c) => self.constants.get(c)?.entry_at(at),
+        }
+    }
+
+    /// The directory holding the first name of `ino` (the root is its own
+    /// parent).
+    pub fn parent(&self, ino: Ino) -> Option<Ino> {
+        match self.node(ino) {
+            Some(n) => Some(n.parent),
+            None => self.computed_file(ino).map(|(_, _, dir, _)| dir),
         }
     }
 
     /// The first name of `ino` (empty for the root).
-    pub fn name(&self, ino: Ino) -> &str {
+    pub fn name(&self, ino: Ino) -> Cow<'_, str> {
         if ino == ROOT {
-            return "";
+            return Cow::Borrowed("");
         }
-        self.node(ino)
-            .and_then(|n| self.entries(n.parent)?.get(n.slot as usize))
-            .map_or("", |e| &e.name)
+        let Some(n) = self.node(ino) else {
+            return Cow::Owned(self.computed_file(ino).map(|f| f.1).unwrap_or_default());
+        };
+        match &self.node(n.parent).map(|p| &p.kind) {
+            Some(NodeKind::Dir(entries)) => {
+                Cow::Borrowed(entries.get(n.slot as usize).map_or("", |e| &e.name))
+            }
+            _ => Cow::Borrowed(""),
+        }
     }
 
     /// How many names `ino` has: 1 for most files, more for files whose
     /// bytes appear at several paths; for a directory, 2 plus its
-    /// subdirectories, as on disk.
+    /// subdirectories, as on disk (computed entries are all files).
     pub fn nlink(&self, ino: Ino) -> u32 {
-        match self.entries(ino) {
-            Some(entries) => {
-                let subdirs = entries.iter().filter(|e| self.is_dir(e.ino)).count();
-                2 + subdirs as u32
-            }
-            None => 1 + self.extra_links.get(&ino).copied().unwrap_or(0),
+        if let Some(NodeKind::Dir(entries)) = self.node(ino).map(|n| &n.kind) {
+            let subdirs = entries.iter().filter(|e| self.is_dir(e.ino)).count();
+            return 2 + subdirs as u32;
         }
+        let extra = self
+            .tables
+            .iter()
+            .find_map(|t| t.extra_names(ino))
+            .or_else(|| self.extra_links.get(&ino).copied());
+        1 + extra.unwrap_or(0)
     }
 
     /// True for a directory.
     pub fn is_dir(&self, ino: Ino) -> bool {
-        self.entries(ino).is_some()
+        matches!(self.node(ino).map(|n| &n.kind), Some(NodeKind::Dir(_)))
     }
 
     /// The entry `name` of directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Option<Ino> {
-        let entries = self.entries(parent)?;
-        entries
-            .binary_search_by(|e| e.name.as_bytes().cmp(name))
-            .ok()
-            .map(|i| entries[i].ino)
+        let NodeKind::Dir(entries) = &self.node(parent)?.kind else {
+            return None;
+        };
+        if let Ok(i) = entries.binary_search_by(|e| e.name.as_bytes().cmp(name)) {
+            return Some(entries[i].ino);
+        }
+        match *self.listings.get(&parent)? {
+            Listing::Tensors(t) => self.tables.get(t)?.lookup(name),
+            Listing::Values(t) => self.tables.get(t)?.value_lookup(name),
+            Listing::Constants(c) => self.constants.get(c)?.lookup(name),
+        }
     }
 
     /// The name of source `id`, as the tree shows it.
@@ -388,30 +410,23 @@ impl Tree {
 
     /// Type and shape of file `ino`, if it holds a tensor.
     pub fn tensor_meta(&self, ino: Ino) -> Option<&TensorMeta> {
-        match &self.node(ino)?.kind {
-            NodeKind::File(f) => self.tensors.get(f.tensor? as usize),
-            NodeKind::Dir(_) => None,
-        }
+        self.file(ino)?.tensor
     }
 
     /// The `user.ptefs.*` extended attributes of file `ino`, sorted by
     /// name: where its bytes come from and, for tensors, type and shape.
     pub fn xattrs(&self, ino: Ino) -> Vec<(&'static str, Vec<u8>)> {
-        let Some(Node {
-            kind: NodeKind::File(f),
-            ..
-        }) = self.node(ino)
-        else {
+        let Some(f) = self.file(ino) else {
             return Vec::new();
         };
-        let (source, span) = match &f.content {
+        let (source, span) = match &*f.content {
             Content::Generated(_) | Content::Lazy(_) => return Vec::new(),
             Content::Source { source, span }
             | Content::Prefixed { source, span, .. }
-            | Content::Widened { source, span, .. } => (*source, span),
+            | Content::Widened { source, span, .. } => (*source, *span),
         };
         let mut x = Vec::with_capacity(4);
-        if let Some(t) = f.tensor.and_then(|t| self.tensors.get(t as usize)) {
+        if let Some(t) = f.tensor {
             x.push(("user.ptefs.dtype", t.dtype.name().into_bytes()));
             let dims: Vec<String> = t.sizes.iter().map(i64::to_string).collect();
             x.push((
@@ -432,7 +447,7 @@ impl Tree {
             .filter(|c| !c.is_empty() && *c != ".")
             .try_fold(ROOT, |ino, c| {
                 if c == ".." {
-                    self.node(ino).map(|n| n.parent)
+                    self.parent(ino)
                 } else {
                     self.lookup(ino, c.as_bytes())
                 }
@@ -444,9 +459,11 @@ impl Tree {
         let mut parts = Vec::new();
         let mut cur = ino;
         while cur != ROOT {
-            let Some(n) = self.node(cur) else { break };
+            let Some(parent) = self.parent(cur) else {
+                break;
+            };
             parts.push(self.name(cur));
-            cur = n.parent;
+            cur = parent;
         }
         parts.reverse();
         parts.join("/")
@@ -456,18 +473,15 @@ impl Tree {
     /// `from` itself first, each with the inode it names. A file with
     /// several names appears once per name.
     pub fn walk(&self, from: Ino) -> Walk<'_> {
-        Walk {
-            tree: self,
-            first: Some((self.path(from), from)),
-            stack: Vec::new(),
-        }
+        Walk::new(self, from)
     }
 
     /// Total bytes of all files, as `du --apparent-size` would add them
     /// up; a lazy file that was never rendered counts as empty, as
     /// rendering every file to answer `df` would defeat their laziness.
     pub fn total_bytes(&self) -> u64 {
-        self.nodes
+        let stored: u64 = self
+            .nodes
             .iter()
             .map(|n| match &n.kind {
                 NodeKind::File(File {
@@ -477,47 +491,9 @@ impl Tree {
                 NodeKind::File(f) => f.content.len(),
                 NodeKind::Dir(_) => 0,
             })
-            .sum()
-    }
-}
-
-/// Every path under an inode, depth first in name order: see
-/// [`Tree::walk`]. It holds one path per directory level, so walking a
-/// large tree costs no more memory than its deepest path.
-#[derive(Debug)]
-pub struct Walk<'t> {
-    tree: &'t Tree,
-    first: Option<(String, Ino)>,
-    /// Per directory being walked: its path, its entries, the next one.
-    stack: Vec<(String, &'t [Entry], usize)>,
-}
-
-impl Iterator for Walk<'_> {
-    type Item = (String, Ino);
-
-    fn next(&mut self) -> Option<(String, Ino)> {
-        if let Some((path, ino)) = self.first.take() {
-            if let Some(entries) = self.tree.entries(ino) {
-                self.stack.push((path.clone(), entries, 0));
-            }
-            return Some((path, ino));
-        }
-        loop {
-            let (dir, entries, next) = self.stack.last_mut()?;
-            let Some(e) = entries.get(*next) else {
-                self.stack.pop();
-                continue;
-            };
-            *next += 1;
-            let path = if dir.is_empty() {
-                e.name.to_string()
-            } else {
-                format!("{dir}/{}", e.name)
-            };
-            if let Some(sub) = self.tree.entries(e.ino) {
-                self.stack.push((path.clone(), sub, 0));
-            }
-            return Some((path, e.ino));
-        }
+            .sum();
+        let tables: u64 = self.tables.iter().map(TensorTable::total_bytes).sum();
+        let constants: u64 = self.constants.iter().map(ConstantsTable::total_bytes).sum();
+        stored + tables + constants
     }
 }

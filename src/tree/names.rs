@@ -68,7 +68,6 @@ impl DirNames {
     /// differs from every other name of the directory.
     pub fn unique_family(&mut self, stem: &str, exts: &[&str]) -> Vec<String> {
         let ext_len = exts.iter().map(|e| e.len()).max().unwrap_or(0);
-        debug_assert!(ext_len <= 16, "extensions are short");
         let base = shorten(stem, ext_len, 8);
         for n in 1u64.. {
             let suffix = if n == 1 {
@@ -89,6 +88,16 @@ impl DirNames {
         }
         unreachable!("a directory holds fewer than 2^64 names")
     }
+}
+
+/// The names [`DirNames::unique_family`] hands out for `stem` in a
+/// directory where none of them is taken yet: what a directory whose
+/// names cannot repeat computes instead of remembering them.
+pub fn fitted(stem: &str, exts: &[&str]) -> Vec<String> {
+    let ext_len = exts.iter().map(|e| e.len()).max().unwrap_or(0);
+    debug_assert!(ext_len <= 16, "extensions are short");
+    let stem = shorten(stem, ext_len, 8);
+    exts.iter().map(|e| format!("{stem}{e}")).collect()
 }
 
 /// `stem`, or when `stem` + a suffix of `suffix_len` bytes + an extension of

@@ -9,7 +9,7 @@ pub mod xnnpack;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ptefs::tree::{Ino, NodeKind, ROOT};
+use ptefs::tree::{Ino, ROOT};
 use ptefs::view::{Request, View};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -96,7 +96,7 @@ pub fn json(v: &View, path: &str) -> Value {
 pub fn files(v: &View) -> BTreeMap<String, Vec<u8>> {
     v.tree
         .walk(ROOT)
-        .filter(|&(_, i)| matches!(v.tree.node(i).unwrap().kind, NodeKind::File(_)))
+        .filter(|&(_, i)| v.tree.file(i).is_some())
         .map(|(path, i)| (path, read_ino(v, i)))
         .collect()
 }
@@ -148,7 +148,7 @@ pub fn ls(v: &View, path: &str) -> Vec<String> {
         .tree
         .entries(ino)
         .unwrap_or_else(|| panic!("{path} is a file"));
-    entries.iter().map(|e| e.name.to_string()).collect()
+    entries.map(|e| e.name.to_string()).collect()
 }
 
 /// Writes every file of the tree under `dir`, as a mount would show it.

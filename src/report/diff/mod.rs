@@ -139,21 +139,18 @@ fn program<'p, 'a>(p: &'p Parsed<'a>) -> Option<&'p ProgramFile<'a>> {
 /// The path and text of the `xnnpack/code.txt` of delegate `index` of
 /// method `method` in `tree`, where its payload was decoded.
 fn delegate_code(tree: &crate::tree::Tree, method: &str, index: usize) -> Option<(String, String)> {
-    use crate::tree::{Content, NodeKind};
+    use crate::tree::Content;
     let dir = tree.resolve(&format!(
         "methods/{}/delegates",
         crate::tree::names::encode(method)
     ))?;
-    let one = tree.entries(dir)?.get(index)?.ino;
+    let one = tree.entries(dir)?.nth(index)?.ino;
     let xnn = tree.lookup(one, b"xnnpack")?;
     let code = tree.lookup(xnn, b"code.txt")?;
-    let text = match &tree.node(code)?.kind {
-        NodeKind::File(f) => match &f.content {
-            Content::Generated(b) => String::from_utf8_lossy(b).into_owned(),
-            Content::Lazy(l) => String::from_utf8_lossy(&l.rendered()).into_owned(),
-            _ => return None,
-        },
-        NodeKind::Dir(_) => return None,
+    let text = match &*tree.file(code)?.content {
+        Content::Generated(b) => String::from_utf8_lossy(b).into_owned(),
+        Content::Lazy(l) => String::from_utf8_lossy(&l.rendered()).into_owned(),
+        _ => return None,
     };
     Some((tree.path(code), text))
 }

@@ -10,7 +10,7 @@ use crate::format::ptn::PackageFile;
 use crate::format::{DataFile, Parsed, ProgramFile, TensorData, scalar};
 use crate::schema::ScalarType;
 use crate::tree::Input;
-use crate::tree::{Content, NodeKind, ROOT, SourceId, Tree};
+use crate::tree::{Content, ROOT, SourceId, Tree};
 
 /// Where a tensor or blob is, as pairing sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -68,8 +68,8 @@ pub struct Side<'s, 'a> {
 fn paths_by_range(tree: &Tree) -> HashMap<(SourceId, u64, u64), Vec<String>> {
     let mut out: HashMap<_, Vec<String>> = HashMap::new();
     for (path, ino) in tree.walk(ROOT) {
-        if let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind)
-            && let Content::Source { source, span } = &f.content
+        if let Some(f) = tree.file(ino)
+            && let Content::Source { source, span } = &*f.content
         {
             let paths = out.entry((*source, span.offset, span.len)).or_default();
             if paths.is_empty() {

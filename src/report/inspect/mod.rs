@@ -76,13 +76,13 @@ pub struct Largest {
 pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<Largest> {
     use std::collections::BTreeMap;
 
-    use crate::tree::{Content, NodeKind, ROOT};
+    use crate::tree::{Content, ROOT};
     let mut by_ino: BTreeMap<u64, Vec<(usize, String)>> = BTreeMap::new();
     for (path, ino) in tree.walk(ROOT) {
-        let Some(NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else {
+        let Some(f) = tree.file(ino) else {
             continue;
         };
-        if let Content::Source { source, .. } = f.content
+        if let Content::Source { source, .. } = *f.content
             && !path.split('/').any(|c| c == "segments" || c == "members")
         {
             by_ino.entry(ino).or_default().push((source, path));
@@ -97,10 +97,7 @@ pub fn largest(tree: &crate::tree::Tree, n: usize, source_sizes: &[u64]) -> Vec<
             let source = paths.first().map_or(0, |(s, _)| *s);
             let file_size = source_sizes.get(source).copied().unwrap_or(0);
             let meta = tree.tensor_meta(ino);
-            let bytes = tree.node(ino).map_or(0, |n| match &n.kind {
-                NodeKind::File(f) => f.content.len(),
-                NodeKind::Dir(_) => 0,
-            });
+            let bytes = tree.file(ino).map_or(0, |f| f.content.len());
             let mut paths = paths.into_iter().map(|(_, p)| p);
             Largest {
                 path: paths.next().unwrap_or_default(),

@@ -11,7 +11,7 @@ use crate::delegate::xnnpack::Bytes;
 use crate::delegate::{self, Decoded};
 use crate::format::{ProgramFile, Span};
 use crate::tree::render::npy;
-use crate::tree::{Content, Dtype, TensorMeta};
+use crate::tree::{Content, Dtype};
 
 /// Named-data entries a payload may refer to: the program's own first,
 /// then each attached data file's.
@@ -194,11 +194,7 @@ impl Builder {
 
     /// Records a type and shape for the extended attributes of files.
     pub(super) fn meta(&mut self, dtype: Dtype, sizes: Vec<i64>) -> u32 {
-        self.tensors.push(TensorMeta {
-            dtype,
-            sizes: sizes.into(),
-        });
-        (self.tensors.len() - 1) as u32
+        self.meta_of(dtype, sizes.into())
     }
 }
 

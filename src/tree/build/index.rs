@@ -153,14 +153,6 @@ impl Entry<'_> {
     pub fn meaning(&mut self) -> &mut Meaning {
         self.meaning.get_or_insert_with(Box::default)
     }
-
-    /// The checkpoint keys recorded for the entry.
-    pub fn checkpoint_names(&self) -> &[String] {
-        self.meaning
-            .as_ref()
-            .and_then(|m| m.checkpoint_names.as_deref())
-            .unwrap_or(&[])
-    }
 }
 
 /// Where bytes are: `file` is the data file's name for bytes from an

@@ -173,8 +173,8 @@ pub(super) fn byteless_entries<'a>(
 
 impl Builder {
     /// `io.json`, `memory.json`, `value.json` (constant methods) and
-    /// `values/` of a method. `files` holds the `.bin` of each value that
-    /// has one, by value index.
+    /// `values/` of a method, listing the `.bin` files of tensor table
+    /// `table`.
     /// `at` is the method's index and the length of the program, which
     /// `origin` locates, for the files rendered when first read.
     pub(super) fn method_meta(
@@ -182,7 +182,7 @@ impl Builder {
         mdir: &mut Dir,
         (m, origin, at): (&MethodInfo<'_>, Origin, (usize, usize)),
         meta: &MethodMeta,
-        files: &[(usize, Ino)],
+        table: usize,
     ) {
         self.json(mdir, "io.json", &io::io(m.plan));
         let (mi, len) = at;
@@ -207,11 +207,8 @@ impl Builder {
         if let Some(v) = io::constant_value(m.plan) {
             self.json(mdir, "value.json", &v);
         }
-        // Value ids are distinct numbers, so the names need no uniquing.
         let vdir = self.subdir(mdir, "values");
-        for &(i, ino) in files {
-            self.add_link(vdir.ino, i.to_string().into_boxed_str(), ino);
-        }
+        self.values_listing(vdir.ino, table);
     }
 
     /// `ops.txt` and `ops.yaml` of a program; `methods` holds each

@@ -8,6 +8,7 @@ mod index;
 mod meta;
 mod package;
 mod program;
+mod tables;
 mod tensor_index;
 mod vulkan;
 mod xnnpack;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use super::lazy::{self, RenderCache, SharedBytes};
 use super::names::{DirNames, encode};
 use super::render::{self, npy};
+use super::table::{ConstantsTable, Listing, TensorTable};
 use super::{Content, Dtype, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
 use crate::format::{DataFile, Parsed, ProgramFile, Span, scalar};
 use crate::meta::names::{Checkpoint, Digest32};
@@ -128,10 +130,23 @@ struct Dir {
     names: DirNames,
 }
 
+/// Where the inodes of computed files start while building: `finish`
+/// moves them to follow the stored nodes.
+const PROVISIONAL: Ino = 1 << 62;
+
 #[derive(Default)]
 struct Builder {
     nodes: Vec<Node>,
     tensors: Vec<TensorMeta>,
+    /// Each distinct type and shape's index in `tensors`.
+    metas: foldhash::HashMap<(Dtype, Arc<[i64]>), u32>,
+    /// Methods' tensor files and programs' constants, computed from rows.
+    tables: Vec<TensorTable>,
+    constants: Vec<ConstantsTable>,
+    /// Directories with computed entries.
+    listings: foldhash::HashMap<Ino, Listing>,
+    /// Provisional inodes handed out so far (from [`PROVISIONAL`]).
+    computed: Ino,
     warnings: Vec<String>,
     source_names: HashMap<SourceId, String>,
     /// Bytes of each source, for lazily rendered files.
@@ -169,8 +184,8 @@ impl Builder {
                 .iter()
                 .enumerate()
                 .map(|(i, e)| {
-                    let n = &self.nodes[e.ino as usize - 1];
-                    n.parent == dir && n.slot as usize == i && e.ino != dir
+                    let n = self.nodes.get((e.ino as usize).wrapping_sub(1));
+                    n.is_some_and(|n| n.parent == dir && n.slot as usize == i && e.ino != dir)
                 })
                 .collect();
             let mut order: Vec<u32> = (0..entries.len() as u32).collect();
@@ -194,6 +209,7 @@ impl Builder {
                 *e = sorted;
             }
         }
+        self.relocate();
         let count = self.source_names.keys().max().map_or(0, |m| m + 1);
         let mut source_names = vec![String::new(); count];
         for (id, name) in self.source_names {
@@ -203,9 +219,67 @@ impl Builder {
             nodes: self.nodes,
             extra_links: self.extra_links,
             tensors: self.tensors,
+            tables: self.tables,
+            constants: self.constants,
+            listings: self.listings,
             source_names,
             warnings: self.warnings,
         }
+    }
+
+    /// Moves the computed files' inodes from [`PROVISIONAL`] to just after
+    /// the stored nodes, wherever they are held.
+    fn relocate(&mut self) {
+        let first = self.nodes.len() as Ino + 1;
+        let moved = |ino: Ino| match ino.checked_sub(PROVISIONAL) {
+            Some(i) => first + i,
+            None => ino,
+        };
+        for node in &mut self.nodes {
+            if let NodeKind::Dir(entries) = &mut node.kind {
+                for e in entries {
+                    e.ino = moved(e.ino);
+                }
+            }
+        }
+        self.extra_links = std::mem::take(&mut self.extra_links)
+            .into_iter()
+            .map(|(ino, n)| (moved(ino), n))
+            .collect();
+        for t in &mut self.tables {
+            t.base = moved(t.base);
+            for ino in t.links.values_mut() {
+                *ino = moved(*ino);
+            }
+        }
+        for c in &mut self.constants {
+            c.base = moved(c.base);
+            for ino in &mut c.inos {
+                *ino = moved(*ino);
+            }
+        }
+    }
+
+    /// `count` provisional inodes for computed files; returns the first.
+    fn reserve(&mut self, count: u64) -> Ino {
+        let first = PROVISIONAL + self.computed;
+        self.computed += count;
+        first
+    }
+
+    /// The index in `tensors` of a type and shape, recorded once.
+    fn meta_of(&mut self, dtype: Dtype, sizes: Arc<[i64]>) -> u32 {
+        let next = self.tensors.len() as u32;
+        let key = (dtype, sizes);
+        if let Some(&i) = self.metas.get(&key) {
+            return i;
+        }
+        self.tensors.push(TensorMeta {
+            dtype,
+            sizes: key.1.clone(),
+        });
+        self.metas.insert(key, next);
+        next
     }
 
     /// The path of directory `ino` built so far, for messages.
@@ -273,21 +347,7 @@ impl Builder {
     /// file (same range, same rendered prefix, no conflicting tensor type)
     /// make `name` another name of that file. Returns the file's inode.
     fn file(&mut self, dir: Ino, name: String, content: Content, tensor: Option<u32>) -> Ino {
-        let key = match &content {
-            Content::Source { source, span } => Some((*source, span.offset, span.len, 0)),
-            Content::Prefixed {
-                prefix,
-                source,
-                span,
-            }
-            | Content::Widened {
-                prefix,
-                source,
-                span,
-            } => Some((*source, span.offset, span.len, prefix.len())),
-            Content::Generated(_) | Content::Lazy(_) => None,
-        }
-        .filter(|k| k.2 > 0);
+        let key = tables::bytes_key(&content);
         if let Some(key) = key {
             if let Some(&ino) = self.by_bytes.get(&key)
                 && self.same_file(ino, &content, tensor)
@@ -305,6 +365,9 @@ impl Builder {
     /// Whether file `ino` can stand for `content` typed as `tensor`; takes
     /// on the tensor type if it had none.
     fn same_file(&mut self, ino: Ino, content: &Content, tensor: Option<u32>) -> bool {
+        if ino >= PROVISIONAL {
+            return self.same_computed(ino, content, tensor);
+        }
         let Some(Node {
             kind: NodeKind::File(f),
             ..
@@ -335,9 +398,33 @@ impl Builder {
         }
     }
 
+    /// [`same_file`](Self::same_file) for a computed file, which keeps
+    /// the type it has.
+    fn same_computed(&self, ino: Ino, content: &Content, tensor: Option<u32>) -> bool {
+        let theirs = self
+            .tables
+            .iter()
+            .find_map(|t| t.identity(ino))
+            .unwrap_or_default();
+        let prefix = match content {
+            Content::Prefixed { prefix, .. } => Some(prefix),
+            Content::Widened { .. } => return false,
+            _ => None,
+        };
+        theirs.prefix == prefix
+            && (theirs.meta.is_none() || tensor.is_none() || theirs.meta == tensor)
+    }
+
     fn add_link(&mut self, dir: Ino, name: Box<str>, target: Ino) {
-        *self.extra_links.entry(target).or_default() += 1;
+        self.count_name(target);
         self.add_entry(dir, name, target);
+    }
+
+    /// Counts a further name of `ino`.
+    fn count_name(&mut self, ino: Ino) {
+        if !self.tables.iter_mut().any(|t| t.add_name(ino)) {
+            *self.extra_links.entry(ino).or_default() += 1;
+        }
     }
 
     fn generated(&mut self, dir: &mut Dir, name: &str, bytes: Box<[u8]>) {
@@ -431,11 +518,7 @@ impl Builder {
             (None, header) => Content::Generated(header.as_deref().unwrap_or_default().into()),
         };
         let header = self.npy_header(shape);
-        let meta = Some(self.tensors.len() as u32);
-        self.tensors.push(TensorMeta {
-            dtype: Dtype::Scalar(shape.scalar_type),
-            sizes: shape.sizes.clone(),
-        });
+        let meta = Some(self.meta_of(Dtype::Scalar(shape.scalar_type), shape.sizes.clone()));
         let Some(header) = header else {
             let name = dir.names.unique(stem, ".bin");
             self.file(dir.ino, name.clone(), content(None), meta);

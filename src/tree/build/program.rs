@@ -1,18 +1,20 @@
 //! The tree of a program (`.pte`).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::delegate::{NamedIndex, Place, Shown};
 use super::index::{Entry, Meaning, Source};
 use super::meta::MethodMeta;
-use super::tensor_index::{self, Placed, shape_of, stem, tensor_entry};
+use super::tensor_index::{self, shape_of};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
-use crate::tree::Ino;
-use crate::tree::names::{encode, padded};
+use crate::tree::Dtype;
+use crate::tree::names::{encode, fitted, padded};
 use crate::tree::render::{self, code_txt, flatc_json, readme};
+use crate::tree::table::{Kind, Rows};
 
 impl Builder {
     pub(super) fn program(
@@ -45,16 +47,17 @@ impl Builder {
             let base = format!("methods/{name}");
             let delegate_dirs = self.delegates(&mut mdir, &base, &shown, m, &named);
             let meta = MethodMeta::new(m, delegate_dirs, &plans);
-            let (paths, files) = self.tensors(
+            let (table, rows) = self.tensors(
                 &mut mdir,
-                &format!("methods/{name}"),
                 file_name,
                 origin,
                 (m, &meta, p.bytes),
                 (data, (mi, len)),
             );
+            let nvalues = m.plan.values().map_or(0, |v| v.len());
             self.lazy_program(&mut mdir, "plan.json", origin, len, move |p, out| {
                 let plan = p.methods.get(mi).map(|m| m.plan);
+                let paths = value_paths(&base, &rows, nvalues);
                 render::json_to(
                     out,
                     &plan.map(|plan| flatc_json::Plan {
@@ -70,19 +73,14 @@ impl Builder {
                     None => Ok(()),
                 }
             });
-            self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, &files);
+            self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, table);
             method_dirs.push((name, meta.delegate_dirs));
         }
 
         self.program_ops(root, p, &method_dirs);
 
-        let mut cdir = self.subdir(root, "constants");
-        let max = p.constants.len().saturating_sub(1) as u64;
-        for (i, span) in p.constants.iter().enumerate() {
-            if let Some(span) = span {
-                self.raw(&mut cdir, &padded(i as u64, max), origin, *span);
-            }
-        }
+        let cdir = self.subdir(root, "constants");
+        self.constants_table(cdir.ino, origin, &p.constants);
 
         let mut ndir = self.subdir(root, "named");
         let mut index = Vec::new();
@@ -155,110 +153,79 @@ impl Builder {
         }
     }
 
-    /// `tensors/` of a method. Returns each value's file path (relative to
-    /// the file's root) for `plan.json`, and its `.bin`, by value index.
+    /// `tensors/` of a method, computed from a row per tensor with bytes.
+    /// Returns the table's index and its rows.
     fn tensors(
         &mut self,
         mdir: &mut Dir,
-        base: &str,
         file_name: &str,
         origin: Origin,
         (m, meta, bytes): (&MethodInfo<'_>, &MethodMeta, &[u8]),
         (data, (mi, len)): (&[Attached<'_, '_>], (usize, usize)),
-    ) -> (Vec<Option<String>>, Vec<(usize, Ino)>) {
+    ) -> (usize, Arc<Rows>) {
         let mut tdir = self.subdir(mdir, "tensors");
-        let nvalues = m.plan.values().map_or(0, |v| v.len());
-        let mut paths = vec![None; nvalues];
         let max_value = tensor_index::max_value(m);
-        let mut index = Vec::new();
-        let mut inos = Vec::new();
+        let mut rows = Rows::new(origin.source, max_value, self.names.is_some());
+        let mut kinds = foldhash::HashMap::default();
         let mut warned: HashSet<Name<'_>> = HashSet::new();
         for t in &m.tensors {
-            let shape = shape_of(t);
-            let mut entry = tensor_entry(t, meta);
             let found = match t.data.span() {
                 Some(span) => Some((origin, span, None)),
                 None => self.external(file_name, m, t, data, &mut warned),
             };
-            match found {
-                Some((o, span, file)) => {
-                    let holder = match file {
-                        None => Some(bytes),
-                        Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
+            let Some((o, span, file)) = found else {
+                continue;
+            };
+            let holder = match file {
+                None => Some(bytes),
+                Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
+            };
+            let shape = shape_of(t);
+            let key = (
+                shape.scalar_type,
+                shape.sizes.clone(),
+                shape.dim_order.clone(),
+            );
+            let kind = match kinds.get(&key) {
+                Some(&k) => k,
+                None => {
+                    let kind = Kind {
+                        meta: self.meta_of(Dtype::Scalar(shape.scalar_type), shape.sizes.clone()),
+                        npy: self.npy_header(&shape),
                     };
-                    if let Some(names) = holder.and_then(|b| self.checkpoint_names(span, b)) {
-                        entry.meaning().checkpoint_names = Some(names);
-                    }
-                    let stem = stem(t, max_value);
-                    let (bin, npy) = self.tensor_files(&mut tdir, &stem, o, Some(span), &shape);
-                    if let Some(ino) = self.recent_entry(tdir.ino, &bin) {
-                        inos.push((index.len(), ino));
-                    }
-                    if let Some(p) = paths.get_mut(t.value_index) {
-                        *p = Some(format!("{base}/tensors/{bin}"));
-                    }
-                    entry.name = Some(bin);
-                    entry.npy = Some(npy);
-                    entry.source = Some(Source {
-                        file,
-                        offset: o.shifted(span).offset,
-                    });
+                    let k = rows.push_kind(kind);
+                    kinds.insert(key, k);
+                    k
                 }
-                None => entry.missing = Some(true),
+            };
+            let fqn = t.fqn.map(encode);
+            let source = (o.source, file.unwrap_or(file_name));
+            let row = rows.push(t.value_index, fqn.as_deref(), kind, source, o.shifted(span));
+            if let Some(names) = holder.and_then(|b| self.checkpoint_names(span, b)) {
+                rows.set_checkpoint_names(row, names);
             }
-            index.push(entry);
+            if t.fqn.is_none()
+                && let Some(label) = meta.alias_label(t.value_index)
+            {
+                let bin = rows.names(row).bin;
+                let stem = format!("{}.{label}", bin.trim_end_matches(".bin"));
+                rows.set_alias(row, fitted(&stem, &[".bin"]).concat());
+            }
         }
-        let files = self.aliases(&mut tdir, &mut index, &inos, meta);
-        let placed: Vec<Placed> = index
-            .iter()
-            .zip(&m.tensors)
-            .map(|(e, t)| Placed::of(e, t, max_value))
-            .collect();
-        drop(index);
+        let rows = Arc::new(rows);
+        let table = self.tensor_table(tdir.ino, rows.clone());
         let dirs = meta.delegate_dirs.clone();
+        let placed = rows.clone();
         self.lazy_program(&mut tdir, "index.json", origin, len, move |p, out| {
             let Some(m) = p.methods.get(mi) else {
                 return Ok(());
             };
             let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
             let meta = MethodMeta::new(m, dirs.clone(), &plans);
-            render::json_to(out, &tensor_index::entries(m, &meta, &placed))
+            let entries = tensor_index::entries(m, &meta, &placed);
+            render::json_to(out, &tensor_index::Streamed(Some(entries).into()))
         });
-        (paths, files)
-    }
-
-    /// Gives each anonymous tensor file a further name from its first use
-    /// (`05.convolution.weight.bin`). Returns each value's `.bin`.
-    fn aliases(
-        &mut self,
-        tdir: &mut Dir,
-        index: &mut [Entry<'_>],
-        inos: &[(usize, Ino)],
-        meta: &MethodMeta,
-    ) -> Vec<(usize, Ino)> {
-        let mut files = Vec::new();
-        for &(pos, ino) in inos {
-            let Some(e) = index.get_mut(pos) else {
-                continue;
-            };
-            let (Some(v), Some(name)) = (e.value_index, e.name.as_deref()) else {
-                continue;
-            };
-            files.push((v, ino));
-            for key in e.checkpoint_names() {
-                self.by_name.push((key.clone(), ino));
-            }
-            if !matches!(e.fqn, Some(None)) {
-                continue;
-            }
-            if let Some(label) = meta.alias_label(v) {
-                let stem = format!("{}.{label}", name.trim_end_matches(".bin"));
-                let alias = tdir.names.unique(&stem, ".bin");
-                self.add_link(tdir.ino, alias.clone().into_boxed_str(), ino);
-                e.meaning().alias = Some(alias);
-            }
-        }
-        files
+        (table, rows)
     }
 
     /// Where an external tensor's bytes are among the attached data files:
@@ -430,4 +397,16 @@ fn summary(p: &ProgramFile<'_>, origin: Origin) -> Value {
         "backend_delegate_data": inline,
         "named_data": p.named.iter().map(|n| json!({"key": n.key, "segment_index": n.segment_index, "nbytes": n.span.len})).collect::<Vec<_>>(),
     })
+}
+
+/// Each value's `.bin` path (relative to the root) for `plan.json`, by
+/// value index; `base` is the method's directory.
+fn value_paths(base: &str, rows: &Rows, nvalues: usize) -> Vec<Option<String>> {
+    let mut paths = vec![None; nvalues];
+    for row in 0..rows.len() as u32 {
+        if let Some(p) = paths.get_mut(rows.value(row)) {
+            *p = Some(format!("{base}/tensors/{}", rows.names(row).bin));
+        }
+    }
+    paths
 }

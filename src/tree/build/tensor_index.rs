@@ -1,13 +1,12 @@
 //! A method's `tensors/index.json`, rendered when first looked at. What
 //! the program says of each tensor is read again from it; what the build
 //! decided (file names, where external bytes were found, checkpoint
-//! names, aliases) is kept in a compact [`Placed`] per tensor, a small
-//! fraction of the rendered entry's size.
+//! names, aliases) is read from the method's tensor [`Rows`].
 
 use super::index::{Entry, Meaning, Source, TensorShape};
 use super::meta::{MethodMeta, byteless_entries};
 use crate::format::{MethodInfo, TensorData, TensorInfo};
-use crate::tree::names::{encode, padded};
+use crate::tree::table::{RowNames, Rows};
 
 /// The type and shape of `t`.
 pub(super) fn shape_of(t: &TensorInfo<'_>) -> TensorShape {
@@ -16,16 +15,6 @@ pub(super) fn shape_of(t: &TensorInfo<'_>) -> TensorShape {
         sizes: t.sizes.clone(),
         dim_order: t.dim_order.clone(),
     }
-}
-
-/// The `.bin` stem of `t` unless its name had to be made unique: value
-/// index (padded to `max_value`'s width) and FQN.
-pub(super) fn stem(t: &TensorInfo<'_>, max_value: u64) -> String {
-    let mut stem = padded(t.value_index as u64, max_value);
-    if let Some(fqn) = t.fqn {
-        stem = format!("{stem}.{}", encode(fqn));
-    }
-    stem
 }
 
 /// The entry of `t` as the program and its method's meaning say it,
@@ -61,85 +50,57 @@ pub(super) fn tensor_entry<'a>(t: &TensorInfo<'a>, meta: &MethodMeta) -> Entry<'
     entry
 }
 
-/// What the build decided for one tensor's entry.
-#[derive(Debug)]
-pub(super) struct Placed {
-    /// The `.bin` name when it is not `stem` + `.bin`.
-    renamed: Option<Box<str>>,
-    /// Whether the `.bin` has a `.npy` twin (same stem).
-    npy: bool,
-    /// Where the bytes are: the attached data file's name (`None`: this
-    /// file) and the offset; `None` for bytes found nowhere.
-    source: Option<(Option<Box<str>>, u64)>,
-    /// The further name from its first use, if any.
-    alias: Option<Box<str>>,
-    /// Checkpoint keys (`--names`) whose bytes these are.
-    checkpoint_names: Option<Box<[String]>>,
-}
-
-impl Placed {
-    /// The decisions recorded in `e`, the entry of `t`.
-    pub(super) fn of(e: &Entry<'_>, t: &TensorInfo<'_>, max_value: u64) -> Placed {
-        let default = format!("{}.bin", stem(t, max_value));
-        let meaning = e.meaning.as_deref();
-        Placed {
-            renamed: e.name.as_deref().filter(|n| *n != default).map(Box::from),
-            npy: matches!(e.npy, Some(Some(_))),
-            source: e.source.as_ref().map(|s| (s.file.map(Box::from), s.offset)),
-            alias: meaning.and_then(|m| m.alias.as_deref()).map(Box::from),
-            checkpoint_names: meaning
-                .and_then(|m| m.checkpoint_names.clone())
-                .map(Vec::into_boxed_slice),
-        }
+/// Completes `e`, the entry of the tensor in row `row`, with what the
+/// build decided: its files' names, where its bytes are, its alias and
+/// checkpoint keys.
+fn place<'s>(e: &mut Entry<'s>, rows: &'s Rows, row: u32) {
+    let RowNames { bin, npy } = rows.names(row);
+    e.name = Some(bin);
+    e.npy = Some(npy);
+    e.source = Some(Source {
+        file: rows.source_file(row),
+        offset: rows.bytes(row).1.offset,
+    });
+    if let Some(names) = rows.checkpoint_names(row) {
+        e.meaning().checkpoint_names = Some(names.to_vec());
     }
-
-    /// Completes `e`, the entry of `t`, with these decisions.
-    fn apply<'s>(&'s self, e: &mut Entry<'s>, t: &TensorInfo<'_>, max_value: u64) {
-        let Some((file, offset)) = &self.source else {
-            e.missing = Some(true);
-            return;
-        };
-        let stem = match &self.renamed {
-            Some(name) => name.trim_end_matches(".bin").to_owned(),
-            None => stem(t, max_value),
-        };
-        e.name = Some(format!("{stem}.bin"));
-        e.npy = Some(self.npy.then(|| format!("{stem}.npy")));
-        e.source = Some(Source {
-            file: file.as_deref(),
-            offset: *offset,
-        });
-        if let Some(names) = &self.checkpoint_names {
-            e.meaning().checkpoint_names = Some(names.to_vec());
-        }
-        if let Some(alias) = &self.alias {
-            e.meaning().alias = Some(alias.to_string());
-        }
+    if let Some(alias) = rows.alias(row) {
+        e.meaning().alias = Some(alias.to_owned());
     }
 }
 
-/// The entries of `m`'s `index.json`: its tensors as `placed` (one per
-/// tensor, in order) says the build placed them, then the values listed
-/// for their recorded names alone.
+/// The entries of `m`'s `index.json`, made one at a time as they are
+/// written: its tensors as `rows` say the build placed them (those without
+/// a row are external tensors found nowhere), then the values listed for
+/// their recorded names alone.
 pub(super) fn entries<'a>(
-    m: &MethodInfo<'a>,
-    meta: &MethodMeta,
-    placed: &'a [Placed],
-) -> Vec<Entry<'a>> {
-    let max_value = max_value(m);
-    let mut index: Vec<Entry<'a>> = m
-        .tensors
+    m: &'a MethodInfo<'a>,
+    meta: &'a MethodMeta,
+    rows: &'a Rows,
+) -> impl Iterator<Item = Entry<'a>> + 'a {
+    let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
+    let byteless = byteless_entries(m, meta, &listed);
+    m.tensors
         .iter()
-        .zip(placed)
-        .map(|(t, p)| {
+        .map(move |t| {
             let mut e = tensor_entry(t, meta);
-            p.apply(&mut e, t, max_value);
+            match rows.find(t.value_index) {
+                Some(row) => place(&mut e, rows, row),
+                None => e.missing = Some(true),
+            }
             e
         })
-        .collect();
-    let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
-    index.extend(byteless_entries(m, meta, &listed));
-    index
+        .chain(byteless)
+}
+
+/// A JSON array whose elements are made as they are written, so that a
+/// million entries are never held at once.
+pub(super) struct Streamed<I>(pub std::cell::Cell<Option<I>>);
+
+impl<I: Iterator<Item = T>, T: serde::Serialize> serde::Serialize for Streamed<I> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.take().into_iter().flatten())
+    }
 }
 
 /// The largest value index of `m`'s tensors, which sets the width of
