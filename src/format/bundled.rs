@@ -129,12 +129,12 @@ impl<'a> BundledFile<'a> {
 fn values<'a>(
     file: &'a [u8],
     list: Option<flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<fb::Value<'a>>>>,
-    shapes: &mut Shapes,
+    shapes: &mut Shapes<'a>,
 ) -> Result<Vec<TestValue>> {
     let mut out = Vec::new();
     for (i, v) in list.iter().flatten().enumerate() {
         let value = if let Some(t) = v.val_as_tensor() {
-            let (sizes, dim_order) = shapes.of(t._tab.loc(), t.sizes(), t.dim_order());
+            let (sizes, dim_order) = shapes.of(t.sizes(), t.dim_order());
             let whole = Span::of_vector(file, t.data().map(|d| d.bytes()));
             let nbytes = tensor_nbytes(t.scalar_type(), &sizes)
                 .map_err(|e| e.context(format_args!("value {i}")))?;

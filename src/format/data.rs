@@ -111,7 +111,7 @@ impl<'a> DataFile<'a> {
             let (span, layout) = match nd.tensor_layout() {
                 None => (seg, None),
                 Some(l) => {
-                    let (sizes, dim_order) = shapes.of(l._tab.loc(), l.sizes(), l.dim_order());
+                    let (sizes, dim_order) = shapes.of(l.sizes(), l.dim_order());
                     match tensor_nbytes(l.scalar_type(), &sizes).map_err(ctx)? {
                         Some(n) => {
                             let span = seg.prefix(n, || format!("tensor {key:?}")).map_err(ctx)?;
