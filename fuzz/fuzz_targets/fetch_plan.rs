@@ -9,17 +9,21 @@ use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
 use ptefs::format::Ranges;
-use ptefs::tree::{Content, NodeKind, ROOT, Tree, fetch_plan};
+use ptefs::tree::{Content, ROOT, Tree, fetch_plan};
 
 fn shape(t: &Tree) -> BTreeMap<String, String> {
     t.walk(ROOT)
         .map(|(path, ino)| {
-            let what = match &t.node(ino).unwrap().kind {
-                NodeKind::Dir(_) => "dir".to_owned(),
-                NodeKind::File(f) => match &f.content {
+            let what = match t.file(ino) {
+                None => "dir".to_owned(),
+                Some(f) => match &*f.content {
                     Content::Generated(b) => format!("{b:?}"),
                     Content::Source { span, .. } => format!("{span:?}"),
                     Content::Prefixed { prefix, span, .. } => format!("{prefix:?} {span:?}"),
+                    Content::Widened { prefix, span, .. } => format!("widened {prefix:?} {span:?}"),
+                    // Rendered from the bytes each tree was built from: the
+                    // planned image and the whole file must render alike.
+                    Content::Lazy(l) => format!("{:?}", l.rendered()),
                 },
             };
             (path, what)

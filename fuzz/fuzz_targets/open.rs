@@ -16,7 +16,7 @@ fuzz_target!(|bytes: &[u8]| {
                 assert!(offset <= bytes.len() as u64, "offset {offset} beyond {} bytes", bytes.len());
             }
         }
-        let Some(ptefs::tree::NodeKind::File(f)) = tree.node(ino).map(|n| &n.kind) else { continue };
+        let Some(f) = tree.file(ino) else { continue };
         let len = f.content.len();
         for (offset, size) in [(0, len), (len / 3, 4096), (len.saturating_sub(1), 2), (len, 1)] {
             let piece = f.content.read(offset, size);
