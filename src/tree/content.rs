@@ -2,7 +2,9 @@
 
 use std::borrow::Cow;
 
-use super::{Lazy, SourceId};
+use std::ops::Deref;
+
+use super::{Lazy, SourceId, TensorMeta};
 use crate::format::Span;
 
 /// Where a file's bytes come from.
@@ -192,6 +194,47 @@ impl Piece<'_> {
         match self.widen {
             Some(w) => w.apply(tail, out),
             None => out.extend_from_slice(tail),
+        }
+    }
+}
+
+/// A file of the tree: stored, or computed from a row.
+#[derive(Debug)]
+pub struct FileRef<'t> {
+    /// The bytes.
+    pub content: Contents<'t>,
+    /// Type and shape, for a tensor's files.
+    pub tensor: Option<&'t TensorMeta>,
+}
+
+/// A file's content, borrowed from the tree or made for a computed file.
+#[derive(Debug)]
+pub enum Contents<'t> {
+    /// A stored file's.
+    Stored(&'t Content),
+    /// A computed file's (a span, or a span after a shared prefix).
+    Made(Content),
+}
+
+impl Deref for Contents<'_> {
+    type Target = Content;
+    fn deref(&self) -> &Content {
+        match self {
+            Contents::Stored(c) => c,
+            Contents::Made(c) => c,
+        }
+    }
+}
+
+impl<'t> Contents<'t> {
+    /// What `size` bytes at `offset` are made of; see [`Content::read`].
+    /// A computed file's rendered bytes (a `.npy` header) are copied, as
+    /// the content they would borrow from lives only as long as this
+    /// value.
+    pub fn read(&self, offset: u64, size: u64) -> Piece<'t> {
+        match self {
+            Contents::Stored(c) => c.read(offset, size),
+            Contents::Made(c) => c.read(offset, size).into_owned(),
         }
     }
 }

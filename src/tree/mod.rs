@@ -14,20 +14,21 @@
 mod build;
 mod content;
 pub mod lazy;
+mod listing;
 pub mod names;
 pub mod render;
 pub mod table;
 mod walk;
 
 use std::borrow::Cow;
-use std::ops::Deref;
 
 /// What parsing and building a file's tree read of it (for sources that
 /// fetch ranges).
 pub use crate::delegate::fetch::needed as fetch_plan;
 pub use build::{Input, build, build_with_names};
-pub use content::{Content, Piece, Widen};
+pub use content::{Content, Contents, FileRef, Piece, Widen};
 pub use lazy::{Lazy, SharedBytes};
+pub use listing::{Entries, Listed};
 pub use walk::Walk;
 
 use table::{ConstantsTable, Listing, TensorTable};
@@ -135,98 +136,6 @@ pub struct Tree {
     pub warnings: Vec<String>,
 }
 
-/// A file of the tree: stored, or computed from a row.
-#[derive(Debug)]
-pub struct FileRef<'t> {
-    /// The bytes.
-    pub content: Contents<'t>,
-    /// Type and shape, for a tensor's files.
-    pub tensor: Option<&'t TensorMeta>,
-}
-
-/// A file's content, borrowed from the tree or made for a computed file.
-#[derive(Debug)]
-pub enum Contents<'t> {
-    /// A stored file's.
-    Stored(&'t Content),
-    /// A computed file's (a span, or a span after a shared prefix).
-    Made(Content),
-}
-
-impl Deref for Contents<'_> {
-    type Target = Content;
-    fn deref(&self) -> &Content {
-        match self {
-            Contents::Stored(c) => c,
-            Contents::Made(c) => c,
-        }
-    }
-}
-
-impl<'t> Contents<'t> {
-    /// What `size` bytes at `offset` are made of; see [`Content::read`].
-    /// A computed file's rendered bytes (a `.npy` header) are copied, as
-    /// the content they would borrow from lives only as long as this
-    /// value.
-    pub fn read(&self, offset: u64, size: u64) -> Piece<'t> {
-        match self {
-            Contents::Stored(c) => c.read(offset, size),
-            Contents::Made(c) => c.read(offset, size).into_owned(),
-        }
-    }
-}
-
-/// An entry of a directory listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed<'t> {
-    /// Its name.
-    pub name: Cow<'t, str>,
-    /// What it names.
-    pub ino: Ino,
-    /// Where the listing goes on after it (for `readdir` offsets).
-    pub next: u64,
-}
-
-/// A directory's entries in name order: computed ones (which sort before
-/// the stored ones wherever a directory has both), then stored ones.
-#[derive(Debug, Clone)]
-pub struct Entries<'t> {
-    tree: &'t Tree,
-    computed: Option<Listing>,
-    /// Slots of computed entries; stored entries follow.
-    slots: u64,
-    stored: &'t [Entry],
-    /// The next position.
-    at: u64,
-}
-
-impl<'t> Iterator for Entries<'t> {
-    type Item = Listed<'t>;
-
-    fn next(&mut self) -> Option<Listed<'t>> {
-        if self.at < self.slots
-            && let Some(listing) = self.computed
-            && let Some((next, name, ino)) = self.tree.computed_at(listing, self.at)
-        {
-            self.at = next;
-            return Some(Listed {
-                name: Cow::Owned(name),
-                ino,
-                next,
-            });
-        }
-        self.at = self.at.max(self.slots);
-        let i = usize::try_from(self.at - self.slots).ok()?;
-        let e = self.stored.get(i)?;
-        self.at += 1;
-        Some(Listed {
-            name: Cow::Borrowed(&e.name),
-            ino: e.ino,
-            next: self.at,
-        })
-    }
-}
-
 impl Tree {
     /// The tree of one file held in memory, shown under `name`; its spans
     /// refer to `bytes` as source 0.
@@ -328,16 +237,10 @@ impl Tree {
             return None;
         };
         let computed = self.listings.get(&ino).copied();
-        Some(Entries {
-            tree: self,
-            computed,
-            slots: computed.map_or(0, |l| self.computed_slots(l)),
-            stored,
-            at,
-        })
+        Some(Entries::new(self, stored, computed, at))
     }
 
-    fn computed_slots(&self, listing: Listing) -> u64 {
+    pub(super) fn computed_slots(&self, listing: Listing) -> u64 {
         match listing {
             Listing::Tensors(t) => self.tables.get(t).map_or(0, TensorTable::slots),
             Listing::Values(t) => self.tables.get(t).map_or(0, TensorTable::value_slots),
@@ -345,7 +248,7 @@ impl Tree {
         }
     }
 
-    fn computed_at(&self, listing: Listing, at: u64) -> Option<table::Computed> {
+    pub(super) fn computed_at(&self, listing: Listing, at: u64) -> Option<table::Computed> {
         match listing {
             Listing::Tensors(t) => self.tables.get(t)?.entry_at(at),
             Listing::Values(t) => self.tables.get(t)?.value_at(at),

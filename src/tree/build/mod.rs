@@ -227,46 +227,6 @@ impl Builder {
         }
     }
 
-    /// Moves the computed files' inodes from [`PROVISIONAL`] to just after
-    /// the stored nodes, wherever they are held.
-    fn relocate(&mut self) {
-        let first = self.nodes.len() as Ino + 1;
-        let moved = |ino: Ino| match ino.checked_sub(PROVISIONAL) {
-            Some(i) => first + i,
-            None => ino,
-        };
-        for node in &mut self.nodes {
-            if let NodeKind::Dir(entries) = &mut node.kind {
-                for e in entries {
-                    e.ino = moved(e.ino);
-                }
-            }
-        }
-        self.extra_links = std::mem::take(&mut self.extra_links)
-            .into_iter()
-            .map(|(ino, n)| (moved(ino), n))
-            .collect();
-        for t in &mut self.tables {
-            t.base = moved(t.base);
-            for ino in t.links.values_mut() {
-                *ino = moved(*ino);
-            }
-        }
-        for c in &mut self.constants {
-            c.base = moved(c.base);
-            for ino in &mut c.inos {
-                *ino = moved(*ino);
-            }
-        }
-    }
-
-    /// `count` provisional inodes for computed files; returns the first.
-    fn reserve(&mut self, count: u64) -> Ino {
-        let first = PROVISIONAL + self.computed;
-        self.computed += count;
-        first
-    }
-
     /// The index in `tensors` of a type and shape, recorded once.
     fn meta_of(&mut self, dtype: Dtype, sizes: Arc<[i64]>) -> u32 {
         let next = self.tensors.len() as u32;
