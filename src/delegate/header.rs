@@ -75,17 +75,38 @@ pub fn identifier(payload: &[u8], flatbuffer: Span) -> (usize, &[u8]) {
     (at, id)
 }
 
+/// A test payload of `total` bytes: `magic`, a 30-byte header with the
+/// flatbuffer's and constant data's offset and size, and `id` as the
+/// flatbuffer's identifier where it fits.
+#[cfg(test)]
+pub(crate) fn test_payload(
+    (magic, id): (&[u8; 4], &[u8; 4]),
+    (fb_off, fb_len): (u32, u32),
+    (cd_off, cd_len): (u32, u64),
+    total: usize,
+) -> Vec<u8> {
+    let mut p = vec![0u8; total.max(30)];
+    p[4..8].copy_from_slice(magic);
+    p[8..10].copy_from_slice(&30u16.to_le_bytes());
+    p[10..14].copy_from_slice(&fb_off.to_le_bytes());
+    p[14..18].copy_from_slice(&fb_len.to_le_bytes());
+    p[18..22].copy_from_slice(&cd_off.to_le_bytes());
+    p[22..30].copy_from_slice(&cd_len.to_le_bytes());
+    if let Some(at) = p.get_mut(fb_off as usize + 4..fb_off as usize + 8) {
+        at.copy_from_slice(id);
+    }
+    p.truncate(total);
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn header(length: u16, fb: (u32, u32), cd: (u32, u64), total: usize) -> Vec<u8> {
-        let mut p = vec![0u8; total];
+        let mut p = test_payload((b"XH00", b"XN01"), fb, cd, 64);
         p[8..10].copy_from_slice(&length.to_le_bytes());
-        p[10..14].copy_from_slice(&fb.0.to_le_bytes());
-        p[14..18].copy_from_slice(&fb.1.to_le_bytes());
-        p[18..22].copy_from_slice(&cd.0.to_le_bytes());
-        p[22..30].copy_from_slice(&cd.1.to_le_bytes());
+        p.truncate(total);
         p
     }
 

@@ -84,17 +84,12 @@ mod tests {
     use super::*;
 
     fn with_header(fb_off: u32, fb_len: u32, cd_off: u32, cd_len: u64, total: usize) -> Vec<u8> {
-        let mut p = vec![0u8; total];
-        p[4..8].copy_from_slice(MAGIC);
-        p[8..10].copy_from_slice(&30u16.to_le_bytes());
-        p[10..14].copy_from_slice(&fb_off.to_le_bytes());
-        p[14..18].copy_from_slice(&fb_len.to_le_bytes());
-        p[18..22].copy_from_slice(&cd_off.to_le_bytes());
-        p[22..30].copy_from_slice(&cd_len.to_le_bytes());
-        if let Some(id) = p.get_mut(fb_off as usize + 4..fb_off as usize + 8) {
-            id.copy_from_slice(b"XN01");
-        }
-        p
+        crate::delegate::header::test_payload(
+            (MAGIC, b"XN01"),
+            (fb_off, fb_len),
+            (cd_off, cd_len),
+            total,
+        )
     }
 
     #[test]
