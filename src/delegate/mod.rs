@@ -4,6 +4,7 @@
 //! backend without a decoder (whose payload stays opaque).
 
 pub mod fetch;
+pub mod header;
 mod program;
 pub mod vulkan;
 pub mod xnnpack;

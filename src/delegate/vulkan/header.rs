@@ -1,6 +1,6 @@
 //! The `VH00` header in front of a Vulkan payload.
 
-use crate::format::le;
+use crate::delegate::header::{self, KNOWN_LEN};
 use crate::format::{Error, Result, Span};
 
 /// The header magic at bytes 4..8.
@@ -8,9 +8,6 @@ pub const MAGIC: &[u8; 4] = b"VH00";
 
 /// The flatbuffer identifier.
 pub const IDENTIFIER: &[u8; 4] = b"VK00";
-
-/// Bytes the known header fields cover.
-const KNOWN_LEN: u16 = 30;
 
 /// Where a payload's flatbuffer and constant bytes are, relative to the
 /// payload's first byte.
@@ -24,10 +21,6 @@ pub struct Header {
     pub constant_data: Span,
     /// The size field as written: 0 means "to the end of the payload".
     pub constant_data_size_field: u64,
-}
-
-fn u32_at(b: &[u8], at: usize) -> u64 {
-    u64::from(le::u32_at(b, at))
 }
 
 /// Reads the header of `payload`: `VH00` at 4..8, then (little-endian) a
@@ -48,28 +41,16 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
             payload[4..8].escape_ascii()
         )));
     }
-    let length = le::u16_at(payload, 8);
-    if length < KNOWN_LEN {
-        return Err(Error::new(format!(
-            "payload header at offset 8: header length {length} is below {KNOWN_LEN}"
-        )));
-    }
-    let flatbuffer = Span::checked(u32_at(payload, 10), u32_at(payload, 14), total, || {
-        "payload header (offsets 10..18): flatbuffer".to_owned()
-    })?;
+    let fields = header::read(payload)?;
+    let (length, flatbuffer) = (fields.length, fields.flatbuffer);
     if flatbuffer.offset < u64::from(length) {
         return Err(Error::new(format!(
             "payload header (offset 10): flatbuffer offset {} is inside the {length}-byte header",
             flatbuffer.offset
         )));
     }
-    if flatbuffer.len < 8 {
-        return Err(Error::new(format!(
-            "payload header (offset 14): flatbuffer size {} is too small for a flatbuffer",
-            flatbuffer.len
-        )));
-    }
-    let (data_offset, size_field) = (u32_at(payload, 18), le::u64_at(payload, 22));
+    header::check_flatbuffer_size(flatbuffer)?;
+    let (data_offset, size_field) = (fields.constant_data_offset, fields.constant_data_size);
     if data_offset < flatbuffer.end() {
         return Err(Error::new(format!(
             "payload header (offset 18): constant bytes offset {data_offset} is before the flatbuffer's end at {}",
@@ -83,8 +64,7 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
     let constant_data = Span::checked(data_offset, size, total, || {
         "payload header (offsets 18..30): constant bytes".to_owned()
     })?;
-    let at = flatbuffer.offset as usize + 4;
-    let id = &payload[at..at + 4];
+    let (at, id) = header::identifier(payload, flatbuffer);
     if id != IDENTIFIER {
         return Err(Error::new(format!(
             "payload offset {at}: flatbuffer identifier is \"{}\", expected VK00",
@@ -104,17 +84,12 @@ mod tests {
     use super::*;
 
     fn payload(fb_off: u32, fb_len: u32, cd_off: u32, cd_len: u64, total: usize) -> Vec<u8> {
-        let mut p = vec![0u8; total];
-        p[4..8].copy_from_slice(MAGIC);
-        p[8..10].copy_from_slice(&30u16.to_le_bytes());
-        p[10..14].copy_from_slice(&fb_off.to_le_bytes());
-        p[14..18].copy_from_slice(&fb_len.to_le_bytes());
-        p[18..22].copy_from_slice(&cd_off.to_le_bytes());
-        p[22..30].copy_from_slice(&cd_len.to_le_bytes());
-        if let Some(id) = p.get_mut(fb_off as usize + 4..fb_off as usize + 8) {
-            id.copy_from_slice(IDENTIFIER);
-        }
-        p
+        crate::delegate::header::test_payload(
+            (MAGIC, IDENTIFIER),
+            (fb_off, fb_len),
+            (cd_off, cd_len),
+            total,
+        )
     }
 
     #[test]

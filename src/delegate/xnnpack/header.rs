@@ -1,13 +1,10 @@
 //! The optional `XH00` header in front of an XNNPACK payload.
 
-use crate::format::le;
+use crate::delegate::header::{self, KNOWN_LEN};
 use crate::format::{Error, Result, Span};
 
 /// The header magic at bytes 4..8.
 pub const MAGIC: &[u8; 4] = b"XH00";
-
-/// Bytes the known header fields cover.
-const KNOWN_LEN: u16 = 30;
 
 /// Where a payload's flatbuffer and constant data are, relative to the
 /// payload's first byte.
@@ -15,17 +12,13 @@ const KNOWN_LEN: u16 = 30;
 pub struct Header {
     /// `XH00`, or `None` when the payload has no header and is the
     /// flatbuffer itself.
-    pub magic: Option<String>,
+    pub magic: Option<&'static str>,
     /// The header length field (bytes the header says it has).
     pub header_length: Option<u16>,
     /// The flatbuffer.
     pub flatbuffer: Span,
     /// The constant data (empty when everything is in named data).
     pub constant_data: Span,
-}
-
-fn u32_at(b: &[u8], at: usize) -> u64 {
-    u64::from(le::u32_at(b, at))
 }
 
 /// Reads the header of `payload`, checking that both regions lie inside it.
@@ -58,30 +51,20 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
             "payload header: payload is {total} bytes, the XH00 header needs {KNOWN_LEN}"
         )));
     }
-    let length = le::u16_at(payload, 8);
-    if length < KNOWN_LEN {
-        return Err(Error::new(format!(
-            "payload header at offset 8: header length {length} is below {KNOWN_LEN}"
-        )));
-    }
-    let flatbuffer = Span::checked(u32_at(payload, 10), u32_at(payload, 14), total, || {
-        "payload header (offsets 10..18): flatbuffer".to_owned()
-    })?;
-    let constant_data = Span::checked(u32_at(payload, 18), le::u64_at(payload, 22), total, || {
-        "payload header (offsets 18..30): constant data".to_owned()
-    })?;
-    if flatbuffer.len < 8 {
-        return Err(Error::new(format!(
-            "payload header (offset 14): flatbuffer size {} is too small for a flatbuffer",
-            flatbuffer.len
-        )));
-    }
-    let at = flatbuffer.offset as usize + 4;
-    check_identifier(&payload[at..at + 4], at)?;
+    let fields = header::read(payload)?;
+    let constant_data = Span::checked(
+        fields.constant_data_offset,
+        fields.constant_data_size,
+        total,
+        || "payload header (offsets 18..30): constant data".to_owned(),
+    )?;
+    header::check_flatbuffer_size(fields.flatbuffer)?;
+    let (at, id) = header::identifier(payload, fields.flatbuffer);
+    check_identifier(id, at)?;
     Ok(Header {
-        magic: Some(String::from_utf8_lossy(MAGIC).into_owned()),
-        header_length: Some(length),
-        flatbuffer,
+        magic: Some("XH00"),
+        header_length: Some(fields.length),
+        flatbuffer: fields.flatbuffer,
         constant_data,
     })
 }
@@ -101,17 +84,12 @@ mod tests {
     use super::*;
 
     fn with_header(fb_off: u32, fb_len: u32, cd_off: u32, cd_len: u64, total: usize) -> Vec<u8> {
-        let mut p = vec![0u8; total];
-        p[4..8].copy_from_slice(MAGIC);
-        p[8..10].copy_from_slice(&30u16.to_le_bytes());
-        p[10..14].copy_from_slice(&fb_off.to_le_bytes());
-        p[14..18].copy_from_slice(&fb_len.to_le_bytes());
-        p[18..22].copy_from_slice(&cd_off.to_le_bytes());
-        p[22..30].copy_from_slice(&cd_len.to_le_bytes());
-        if let Some(id) = p.get_mut(fb_off as usize + 4..fb_off as usize + 8) {
-            id.copy_from_slice(b"XN01");
-        }
-        p
+        crate::delegate::header::test_payload(
+            (MAGIC, b"XN01"),
+            (fb_off, fb_len),
+            (cd_off, cd_len),
+            total,
+        )
     }
 
     #[test]

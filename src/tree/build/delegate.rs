@@ -1,14 +1,12 @@
 //! What the delegate directories of every decoder share: the named data a
-//! payload may refer to, where a payload is, the dispatch to each
-//! backend's layout (`xnnpack/`, `vulkan/`, or `ERROR.txt` under them), and
-//! typed `.bin`/`.npy` pairs served as byte ranges of the source.
+//! payload may refer to, where a payload is, and typed `.bin`/`.npy` pairs
+//! served as byte ranges of the source.
 
 use std::collections::HashMap;
-use std::io::{self, Write};
 
+use super::index::Source;
 use super::{Attached, Builder, Dir, Origin};
 use crate::delegate::xnnpack::Bytes;
-use crate::delegate::{self, Decoded};
 use crate::format::{ProgramFile, Span};
 use crate::tree::render::npy;
 use crate::tree::{Content, Dtype};
@@ -66,91 +64,9 @@ pub(super) struct Place<'p, 'a> {
 
 /// A weight file's source: which file, the span, and the attached file's
 /// name (`None` for the file the tree shows).
-type Located<'d> = (Origin, Span, Option<&'d str>);
+pub(super) type Located<'d> = (Origin, Span, Option<&'d str>);
 
 impl Builder {
-    /// Decodes the payload of a delegate whose backend has a decoder and
-    /// lays out what it holds; opaque backends get nothing more.
-    pub(super) fn decoded_delegate(
-        &mut self,
-        ddir: &mut Dir,
-        backend: &str,
-        place: &Place<'_, '_>,
-        named: &NamedIndex<'_>,
-    ) {
-        let payload = place.processed.bytes(place.program.bytes);
-        let len = |k: &str| named.by_key.get(k.as_bytes()).map(|(_, s, _)| s.len);
-        let Some(decoded) = delegate::decode(backend, payload, &len) else {
-            return;
-        };
-        let dir = if backend == delegate::vulkan::BACKEND_ID {
-            "vulkan"
-        } else {
-            "xnnpack"
-        };
-        let mut x = self.subdir(ddir, dir);
-        match decoded {
-            Ok(Decoded::Xnnpack(p)) => self.xnnpack(&mut x, place, named, &p),
-            Ok(Decoded::Vulkan(p)) => self.vulkan(&mut x, place, named, &p),
-            Err(e) => {
-                if dir == "vulkan" {
-                    if let Ok(h) = delegate::vulkan::header::parse(payload) {
-                        let header = super::vulkan::header_json(&h, payload, place);
-                        self.json(&mut x, "header.json", &header);
-                    }
-                } else if let Ok(h) = delegate::xnnpack::header::parse(payload) {
-                    let header = super::xnnpack::header_json(&h, payload, place);
-                    self.json(&mut x, "header.json", &header);
-                }
-                self.warnings.push(format!(
-                    "{}: {}: delegate payload not decoded: {e}",
-                    place.file_name, place.dir_path
-                ));
-                let text = format!(
-                    "The payload of this delegate ({} bytes at file offset {}) could not be decoded:\n{e}\n",
-                    place.processed.len,
-                    place.origin.shifted(place.processed).offset
-                );
-                self.generated(&mut x, "ERROR.txt", text.into_bytes().into());
-            }
-        }
-    }
-
-    /// `name` in `x`, rendered from the payload at `place` when first looked
-    /// at: the payload is decoded again for each render (with the lengths
-    /// of the named data it refers to, as when the tree was built), so the
-    /// tree keeps no view of it.
-    pub(super) fn lazy_decoded(
-        &mut self,
-        x: &mut Dir,
-        name: &str,
-        (backend, place, named): (&'static str, &Place<'_, '_>, &NamedIndex<'_>),
-        render: impl Fn(&Decoded<'_>, &mut dyn Write) -> io::Result<()> + Send + Sync + 'static,
-    ) {
-        let lens: HashMap<Vec<u8>, u64> = named
-            .by_key
-            .iter()
-            .map(|(k, (_, span, _))| (k.to_vec(), span.len))
-            .collect();
-        let at = place.origin.shifted(place.processed);
-        let renderer = move |bytes: &[u8], out: &mut dyn Write| {
-            let Some(payload) = usize::try_from(at.offset)
-                .ok()
-                .zip(usize::try_from(at.end()).ok())
-                .and_then(|(start, end)| bytes.get(start..end))
-            else {
-                return writeln!(out, "cannot render: the payload is no longer where it was");
-            };
-            let len = |k: &str| lens.get(k.as_bytes()).copied();
-            match delegate::decode(backend, payload, &len) {
-                Some(Ok(d)) => render(&d, out),
-                Some(Err(e)) => writeln!(out, "cannot render: {e}"),
-                None => Ok(()),
-            }
-        };
-        self.lazy(x, name, place.origin.source, Box::new(renderer));
-    }
-
     /// `<stem>.bin` and, given a NumPy descr and shape, `<stem>.npy`, both
     /// typed by tensor record `meta` for the extended attributes.
     pub(super) fn typed_pair(
@@ -207,11 +123,7 @@ pub(super) struct Npy<'s> {
 }
 
 /// The source span of decoded bytes.
-pub(super) fn locate<'d>(
-    b: &Bytes<'_>,
-    place: &Place<'_, '_>,
-    named: &NamedIndex<'d>,
-) -> Option<Located<'d>> {
+fn locate<'d>(b: &Bytes<'_>, place: &Place<'_, '_>, named: &NamedIndex<'d>) -> Option<Located<'d>> {
     match b {
         Bytes::Payload(s) => Some((
             place.origin,
@@ -226,5 +138,38 @@ pub(super) fn locate<'d>(
             .get(key.as_bytes())
             .filter(|(_, s, _)| s.len >= *len)
             .map(|&(o, s, f)| (o, Span { len: *len, ..s }, f)),
+    }
+}
+
+/// Why a located constant has no file after all: the named-data entry
+/// it was decoded against is not in the index.
+const VANISHED: &str = "named data entry vanished";
+
+/// The source span of a constant's bytes, or why it has none.
+pub(super) fn located<'d>(
+    bytes: &Result<Bytes<'_>, String>,
+    place: &Place<'_, '_>,
+    named: &NamedIndex<'d>,
+) -> Result<Located<'d>, String> {
+    match bytes {
+        Ok(b) => found(b, place, named),
+        Err(why) => Err(why.clone()),
+    }
+}
+
+/// The source span of decoded bytes that must be there, or why not.
+pub(super) fn found<'d>(
+    b: &Bytes<'_>,
+    place: &Place<'_, '_>,
+    named: &NamedIndex<'d>,
+) -> Result<Located<'d>, String> {
+    locate(b, place, named).ok_or_else(|| VANISHED.to_owned())
+}
+
+/// The `source` field of an `index.json` entry for located bytes.
+pub(super) fn source_of<'d>(&(o, span, file): &Located<'d>) -> Source<'d> {
+    Source {
+        file,
+        offset: o.shifted(span).offset,
     }
 }

@@ -4,6 +4,7 @@
 mod bundled;
 mod data;
 mod delegate;
+mod delegate_layout;
 mod index;
 mod meta;
 mod package;

@@ -1,66 +1,26 @@
-//! `vulkan/` inside a Vulkan delegate's directory: the payload header, the
-//! graph as JSON and as text, and every constant as typed, named files that
-//! are byte ranges of the source (payload, named data or a `.ptd`).
+//! `vulkan/` inside a Vulkan delegate's directory: what its header,
+//! constants and their `index.json` entries say beyond the layout every
+//! decoded backend shares (`delegate_layout`), and the graph as JSON.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::delegate::{NamedIndex, Npy, Place, locate};
+use super::delegate::{NamedIndex, Npy, Place, located, source_of};
+use super::delegate_layout::{HeaderJson, Lacking, Listed};
 use super::index::Source;
 use super::{Builder, Dir};
-use crate::delegate::vulkan::{Constant, Header, Payload, Use, graph};
-use crate::delegate::{self, Decoded};
+use crate::delegate::vulkan::{Constant, Use, graph, header};
 use crate::schema::vulkan as fb;
 use crate::tree::Dtype;
-use crate::tree::render;
+
+/// The directory's name and what the warning says of constants without files.
+pub(super) const LISTING: (&str, Lacking) = ("vulkan", "constants lack files for their bytes");
 
 impl Builder {
-    pub(super) fn vulkan(
-        &mut self,
-        x: &mut Dir,
-        place: &Place<'_, '_>,
-        named: &NamedIndex<'_>,
-        p: &Payload<'_>,
-    ) {
-        self.json(x, "header.json", &header_json(&p.header, p.bytes, place));
-        let base = format!("{}/vulkan/weights", place.dir_path);
-        let mut wdir = self.subdir(x, "weights");
-        let mut paths: HashMap<u32, String> = HashMap::new();
-        let mut index = Vec::with_capacity(p.constants.len());
-        for c in &p.constants {
-            let entry = self.constant(&mut wdir, place, named, c);
-            if let Some(bin) = &entry.name {
-                paths.insert(c.value_id, format!("{base}/{bin}"));
-            }
-            index.push(entry);
-        }
-        let missing: Vec<&IndexEntry<'_>> = index.iter().filter(|e| e.missing.is_some()).collect();
-        if let Some(first) = missing.first() {
-            self.warnings.push(format!(
-                "{}: {base}: {} of {} constants lack files for their bytes (see index.json); value {}: {}",
-                place.file_name,
-                missing.len(),
-                index.len(),
-                first.value_id,
-                first.missing.as_deref().unwrap_or_default(),
-            ));
-        }
-        self.json(&mut wdir, "index.json", &index);
-        let from = (delegate::vulkan::BACKEND_ID, place, named);
-        self.lazy_decoded(x, "graph.json", from, move |d, out| match d {
-            Decoded::Vulkan(p) => render::json_to(out, &graph_json(p.graph, &paths)),
-            _ => Ok(()),
-        });
-        self.lazy_decoded(x, "code.txt", from, |d, out| match d {
-            Decoded::Vulkan(p) => out.write_all(p.code().as_bytes()),
-            _ => Ok(()),
-        });
-    }
-
     /// `<name>.bin` and `<name>.npy` of one constant.
-    fn constant<'w>(
+    pub(super) fn constant<'w>(
         &mut self,
         wdir: &mut Dir,
         place: &Place<'_, '_>,
@@ -84,17 +44,14 @@ impl Builder {
             users: &c.users,
             missing: None,
         };
-        let located = match &c.bytes {
-            Ok(b) => locate(b, place, named).ok_or_else(|| "named data entry vanished".to_owned()),
-            Err(why) => Err(why.clone()),
-        };
-        let (o, span, file) = match located {
-            Ok(l) => l,
+        let at = match located(&c.bytes, place, named) {
+            Ok(at) => at,
             Err(why) => {
                 e.missing = Some(why);
                 return e;
             }
         };
+        let span = at.1;
         let numpy = c
             .size
             .as_ref()
@@ -107,21 +64,18 @@ impl Builder {
         let dims = c.dims.iter().map(|&d| i64::from(d)).collect();
         let dtype = c.datatype.variant_name().unwrap_or("unknown");
         let meta = self.meta(Dtype::Named(dtype), dims);
-        let (bin, npy) = self.typed_pair(wdir, &c.name, (o, span), numpy, meta);
+        let (bin, npy) = self.typed_pair(wdir, &c.name, (at.0, span), numpy, meta);
         e.name = Some(bin);
         e.npy = npy;
         e.nbytes = Some(span.len);
-        e.source = Some(Source {
-            file,
-            offset: o.shifted(span).offset,
-        });
+        e.source = Some(source_of(&at));
         e
     }
 }
 
 /// One entry of `weights/index.json`.
 #[derive(Serialize)]
-struct IndexEntry<'w> {
+pub(super) struct IndexEntry<'w> {
     name: Option<String>,
     npy: Option<String>,
     value_id: u32,
@@ -140,24 +94,24 @@ struct IndexEntry<'w> {
     missing: Option<String>,
 }
 
-/// `header.json`: the header fields, with absolute offsets in the file.
-pub(super) fn header_json(h: &Header, payload: &[u8], place: &Place<'_, '_>) -> Value {
-    let start = place.origin.shifted(place.processed).offset;
-    let at = h.flatbuffer.offset as usize + 4;
-    json!({
-        "magic": "VH00",
-        "header_length": h.header_length,
-        "identifier": payload.get(at..at + 4).map(|id| String::from_utf8_lossy(id).into_owned()),
-        "payload_size": payload.len(),
-        "payload_file_offset": start,
-        "flatbuffer_offset": h.flatbuffer.offset,
-        "flatbuffer_size": h.flatbuffer.len,
-        "flatbuffer_file_offset": start + h.flatbuffer.offset,
-        "constant_data_offset": h.constant_data.offset,
-        "constant_data_size": h.constant_data.len,
-        "constant_data_size_field": h.constant_data_size_field,
-        "constant_data_file_offset": start + h.constant_data.offset,
-    })
+impl Listed for IndexEntry<'_> {
+    fn file(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    fn missing(&self) -> Option<(u32, &str)> {
+        Some((self.value_id, self.missing.as_deref()?))
+    }
+}
+
+/// `header.json` of a payload whose header reads, with the constant bytes'
+/// size field as written (0: to the end of the payload).
+pub(super) fn header_json(payload: &[u8], place: &Place<'_, '_>) -> Option<HeaderJson> {
+    let h = header::parse(payload).ok()?;
+    let fields = (Some("VH00"), Some(h.header_length));
+    let mut json = HeaderJson::new(fields, (h.flatbuffer, h.constant_data), payload, place);
+    json.constant_data_size_field = Some(h.constant_data_size_field);
+    Some(json)
 }
 
 /// A double as strict JSON: non-finite values as the strings `"inf"`,
@@ -178,7 +132,7 @@ fn name_of<T: Copy>(v: T, name: impl Fn(T) -> Option<&'static str>, n: i64) -> V
 
 /// The graph as `flatc --strict-json --defaults-json` prints it with the
 /// schema, plus `ptefs_path` on each constant tensor value.
-fn graph_json(g: fb::VkGraph<'_>, paths: &HashMap<u32, String>) -> Value {
+pub(super) fn graph_json(g: fb::VkGraph<'_>, paths: &HashMap<usize, String>) -> Value {
     let mut o = serde_json::Map::new();
     if let Some(v) = g.version() {
         o.insert("version".into(), json!(v));
@@ -204,7 +158,7 @@ fn graph_json(g: fb::VkGraph<'_>, paths: &HashMap<u32, String>) -> Value {
         let values: Vec<Value> = values
             .iter()
             .enumerate()
-            .map(|(i, v)| value_json(v, paths.get(&(i as u32))))
+            .map(|(i, v)| value_json(v, paths.get(&i)))
             .collect();
         o.insert("values".into(), Value::Array(values));
     }

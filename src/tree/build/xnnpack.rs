@@ -1,72 +1,23 @@
-//! `xnnpack/` inside an XNNPACK delegate's directory: the payload header,
-//! the graph as JSON and text, and every constant as typed, named files
-//! that are byte ranges of the source (payload, named data or a `.ptd`).
-
-use std::collections::HashMap;
+//! `xnnpack/` inside an XNNPACK delegate's directory: what its header,
+//! weights and their `index.json` entries say beyond the layout every
+//! decoded backend shares (`delegate_layout`).
 
 use serde::Serialize;
-use serde_json::json;
 
-use super::delegate::{NamedIndex, Npy, Place, locate};
+use super::delegate::{Located, NamedIndex, Npy, Place, found, located, source_of};
+use super::delegate_layout::{HeaderJson, Lacking, Listed};
 use super::index::Source;
 use super::{Builder, Dir};
-use crate::delegate::Decoded;
-use crate::delegate::xnnpack::{self, Bytes, Payload, Scales, Weight, datatype};
-use crate::format::Span;
+use crate::delegate::xnnpack::{self, Bytes, Scales, Weight, datatype};
 use crate::tree::Dtype;
-use crate::tree::render::{self, xnnpack_code, xnnpack_json};
+
+/// The directory's name and what the warning says of weights without files.
+pub(super) const LISTING: (&str, Lacking) =
+    ("xnnpack", "weights lack files for their bytes or scales");
 
 impl Builder {
-    pub(super) fn xnnpack(
-        &mut self,
-        x: &mut Dir,
-        place: &Place<'_, '_>,
-        named: &NamedIndex<'_>,
-        p: &Payload<'_>,
-    ) {
-        self.json(x, "header.json", &header_json(&p.header, p.bytes, place));
-        let base = format!("{}/xnnpack/weights", place.dir_path);
-        let mut wdir = self.subdir(x, "weights");
-        let mut paths: HashMap<usize, String> = HashMap::new();
-        let mut index = Vec::with_capacity(p.weights.len());
-        for w in &p.weights {
-            let entry = self.weight(&mut wdir, place, named, w);
-            if let Some(bin) = &entry.name {
-                paths.insert(w.value_index, format!("{base}/{bin}"));
-            }
-            index.push(entry);
-        }
-        // One warning per delegate: a program without its .ptd would
-        // otherwise print a line per weight.
-        let missing: Vec<(u32, String)> = index.iter().filter_map(IndexEntry::missing).collect();
-        if let Some((id, why)) = missing.first() {
-            self.warnings.push(format!(
-                "{}: {base}: {} of {} weights lack files for their bytes or scales (see index.json); value {id}: {why}",
-                place.file_name,
-                missing.len(),
-                index.len(),
-            ));
-        }
-        self.json(&mut wdir, "index.json", &index);
-        let from = (xnnpack::BACKEND_ID, place, named);
-        self.lazy_decoded(x, "graph.json", from, move |d, out| match d {
-            Decoded::Xnnpack(p) => render::json_to(
-                out,
-                &xnnpack_json::Graph {
-                    payload: p,
-                    paths: &paths,
-                },
-            ),
-            _ => Ok(()),
-        });
-        self.lazy_decoded(x, "code.txt", from, |d, out| match d {
-            Decoded::Xnnpack(p) => out.write_all(xnnpack_code::render(p).as_bytes()),
-            _ => Ok(()),
-        });
-    }
-
     /// `<name>.bin`, `<name>.npy` and the scale files of one weight.
-    fn weight<'w>(
+    pub(super) fn weight<'w>(
         &mut self,
         wdir: &mut Dir,
         place: &Place<'_, '_>,
@@ -74,8 +25,9 @@ impl Builder {
         w: &'w Weight<'_>,
     ) -> IndexEntry<'w> {
         let mut e = IndexEntry::new(w);
-        match w.bytes.as_ref().map(|b| locate(b, place, named)) {
-            Ok(Some((o, span, file))) => {
+        match located(&w.bytes, place, named) {
+            Ok(at) => {
+                let span = at.1;
                 // A .npy only when the bytes are exactly what the dims need.
                 let numpy = w
                     .storage
@@ -88,19 +40,13 @@ impl Builder {
                     });
                 let dims = w.dims.iter().map(|&d| i64::from(d)).collect();
                 let meta = self.meta(Dtype::Xnnpack(w.datatype), dims);
-                let (bin, npy) = self.typed_pair(wdir, &w.name, (o, span), numpy, meta);
+                let (bin, npy) = self.typed_pair(wdir, &w.name, (at.0, span), numpy, meta);
                 e.name = Some(bin);
-                e.npy = Some(npy);
+                e.npy = npy;
                 e.nbytes = Some(span.len);
-                e.source = Some(Source {
-                    file,
-                    offset: o.shifted(span).offset,
-                });
+                e.source = Some(source_of(&at));
             }
-            Ok(None) => e.missing = Some("named data entry vanished".to_owned()),
-            Err(why) => {
-                e.missing = Some(why.clone());
-            }
+            Err(why) => e.missing = Some(why),
         }
         if let Some(scales) = &w.scales {
             e.scales = Some(self.scale_files(wdir, place, named, &w.name, scales));
@@ -121,9 +67,11 @@ impl Builder {
             Ok(s) => s,
             Err(why) => return ScaleEntry::missing(why.clone()),
         };
-        let Some((o, span, file)) = locate(&s.bytes, place, named) else {
-            return ScaleEntry::missing("named data entry vanished".into());
+        let at: Located<'w> = match found(&s.bytes, place, named) {
+            Ok(at) => at,
+            Err(why) => return ScaleEntry::missing(why),
         };
+        let span = at.1;
         let stored = if s.bf16 { "bfloat16" } else { "float32" };
         let meta = self.meta(Dtype::Named(stored), vec![s.count as i64]);
         // bf16 scales are widened to `<f4` in the `.npy`, which NumPy
@@ -134,7 +82,7 @@ impl Builder {
             widen: s.bf16,
         };
         let stem = format!("{name}.scale");
-        let (bin, npy) = self.typed_pair(wdir, &stem, (o, span), Some(numpy), meta);
+        let (bin, npy) = self.typed_pair(wdir, &stem, (at.0, span), Some(numpy), meta);
         let key = match &s.bytes {
             Bytes::Named { key, .. } => Some(*key),
             Bytes::Payload(_) => None,
@@ -149,35 +97,22 @@ impl Builder {
             nbytes: Some(span.len),
             buffer_index: s.buffer_index,
             key,
-            source: Some(Source {
-                file,
-                offset: o.shifted(span).offset,
-            }),
+            source: Some(source_of(&at)),
             missing: None,
         }
     }
 }
 
-pub(super) fn header_json(
-    h: &xnnpack::Header,
-    payload: &[u8],
-    place: &Place<'_, '_>,
-) -> serde_json::Value {
-    let file = |s: Span| place.origin.shifted(place.processed).offset + s.offset;
-    let at = h.flatbuffer.offset as usize + 4;
-    json!({
-        "magic": h.magic,
-        "header_length": h.header_length,
-        "identifier": payload.get(at..at + 4).map(|id| String::from_utf8_lossy(id).into_owned()),
-        "payload_size": payload.len(),
-        "payload_file_offset": place.origin.shifted(place.processed).offset,
-        "flatbuffer_offset": h.flatbuffer.offset,
-        "flatbuffer_size": h.flatbuffer.len,
-        "flatbuffer_file_offset": file(h.flatbuffer),
-        "constant_data_offset": h.constant_data.offset,
-        "constant_data_size": h.constant_data.len,
-        "constant_data_file_offset": file(h.constant_data),
-    })
+/// `header.json` of a payload whose header reads.
+pub(super) fn header_json(payload: &[u8], place: &Place<'_, '_>) -> Option<HeaderJson> {
+    let h = xnnpack::header::parse(payload).ok()?;
+    let fields = (h.magic, h.header_length);
+    Some(HeaderJson::new(
+        fields,
+        (h.flatbuffer, h.constant_data),
+        payload,
+        place,
+    ))
 }
 
 /// The `scales` object of an `index.json` entry: the scale files, or why
@@ -221,9 +156,9 @@ impl ScaleEntry<'_> {
 
 /// One entry of `weights/index.json`.
 #[derive(Serialize)]
-struct IndexEntry<'w> {
+pub(super) struct IndexEntry<'w> {
     name: Option<String>,
-    npy: Option<Option<String>>,
+    npy: Option<String>,
     value_id: u32,
     value_index: usize,
     constant_index: u32,
@@ -248,14 +183,19 @@ struct IndexEntry<'w> {
     missing: Option<String>,
 }
 
-impl<'w> IndexEntry<'w> {
-    /// The value id and why its bytes or scales have no file, if so.
-    fn missing(&self) -> Option<(u32, String)> {
-        let scales = self.scales.as_ref().and_then(|s| s.missing.as_deref());
-        let why = self.missing.as_deref().or(scales)?;
-        Some((self.value_id, why.to_owned()))
+impl Listed for IndexEntry<'_> {
+    fn file(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
+    fn missing(&self) -> Option<(u32, &str)> {
+        let scales = self.scales.as_ref().and_then(|s| s.missing.as_deref());
+        let why = self.missing.as_deref().or(scales)?;
+        Some((self.value_id, why))
+    }
+}
+
+impl<'w> IndexEntry<'w> {
     fn new(w: &'w Weight<'_>) -> Self {
         let packed = w.storage.filter(|s| s.bits == 4).map(|_| {
             "two 4-bit values per byte along the last dimension: element 2k in the low nibble, 2k+1 in the high, each stored as value + 8"
