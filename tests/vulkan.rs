@@ -282,7 +282,7 @@ fn inspect_and_weight_names_for_reports() {
     assert_eq!(s.ops["aten.convolution.default"], 1);
     assert_eq!(s.constant_bytes["FLOAT32"], 216 + 8);
     assert_eq!(s.constant_bytes["FLOAT16"], 8);
-    let weights = d.weights_with_bytes(&named);
+    let weights = all[0].weights_with_bytes(&named);
     let found: Vec<(&str, Option<&[u8]>)> =
         weights.iter().map(|(n, b)| (n.name.as_str(), *b)).collect();
     let (w, b) = (weight_bytes(), bias_bytes());

@@ -457,7 +457,7 @@ fn summaries_and_weight_bytes_for_reports_match_the_oracle() {
         let want: BTreeMap<String, usize> =
             serde_json::from_value(records[0]["ops"].clone()).unwrap();
         assert_eq!(s.ops, want, "{model}");
-        let weights = d.weights_with_bytes(&named);
+        let weights = all[0].weights_with_bytes(&named);
         let mut total = 0;
         for rec in records.iter().filter(|r| r["value"].is_u64()) {
             let (name, b) = weights

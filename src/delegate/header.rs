@@ -4,6 +4,8 @@
 //! data's u32 offset at 18 and u64 size at 22. Each backend checks the
 //! magic and gives the constant data's fields its own meaning.
 
+use serde::Serialize;
+
 use crate::format::le;
 use crate::format::{Error, Result, Span};
 
@@ -73,6 +75,59 @@ pub fn identifier(payload: &[u8], flatbuffer: Span) -> (usize, &[u8]) {
         .and_then(|end| payload.get(at..end))
         .unwrap_or_default();
     (at, id)
+}
+
+/// `header.json` of an `XH00` or `VH00` payload: its fields, with
+/// offsets in the payload and in the file.
+#[derive(Debug, Serialize)]
+pub struct Json {
+    magic: Option<&'static str>,
+    header_length: Option<u16>,
+    identifier: Option<String>,
+    payload_size: usize,
+    payload_file_offset: u64,
+    flatbuffer_offset: u64,
+    flatbuffer_size: u64,
+    flatbuffer_file_offset: u64,
+    constant_data_offset: u64,
+    constant_data_size: u64,
+    /// The size as written where a backend gives it a meaning of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constant_data_size_field: Option<u64>,
+    constant_data_file_offset: u64,
+}
+
+impl Json {
+    /// The fields every header has, for a payload at file offset `at`:
+    /// `magic` and `header_length` are `None` for a payload without a
+    /// header.
+    pub fn new(
+        (magic, header_length): (Option<&'static str>, Option<u16>),
+        (flatbuffer, constant_data): (Span, Span),
+        payload: &[u8],
+        at: u64,
+    ) -> Self {
+        let (_, id) = identifier(payload, flatbuffer);
+        Json {
+            magic,
+            header_length,
+            identifier: (id.len() == 4).then(|| String::from_utf8_lossy(id).into_owned()),
+            payload_size: payload.len(),
+            payload_file_offset: at,
+            flatbuffer_offset: flatbuffer.offset,
+            flatbuffer_size: flatbuffer.len,
+            flatbuffer_file_offset: at + flatbuffer.offset,
+            constant_data_offset: constant_data.offset,
+            constant_data_size: constant_data.len,
+            constant_data_size_field: None,
+            constant_data_file_offset: at + constant_data.offset,
+        }
+    }
+
+    /// As a JSON value.
+    pub fn value(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self).ok()
+    }
 }
 
 /// A test payload of `total` bytes: `magic`, a 30-byte header with the

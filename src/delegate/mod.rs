@@ -3,12 +3,18 @@
 //! named data, and returns a decoded view, an error, or nothing for a
 //! backend without a decoder (whose payload stays opaque).
 
+mod backend;
+mod bytes;
 pub mod fetch;
+pub mod flatbuffer;
 pub mod header;
+pub mod layout;
 mod program;
 pub mod vulkan;
 pub mod xnnpack;
 
+pub use backend::{Backend, Decoded, Rendered};
+pub use bytes::{Bytes, Lookup, NoNamed};
 pub use program::{NamedData, ProgramDelegate, decode_program, referenced_named_keys};
 
 use std::collections::BTreeMap;
@@ -17,53 +23,35 @@ use serde::Serialize;
 
 use crate::format::Result;
 
-/// A decoded payload, by backend.
-#[derive(Debug)]
-pub enum Decoded<'a> {
-    /// `XnnpackBackend`.
-    Xnnpack(xnnpack::Payload<'a>),
-    /// `VulkanBackend`.
-    Vulkan(vulkan::Payload<'a>),
+/// Every backend with a decoder. Adding one is a module under
+/// `delegate/` and a line here.
+static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan];
+
+/// The backend that decodes delegates of id `id`.
+pub fn backend(id: &str) -> Option<&'static dyn Backend> {
+    BACKENDS.iter().copied().find(|b| b.id() == id)
 }
 
-/// Decodes the payload of a delegate of backend `backend`. `named` gives
-/// the length of a named-data entry by key (the program's own
-/// `named_data`, then attached data files). `None`: no decoder for that
-/// backend.
+/// Every backend with a decoder.
+pub fn backends() -> &'static [&'static dyn Backend] {
+    BACKENDS
+}
+
+/// Decodes the payload of a delegate of backend `id`, finding named data
+/// in `named`. `None`: no decoder for that backend.
 pub fn decode<'a>(
-    backend: &str,
+    id: &str,
     payload: &'a [u8],
-    named: &dyn Fn(&str) -> Option<u64>,
-) -> Option<Result<Decoded<'a>>> {
-    match backend {
-        xnnpack::BACKEND_ID => Some(xnnpack::decode(payload, named).map(Decoded::Xnnpack)),
-        vulkan::BACKEND_ID => Some(vulkan::decode(payload, named).map(Decoded::Vulkan)),
-        _ => None,
-    }
+    named: &dyn Lookup<'a>,
+) -> Option<Result<Box<dyn Decoded<'a> + 'a>>> {
+    backend(id).map(|b| b.decode(payload, named))
 }
 
-/// The named-data keys a payload of backend `backend` refers to, so that
-/// the data files holding them can be found. `None`: no decoder for that
+/// The named-data keys a payload of backend `id` refers to, so that the
+/// data files holding them can be found. `None`: no decoder for that
 /// backend.
-pub fn named_keys<'a>(backend: &str, payload: &'a [u8]) -> Option<Result<Vec<&'a str>>> {
-    match backend {
-        xnnpack::BACKEND_ID => Some(xnnpack::named_keys(payload)),
-        vulkan::BACKEND_ID => Some(vulkan::named_keys(payload)),
-        _ => None,
-    }
-}
-
-/// Verifier limits for a payload's flatbuffer of `len` bytes: depth is
-/// bounded, and more tables than 4-byte slots means shared objects, which
-/// is how a small hostile payload would make a decoder work out of
-/// proportion.
-pub(crate) fn verifier_options(len: usize) -> flatbuffers::VerifierOptions {
-    flatbuffers::VerifierOptions {
-        max_depth: 32,
-        max_tables: len / 4 + 16,
-        max_apparent_size: len.saturating_mul(4).saturating_add(1 << 20),
-        ignore_missing_null_terminator: false,
-    }
+pub fn named_keys<'a>(id: &str, payload: &'a [u8]) -> Option<Result<Vec<&'a str>>> {
+    backend(id).map(|b| b.named_keys(payload))
 }
 
 /// What a delegate holds, for reports (`inspect`).
@@ -101,58 +89,4 @@ pub struct WeightName {
     pub dims: Vec<u32>,
     /// Named-data key, if the bytes are there.
     pub key: Option<String>,
-}
-
-impl Decoded<'_> {
-    /// Backend, node counts per operator and constant bytes per datatype.
-    pub fn summary(&self) -> Summary {
-        match self {
-            Decoded::Xnnpack(p) => Summary {
-                backend: xnnpack::BACKEND_ID.to_owned(),
-                nodes: p.nodes.len(),
-                values: p.values.len(),
-                ops: p.op_counts(),
-                constant_bytes: p.constant_bytes(),
-            },
-            Decoded::Vulkan(p) => Summary {
-                backend: vulkan::BACKEND_ID.to_owned(),
-                nodes: p.calls.len(),
-                values: p.graph.values().map_or(0, |v| v.len()),
-                ops: p.op_counts(),
-                constant_bytes: p.constant_bytes(),
-            },
-        }
-    }
-
-    /// Every weight with its stable name, in value order.
-    pub fn weight_names(&self) -> Vec<WeightName> {
-        match self {
-            Decoded::Xnnpack(p) => p
-                .weights
-                .iter()
-                .map(|w| WeightName {
-                    name: w.name.clone(),
-                    layer: w.layer.clone(),
-                    role: w.role.to_owned(),
-                    value_id: w.value_id,
-                    datatype: xnnpack::datatype::name(w.datatype),
-                    dims: w.dims.clone(),
-                    key: w.key.map(str::to_owned),
-                })
-                .collect(),
-            Decoded::Vulkan(p) => p
-                .constants
-                .iter()
-                .map(|c| WeightName {
-                    name: c.name.clone(),
-                    layer: c.layer.clone(),
-                    role: c.role.clone(),
-                    value_id: c.value_id,
-                    datatype: vulkan::graph::datatype_name(c.datatype),
-                    dims: c.dims.clone(),
-                    key: c.key.map(str::to_owned),
-                })
-                .collect(),
-        }
-    }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Decoded, WeightName, decode, xnnpack};
+use super::{Decoded, Lookup, WeightName, decode};
 use crate::format::{DataFile, Name, ProgramFile, Result};
 
 /// Named-data blobs by key: the program's own first, then each attached
@@ -36,6 +36,12 @@ impl<'a> NamedData<'a> {
     }
 }
 
+impl<'a> Lookup<'a> for NamedData<'a> {
+    fn bytes(&self, key: &str) -> Option<&'a [u8]> {
+        self.get(key)
+    }
+}
+
 /// One delegate of a program, decoded when its backend has a decoder.
 #[derive(Debug)]
 pub struct ProgramDelegate<'a> {
@@ -45,9 +51,11 @@ pub struct ProgramDelegate<'a> {
     pub index: usize,
     /// The backend id.
     pub backend: Name<'a>,
+    /// The payload (empty when it is not located).
+    pub payload: &'a [u8],
     /// `None` for a backend without a decoder, or a delegate whose payload
     /// is not located (the payload stays opaque).
-    pub decoded: Option<Result<Decoded<'a>>>,
+    pub decoded: Option<Result<Box<dyn Decoded<'a> + 'a>>>,
 }
 
 /// Decodes every delegate of every method of `program`.
@@ -55,7 +63,6 @@ pub fn decode_program<'a>(
     program: &ProgramFile<'a>,
     named: &NamedData<'a>,
 ) -> Vec<ProgramDelegate<'a>> {
-    let len = |k: &str| named.get(k).map(|b| b.len() as u64);
     let mut out = Vec::new();
     for m in &program.methods {
         for d in &m.delegates {
@@ -63,11 +70,12 @@ pub fn decode_program<'a>(
                 method: m.name,
                 index: d.index,
                 backend: d.id,
+                payload: d.processed.map_or(&[][..], |s| s.bytes(program.bytes)),
                 decoded: d
                     .id
                     .as_str()
                     .zip(d.processed)
-                    .and_then(|(id, span)| decode(id, span.bytes(program.bytes), &len)),
+                    .and_then(|(id, span)| decode(id, span.bytes(program.bytes), named)),
             });
         }
     }
@@ -91,33 +99,18 @@ pub fn referenced_named_keys<'a>(program: &ProgramFile<'a>) -> Vec<(Name<'a>, &'
     out
 }
 
-impl<'a> Decoded<'a> {
-    /// Every weight with its stable name and its stored bytes (`None` when
-    /// they cannot be found), for pairing two versions of a model by name
-    /// and comparing the bytes.
+impl<'a> ProgramDelegate<'a> {
+    /// Every weight of the decoded payload with its stable name and its
+    /// stored bytes (`None` when they cannot be found), for pairing two
+    /// versions of a model by name and comparing the bytes; empty when
+    /// the payload is not decoded.
     pub fn weights_with_bytes(&self, named: &NamedData<'a>) -> Vec<(WeightName, Option<&'a [u8]>)> {
-        let (payload, found): (&'a [u8], Vec<Option<&xnnpack::Bytes<'a>>>) = match self {
-            Decoded::Xnnpack(p) => (
-                p.bytes,
-                p.weights.iter().map(|w| w.bytes.as_ref().ok()).collect(),
-            ),
-            Decoded::Vulkan(p) => (
-                p.bytes,
-                p.constants.iter().map(|c| c.bytes.as_ref().ok()).collect(),
-            ),
+        let Some(Ok(d)) = &self.decoded else {
+            return Vec::new();
         };
-        self.weight_names()
+        d.weights()
             .into_iter()
-            .zip(found)
-            .map(|(name, b)| {
-                let bytes = b.and_then(|b| match b {
-                    xnnpack::Bytes::Payload(s) => Some(s.bytes(payload)),
-                    xnnpack::Bytes::Named { key, len } => {
-                        named.get(key).and_then(|b| b.get(..*len as usize))
-                    }
-                });
-                (name, bytes)
-            })
+            .map(|(name, b)| (name, b.and_then(|b| b.resolve(self.payload, named))))
             .collect()
     }
 }
@@ -144,7 +137,7 @@ mod tests {
         assert_eq!(s.ops["XNNFullyConnected"], 2);
         assert_eq!(s.constant_bytes["xnn_datatype_qcint8"], 2048 + 1024);
         assert_eq!(s.constant_bytes["scales"], (64 + 64 + 16 + 16) * 4);
-        let weights = d.weights_with_bytes(&named);
+        let weights = all[0].weights_with_bytes(&named);
         let (name, bytes) = &weights[0];
         assert_eq!(name.name, "001-fully_connected.filter");
         assert_eq!(

@@ -89,9 +89,8 @@ pub struct File {
 pub enum Dtype {
     /// A program or data file tensor (`FLOAT`).
     Scalar(crate::schema::ScalarType),
-    /// An XNNPACK delegate's value (`xnn_datatype_fp32`).
-    Xnnpack(crate::schema::xnnpack::XNNDatatype),
-    /// A fixed name (`float32` for quantization scales).
+    /// A name of a delegate's type (`xnn_datatype_fp32`, `float32` for
+    /// quantization scales).
     Named(&'static str),
 }
 
@@ -100,7 +99,6 @@ impl Dtype {
     pub fn name(self) -> String {
         match self {
             Dtype::Scalar(t) => crate::format::scalar::name(t),
-            Dtype::Xnnpack(t) => crate::delegate::xnnpack::datatype::name(t),
             Dtype::Named(n) => n.to_owned(),
         }
     }

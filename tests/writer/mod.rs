@@ -9,6 +9,7 @@
 
 pub mod nptg;
 pub mod package;
+pub mod payloads;
 pub mod vulkan;
 pub mod xnnpack;
 

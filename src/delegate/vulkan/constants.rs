@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::graph::{self, Call};
-use crate::delegate::xnnpack::Bytes;
+use crate::delegate::{Bytes, Lookup};
 use crate::format::Span;
 use crate::schema::vulkan as fb;
 
@@ -54,8 +54,8 @@ pub struct Context<'a, 'n> {
     pub graph: fb::VkGraph<'a>,
     /// The payload's constant bytes.
     pub constant_data: Span,
-    /// Length of a named-data entry.
-    pub named: &'n dyn Fn(&str) -> Option<u64>,
+    /// Named data.
+    pub named: &'n dyn Lookup<'a>,
 }
 
 impl<'a> Context<'a, '_> {
@@ -71,12 +71,12 @@ impl<'a> Context<'a, '_> {
         if entry.offset() == u64::MAX
             && let Some(key) = entry.named_key().filter(|k| !k.is_empty())
         {
-            let len = (self.named)(key).ok_or_else(|| {
+            let len = self.named.len(key).ok_or_else(|| {
                 format!(
                     "named data key {key:?} is in neither the program nor an attached data file"
                 )
             })?;
-            return Ok((Bytes::Named { key, len }, Some(key)));
+            return Ok((Bytes::named(key, len), Some(key)));
         }
         let span = self
             .constant_data
@@ -187,8 +187,5 @@ fn fit(b: Bytes<'_>, need: Option<u64>) -> Result<Bytes<'_>, String> {
             b.len()
         ));
     }
-    Ok(match b {
-        Bytes::Payload(s) => Bytes::Payload(Span { len: need, ..s }),
-        Bytes::Named { key, .. } => Bytes::Named { key, len: need },
-    })
+    Ok(b.prefix(need))
 }

@@ -1,8 +1,7 @@
 //! The verified `VkGraph` flatbuffer: its operator chain and values, and
 //! values described for `code.txt`.
 
-use crate::delegate::verifier_options;
-use crate::format::{Error, Result, Span};
+use crate::format::{Result, Span};
 use crate::schema::vulkan as fb;
 
 /// One operator call of the chain.
@@ -20,20 +19,7 @@ pub struct Call<'a> {
 
 /// Verifies the flatbuffer at `span` of `payload` and returns its root.
 pub fn verify<'a>(payload: &'a [u8], span: Span) -> Result<fb::VkGraph<'a>> {
-    let bytes = span.bytes(payload);
-    flatbuffers::root_with_opts::<fb::VkGraph>(&verifier_options(bytes.len()), bytes).map_err(|e| {
-        let text = e.to_string();
-        let parts: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
-        Error::new(format!(
-            "VkGraph flatbuffer at payload offset {}: {}",
-            span.offset,
-            parts.join(", ")
-        ))
-    })
+    crate::delegate::flatbuffer::root::<fb::VkGraph>(payload, span, "VkGraph")
 }
 
 /// The operator chain in order.

@@ -5,14 +5,18 @@
 
 pub mod constants;
 pub mod graph;
+pub mod graph_json;
 pub mod header;
+mod layout;
 
 use std::collections::BTreeMap;
 
 pub use constants::{Constant, Use};
 pub use graph::Call;
 pub use header::Header;
+pub use layout::Vulkan;
 
+use crate::delegate::Lookup;
 use crate::format::Result;
 use crate::schema::vulkan as fb;
 
@@ -34,11 +38,11 @@ pub struct Payload<'a> {
     pub constants: Vec<Constant<'a>>,
 }
 
-/// Decodes `payload`. `named` gives the length of a named-data entry (of
-/// the program or an attached data file) by key. Errors name what is wrong
+/// Decodes `payload`, finding the named data it refers to (of the program
+/// or an attached data file) in `named`. Errors name what is wrong
 /// and where; a constant whose bytes cannot be found is not an error but a
 /// constant whose `bytes` says why.
-pub fn decode<'a>(payload: &'a [u8], named: &dyn Fn(&str) -> Option<u64>) -> Result<Payload<'a>> {
+pub fn decode<'a>(payload: &'a [u8], named: &dyn Lookup<'a>) -> Result<Payload<'a>> {
     let header = header::parse(payload)?;
     let graph = graph::verify(payload, header.flatbuffer)?;
     let calls = graph::calls(graph);

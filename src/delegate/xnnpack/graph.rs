@@ -2,8 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::delegate::verifier_options;
-use crate::format::{Error, Result, Span};
+use crate::format::{Result, Span};
 use crate::schema::xnnpack as fb;
 
 /// A tensor value of the graph.
@@ -34,22 +33,7 @@ impl Value<'_> {
 
 /// Verifies the flatbuffer at `span` of `payload` and returns its root.
 pub fn verify<'a>(payload: &'a [u8], span: Span) -> Result<fb::XNNGraph<'a>> {
-    let bytes = span.bytes(payload);
-    flatbuffers::root_with_opts::<fb::XNNGraph>(&verifier_options(bytes.len()), bytes).map_err(
-        |e| {
-            let text = e.to_string();
-            let parts: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            Error::new(format!(
-                "XNNGraph flatbuffer at payload offset {}: {}",
-                span.offset,
-                parts.join(", ")
-            ))
-        },
-    )
+    crate::delegate::flatbuffer::root::<fb::XNNGraph>(payload, span, "XNNGraph")
 }
 
 /// The graph's tensor values in order, and each id's first value. Values

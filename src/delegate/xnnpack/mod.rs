@@ -2,9 +2,12 @@
 //! header, an `XNNGraph` flatbuffer (identifier `XN01` or `XN00`) and
 //! constant data, with weights often kept in named data instead.
 
+pub mod code;
 pub mod datatype;
 pub mod graph;
+pub mod graph_json;
 pub mod header;
+mod layout;
 pub mod names;
 pub mod nodes;
 pub mod weights;
@@ -13,10 +16,12 @@ use std::collections::BTreeMap;
 
 pub use graph::Value;
 pub use header::Header;
+pub use layout::Xnnpack;
 pub use names::{Layout, Use};
 pub use nodes::{Field, Node};
-pub use weights::{Bytes, Quant, Scales, Weight};
+pub use weights::{Quant, Scales, Weight};
 
+use crate::delegate::Lookup;
 use crate::format::Result;
 use crate::schema::xnnpack as fb;
 
@@ -42,11 +47,11 @@ pub struct Payload<'a> {
     pub weights: Vec<Weight<'a>>,
 }
 
-/// Decodes `payload`. `named` gives the length of a named-data entry (of
-/// the program or an attached data file) by key. Errors name what is wrong
+/// Decodes `payload`, finding the named data it refers to (of the program
+/// or an attached data file) in `named`. Errors name what is wrong
 /// and where; a constant whose bytes cannot be found is not an error but a
 /// weight whose `bytes` says why.
-pub fn decode<'a>(payload: &'a [u8], named: &dyn Fn(&str) -> Option<u64>) -> Result<Payload<'a>> {
+pub fn decode<'a>(payload: &'a [u8], named: &dyn Lookup<'a>) -> Result<Payload<'a>> {
     let header = header::parse(payload)?;
     let graph = graph::verify(payload, header.flatbuffer)?;
     let id_at = header.flatbuffer.offset as usize + 4;

@@ -9,38 +9,9 @@ use super::datatype::{self, Storage};
 use super::graph::Value;
 use super::names::{self, Layout, Use};
 use super::nodes::Node;
+use crate::delegate::{Bytes, Lookup};
 use crate::format::Span;
 use crate::schema::xnnpack as fb;
-
-/// Where a constant's bytes are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Bytes<'a> {
-    /// Inside the payload (its constant data, or a flatbuffer vector);
-    /// the span is relative to the payload's first byte.
-    Payload(Span),
-    /// The first `len` bytes of the named-data entry `key`.
-    Named {
-        /// The named-data key.
-        key: &'a str,
-        /// Bytes used.
-        len: u64,
-    },
-}
-
-impl Bytes<'_> {
-    /// Number of bytes.
-    pub fn len(&self) -> u64 {
-        match self {
-            Bytes::Payload(s) => s.len,
-            Bytes::Named { len, .. } => *len,
-        }
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 /// Quantization scales kept as bytes of their own.
 #[derive(Debug, Clone)]
@@ -128,8 +99,8 @@ pub struct Context<'a, 'n> {
     pub graph: fb::XNNGraph<'a>,
     /// The payload's constant data region.
     pub constant_data: Span,
-    /// Length of a named-data entry.
-    pub named: &'n dyn Fn(&str) -> Option<u64>,
+    /// Named data.
+    pub named: &'n dyn Lookup<'a>,
 }
 
 impl<'a> Context<'a, '_> {
@@ -145,7 +116,7 @@ impl<'a> Context<'a, '_> {
                 ));
             };
             if let Some(key) = entry.named_key().filter(|k| !k.is_empty()) {
-                let len = (self.named)(key).ok_or_else(|| {
+                let len = self.named.len(key).ok_or_else(|| {
                     format!(
                         "named data key {key:?} is in neither the program nor an attached data file"
                     )
@@ -156,7 +127,7 @@ impl<'a> Context<'a, '_> {
                         entry.size()
                     ));
                 }
-                return Ok((Bytes::Named { key, len }, Some(key)));
+                return Ok((Bytes::named(key, len), Some(key)));
             }
             let span = self
                 .constant_data
@@ -185,17 +156,6 @@ impl<'a> Context<'a, '_> {
     }
 }
 
-/// The first `need` bytes of `b`, or why there are fewer.
-fn take<'a>(b: Bytes<'a>, need: u64, what: &str) -> Result<Bytes<'a>, String> {
-    if b.len() < need {
-        return Err(format!("{what} needs {need} bytes, {} are stored", b.len()));
-    }
-    Ok(match b {
-        Bytes::Payload(s) => Bytes::Payload(Span { len: need, ..s }),
-        Bytes::Named { key, .. } => Bytes::Named { key, len: need },
-    })
-}
-
 /// Every constant value with its users, in value order.
 pub fn collect<'a>(
     cx: &Context<'a, '_>,
@@ -218,7 +178,7 @@ pub fn collect<'a>(
         let found = cx.constant(t.constant_buffer_idx());
         let key = found.as_ref().ok().and_then(|(_, k)| *k);
         let bytes = found.and_then(|(b, _)| match &size {
-            Some((need, _)) => take(b, *need, "the value's dims"),
+            Some((need, _)) => b.take(*need, "the value's dims"),
             None => Ok(b),
         });
         let first = users.first();
@@ -302,7 +262,7 @@ fn scales<'a>(
         let need = u64::from(count) * if bf16 { 2 } else { 4 };
         Some(
             cx.constant(idx)
-                .and_then(|(b, _)| take(b, need, &format!("{count} scales")))
+                .and_then(|(b, _)| b.take(need, &format!("{count} scales")))
                 .map(|bytes| Scales {
                     bytes,
                     count: u64::from(count),

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use super::index::Source;
 use super::{Attached, Builder, Dir, Origin};
-use crate::delegate::xnnpack::Bytes;
+use crate::delegate::layout::Npy;
+use crate::delegate::{Bytes, Lookup};
 use crate::format::{ProgramFile, Span};
 use crate::tree::render::npy;
 use crate::tree::{Content, Dtype};
@@ -14,7 +15,7 @@ use crate::tree::{Content, Dtype};
 /// Named-data entries a payload may refer to: the program's own first,
 /// then each attached data file's.
 pub(super) struct NamedIndex<'d> {
-    pub(super) by_key: HashMap<&'d [u8], (Origin, Span, Option<&'d str>)>,
+    pub(super) by_key: HashMap<&'d [u8], Entry<'d>>,
 }
 
 impl<'d> NamedIndex<'d> {
@@ -27,7 +28,7 @@ impl<'d> NamedIndex<'d> {
         for n in &p.named {
             by_key
                 .entry(n.key.bytes())
-                .or_insert((origin, n.span, None));
+                .or_insert((origin, n.span, None, n.span.bytes(p.bytes)));
         }
         for d in data {
             let o = Origin {
@@ -35,12 +36,25 @@ impl<'d> NamedIndex<'d> {
                 shift: 0,
             };
             for e in &d.file.entries {
-                by_key
-                    .entry(e.key.bytes())
-                    .or_insert((o, e.span, Some(d.name)));
+                by_key.entry(e.key.bytes()).or_insert((
+                    o,
+                    e.span,
+                    Some(d.name),
+                    e.span.bytes(d.file.bytes),
+                ));
             }
         }
         NamedIndex { by_key }
+    }
+}
+
+/// A named-data entry: where it is in which source, the attached file's
+/// name (`None` for the program's own), and its bytes.
+pub(super) type Entry<'d> = (Origin, Span, Option<&'d str>, &'d [u8]);
+
+impl<'x, 'd: 'x> Lookup<'x> for NamedIndex<'d> {
+    fn bytes(&self, key: &str) -> Option<&'x [u8]> {
+        self.by_key.get(key.as_bytes()).map(|e| e.3)
     }
 }
 
@@ -74,11 +88,11 @@ impl Builder {
         dir: &mut Dir,
         stem: &str,
         (o, span): (Origin, Span),
-        numpy: Option<Npy<'_>>,
+        numpy: Option<&Npy>,
         meta: u32,
     ) -> (String, Option<String>) {
-        let widen = numpy.as_ref().is_some_and(|n| n.widen);
-        let header = numpy.and_then(|n| npy::header(n.descr, n.shape));
+        let widen = numpy.is_some_and(|n| n.widen);
+        let header = numpy.and_then(|n| npy::header(n.descr, &n.shape));
         let Some(header) = header else {
             let name = dir.names.unique(stem, ".bin");
             self.file(dir.ino, name.clone(), o.content(span), Some(meta));
@@ -114,14 +128,6 @@ impl Builder {
     }
 }
 
-/// What a `.npy` holds: NumPy descr and shape, and whether the stored
-/// bytes are bfloat16 values it widens to float32.
-pub(super) struct Npy<'s> {
-    pub descr: &'static str,
-    pub shape: &'s [u64],
-    pub widen: bool,
-}
-
 /// The source span of decoded bytes.
 fn locate<'d>(b: &Bytes<'_>, place: &Place<'_, '_>, named: &NamedIndex<'d>) -> Option<Located<'d>> {
     match b {
@@ -133,11 +139,17 @@ fn locate<'d>(b: &Bytes<'_>, place: &Place<'_, '_>, named: &NamedIndex<'d>) -> O
             },
             None,
         )),
-        Bytes::Named { key, len } => named
+        Bytes::Named { key, span } => named
             .by_key
             .get(key.as_bytes())
-            .filter(|(_, s, _)| s.len >= *len)
-            .map(|&(o, s, f)| (o, Span { len: *len, ..s }, f)),
+            .filter(|(_, s, ..)| span.end() <= s.len)
+            .map(|&(o, s, f, _)| {
+                let inner = Span {
+                    offset: s.offset + span.offset,
+                    len: span.len,
+                };
+                (o, inner, f)
+            }),
     }
 }
 

@@ -1,82 +1,25 @@
-//! The directory every decoded delegate backend shares (`xnnpack/`,
-//! `vulkan/`): `header.json`, `weights/` with each constant's files and
-//! their `index.json`, and `graph.json` and `code.txt` rendered when first
-//! read; or `ERROR.txt` when the payload does not decode. A backend states
-//! only what differs: its header fields, how one constant becomes files and
-//! an index entry, and its renderers.
+//! The folder of a decoded delegate (`xnnpack/`, `vulkan/`, …), laid out
+//! from what its backend says it shows ([`crate::delegate::layout`]):
+//! `header.json`, files served as byte ranges of the source, generated
+//! files, files rendered when first read, `weights/` with each weight's
+//! `.bin`, `.npy` and `index.json` entry, and `ERROR.txt` for a payload
+//! that does not decode (or decodes only in part). Nothing here knows a
+//! backend: each is found by its delegate id.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::sync::Arc;
 
-use serde::Serialize;
+use serde_json::{Map, Value, json};
 
-use super::delegate::{NamedIndex, Place};
+use super::delegate::{Located, NamedIndex, Place, found, located, source_of};
 use super::{Builder, Dir};
-use crate::delegate::{self, Decoded, vulkan, xnnpack};
+use crate::delegate::layout::{File, Layout, Paths, Weight, Weights};
+use crate::delegate::{self, Backend, Lookup, Rendered};
 use crate::format::Span;
-use crate::tree::render::{self, xnnpack_code, xnnpack_json};
-
-/// An entry of `weights/index.json`: the file its bytes got, or why none.
-pub(super) trait Listed: Serialize {
-    /// The `.bin` file's name, when the bytes have one.
-    fn file(&self) -> Option<&str>;
-    /// The value id and why its bytes (or what goes with them) have no
-    /// file, if so.
-    fn missing(&self) -> Option<(u32, &str)>;
-}
-
-/// What a backend's warning says of constants without files
-/// (`weights lack files for their bytes`).
-pub(super) type Lacking = &'static str;
-
-/// `header.json`: a payload header's fields, with offsets in the file.
-#[derive(Serialize)]
-pub(super) struct HeaderJson {
-    magic: Option<&'static str>,
-    header_length: Option<u16>,
-    identifier: Option<String>,
-    payload_size: usize,
-    payload_file_offset: u64,
-    flatbuffer_offset: u64,
-    flatbuffer_size: u64,
-    flatbuffer_file_offset: u64,
-    constant_data_offset: u64,
-    constant_data_size: u64,
-    /// The size as written where a backend gives it a meaning of its own.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub constant_data_size_field: Option<u64>,
-    constant_data_file_offset: u64,
-}
-
-impl HeaderJson {
-    /// The fields every header has: `magic` and `header_length` are `None`
-    /// for a payload without a header.
-    pub(super) fn new(
-        (magic, header_length): (Option<&'static str>, Option<u16>),
-        (flatbuffer, constant_data): (Span, Span),
-        payload: &[u8],
-        place: &Place<'_, '_>,
-    ) -> Self {
-        let start = place.origin.shifted(place.processed).offset;
-        let at = flatbuffer.offset as usize + 4;
-        HeaderJson {
-            magic,
-            header_length,
-            identifier: payload
-                .get(at..at + 4)
-                .map(|id| String::from_utf8_lossy(id).into_owned()),
-            payload_size: payload.len(),
-            payload_file_offset: start,
-            flatbuffer_offset: flatbuffer.offset,
-            flatbuffer_size: flatbuffer.len,
-            flatbuffer_file_offset: start + flatbuffer.offset,
-            constant_data_offset: constant_data.offset,
-            constant_data_size: constant_data.len,
-            constant_data_size_field: None,
-            constant_data_file_offset: start + constant_data.offset,
-        }
-    }
-}
+use crate::tree::lazy::SharedBytes;
+use crate::tree::names::encode;
+use crate::tree::{Dtype, SourceId, render};
 
 impl Builder {
     /// Decodes the payload of a delegate whose backend has a decoder and
@@ -84,112 +27,189 @@ impl Builder {
     pub(super) fn decoded_delegate(
         &mut self,
         ddir: &mut Dir,
-        backend: &str,
+        id: &str,
         place: &Place<'_, '_>,
         named: &NamedIndex<'_>,
     ) {
-        let payload = place.processed.bytes(place.program.bytes);
-        let len = |k: &str| named.by_key.get(k.as_bytes()).map(|(_, s, _)| s.len);
-        let Some(decoded) = delegate::decode(backend, payload, &len) else {
+        let Some(backend) = delegate::backend(id) else {
             return;
         };
-        let (dir, id, header) = if backend == vulkan::BACKEND_ID {
-            let header = super::vulkan::header_json(payload, place);
-            (super::vulkan::LISTING.0, vulkan::BACKEND_ID, header)
-        } else {
-            let header = super::xnnpack::header_json(payload, place);
-            (super::xnnpack::LISTING.0, xnnpack::BACKEND_ID, header)
-        };
-        let mut x = self.subdir(ddir, dir);
-        if let Some(h) = header {
+        let payload = place.processed.bytes(place.program.bytes);
+        let at = place.origin.shifted(place.processed).offset;
+        let mut x = self.subdir(ddir, backend.folder());
+        if let Some(h) = backend.header(payload, at) {
             self.json(&mut x, "header.json", &h);
         }
-        let at = (&mut x, place);
-        let paths = match &decoded {
-            Ok(Decoded::Xnnpack(p)) => {
-                self.weights_dir(at, super::xnnpack::LISTING, &p.weights, |b, wdir, w| {
-                    (w.value_index, b.weight(wdir, place, named, w))
-                })
-            }
-            Ok(Decoded::Vulkan(p)) => {
-                self.weights_dir(at, super::vulkan::LISTING, &p.constants, |b, wdir, c| {
-                    (c.value_id as usize, b.constant(wdir, place, named, c))
-                })
-            }
-            Err(e) => return self.not_decoded(&mut x, place, e),
+        let layout = match backend.decode(payload, named) {
+            Ok(d) => d.layout(),
+            Err(e) => return self.not_decoded(&mut x, place, &[e.to_string()]),
         };
-        let from = (id, place, named);
-        self.lazy_decoded(&mut x, "graph.json", from, move |d, out| {
-            graph_json(d, &paths, out)
+        let Layout {
+            files,
+            weights,
+            errors,
+        } = layout;
+        let base = format!("{}/{}", place.dir_path, backend.folder());
+        let paths = weights.map_or_else(HashMap::new, |w| {
+            self.weights_dir((&mut x, place, named), &base, w)
         });
-        self.lazy_decoded(&mut x, "code.txt", from, code_txt);
+        let paths = Arc::new(paths);
+        let mut folders = Folders::new(x);
+        for f in files {
+            let (dir, leaf) = folders.parent(self, f.path());
+            match f {
+                File::Bytes { bytes, .. } => match found(&bytes, place, named) {
+                    Ok((o, span, _)) => {
+                        let name = dir.names.unique(&leaf, "");
+                        self.file(dir.ino, name, o.content(span), None);
+                    }
+                    Err(why) => self.warnings.push(format!(
+                        "{}: {base}/{}: {why}",
+                        place.file_name,
+                        f.path()
+                    )),
+                },
+                File::Json { value, .. } => self.json(dir, &leaf, &value),
+                File::Text { text, .. } => self.generated(dir, &leaf, text.into_bytes().into()),
+                File::Rendered { path } => {
+                    let from = (backend, place, named);
+                    self.lazy_decoded(dir, &leaf, path, from, paths.clone());
+                }
+            }
+        }
+        let mut x = folders.into_root();
+        if !errors.is_empty() {
+            self.not_decoded(&mut x, place, &errors);
+        }
     }
 
-    /// `ERROR.txt` and a warning for a payload that does not decode.
-    fn not_decoded(&mut self, x: &mut Dir, place: &Place<'_, '_>, e: &crate::format::Error) {
+    /// `ERROR.txt` and a warning for a payload that does not decode, in
+    /// whole or in part.
+    fn not_decoded(&mut self, x: &mut Dir, place: &Place<'_, '_>, errors: &[String]) {
+        let all = errors.join("; ");
         self.warnings.push(format!(
-            "{}: {}: delegate payload not decoded: {e}",
+            "{}: {}: delegate payload not decoded: {all}",
             place.file_name, place.dir_path
         ));
         let text = format!(
-            "The payload of this delegate ({} bytes at file offset {}) could not be decoded:\n{e}\n",
+            "The payload of this delegate ({} bytes at file offset {}) could not be decoded:\n{}\n",
             place.processed.len,
-            place.origin.shifted(place.processed).offset
+            place.origin.shifted(place.processed).offset,
+            errors.join("\n")
         );
         self.generated(x, "ERROR.txt", text.into_bytes().into());
     }
 
-    /// `weights/` in `x`: the files `lay_out` makes of each constant, and
-    /// `index.json` with the entry it gives each, and one warning for the
-    /// constants without files (a program without its `.ptd` would
-    /// otherwise print a line per constant). Returns the path of each
-    /// constant's `.bin` by value index, for `graph.json`.
-    pub(super) fn weights_dir<'c, T, E: Listed>(
+    /// `weights/` in `x`: each weight's files and `index.json`, and one
+    /// warning for the weights without files (a program without its `.ptd`
+    /// would otherwise print a line per weight). Returns the path of each
+    /// weight's `.bin` for renderers.
+    fn weights_dir(
         &mut self,
-        (x, place): (&mut Dir, &Place<'_, '_>),
-        (dir, lacking): (&str, Lacking),
-        constants: &'c [T],
-        mut lay_out: impl FnMut(&mut Builder, &mut Dir, &'c T) -> (usize, E),
-    ) -> HashMap<usize, String> {
-        let base = format!("{}/{dir}/weights", place.dir_path);
+        (x, place, named): (&mut Dir, &Place<'_, '_>, &NamedIndex<'_>),
+        base: &str,
+        weights: Weights<'_>,
+    ) -> Paths {
+        let base = format!("{base}/weights");
         let mut wdir = self.subdir(x, "weights");
         let mut paths = HashMap::new();
-        let mut index = Vec::with_capacity(constants.len());
-        for c in constants {
-            let (value, entry) = lay_out(self, &mut wdir, c);
-            if let Some(bin) = entry.file() {
-                paths.insert(value, format!("{base}/{bin}"));
+        let mut index = Vec::with_capacity(weights.items.len());
+        let mut missing = Vec::new();
+        for w in &weights.items {
+            let mut lacking = None;
+            let entry = self.weight_files(&mut wdir, place, named, w, &mut lacking);
+            if let (Some(v), Some(Value::String(bin))) = (w.value, entry.get("name")) {
+                paths.insert(v, format!("{base}/{bin}"));
             }
-            index.push(entry);
+            missing.extend(lacking);
+            index.push(Value::Object(entry));
         }
-        let missing: Vec<(u32, &str)> = index.iter().filter_map(Listed::missing).collect();
         if let Some((id, why)) = missing.first() {
             self.warnings.push(format!(
-                "{}: {base}: {} of {} {lacking} (see index.json); value {id}: {why}",
+                "{}: {base}: {} of {} {} (see index.json); value {id}: {why}",
                 place.file_name,
                 missing.len(),
                 index.len(),
+                weights.lacking,
             ));
         }
         self.json(&mut wdir, "index.json", &index);
         paths
     }
 
-    /// `name` in `x`, rendered from the payload at `place` when first looked
-    /// at: the payload is decoded again for each render (with the lengths
-    /// of the named data it refers to, as when the tree was built), so the
-    /// tree keeps no view of it.
+    /// The files of weight `w` (and of its parts) in `wdir`, and its
+    /// `index.json` entry; `lacking` gets the first reason a file is
+    /// missing.
+    fn weight_files(
+        &mut self,
+        wdir: &mut Dir,
+        place: &Place<'_, '_>,
+        named: &NamedIndex<'_>,
+        w: &Weight<'_>,
+        lacking: &mut Option<(u32, String)>,
+    ) -> Map<String, Value> {
+        let mut e = Map::new();
+        e.insert("name".into(), Value::Null);
+        e.insert("npy".into(), Value::Null);
+        e.extend(w.entry.clone());
+        e.insert("nbytes".into(), Value::Null);
+        e.insert("source".into(), Value::Null);
+        match located(&w.bytes, place, named) {
+            Ok(at) => {
+                let (bin, npy) = self.weight_pair(wdir, w, &at);
+                e.insert("name".into(), json!(bin));
+                e.insert("npy".into(), json!(npy));
+                e.insert("nbytes".into(), json!(at.1.len));
+                e.insert("source".into(), json!(source_of(&at)));
+            }
+            Err(why) => {
+                lacking.get_or_insert((w.id, why.clone()));
+                e.insert("missing".into(), json!(why));
+            }
+        }
+        for (key, part) in &w.parts {
+            let sub = self.weight_files(wdir, place, named, part, lacking);
+            e.insert((*key).to_owned(), Value::Object(sub));
+        }
+        e
+    }
+
+    /// `<stem>.bin` and, when the bytes are exactly what its NumPy view
+    /// needs, `<stem>.npy`.
+    fn weight_pair(
+        &mut self,
+        wdir: &mut Dir,
+        w: &Weight<'_>,
+        at: &Located<'_>,
+    ) -> (String, Option<String>) {
+        let span = at.1;
+        let npy = w.npy.as_ref().filter(|n| n.nbytes == span.len);
+        let meta = self.meta(Dtype::Named(w.dtype), w.dims.clone());
+        self.typed_pair(wdir, &encode(&w.stem), (at.0, span), npy, meta)
+    }
+
+    /// `name` in `dir`, rendered from the payload at `place` when first
+    /// looked at: the payload is decoded again for each render (with the
+    /// named data it refers to, as when the tree was built), so the tree
+    /// keeps no view of it.
     fn lazy_decoded(
         &mut self,
-        x: &mut Dir,
+        dir: &mut Dir,
         name: &str,
-        (backend, place, named): (&'static str, &Place<'_, '_>, &NamedIndex<'_>),
-        render: impl Fn(&Decoded<'_>, &mut dyn Write) -> io::Result<()> + Send + Sync + 'static,
+        path: String,
+        (backend, place, named): (&'static dyn Backend, &Place<'_, '_>, &NamedIndex<'_>),
+        paths: Arc<Paths>,
     ) {
-        let lens: HashMap<Vec<u8>, u64> = named
+        let own = place.origin.source;
+        let spans: HashMap<Vec<u8>, (SourceId, Span)> = named
             .by_key
             .iter()
-            .map(|(k, (_, span, _))| (k.to_vec(), span.len))
+            .map(|(k, &(o, span, _, _))| (k.to_vec(), (o.source, o.shifted(span))))
+            .collect();
+        let others: HashMap<SourceId, SharedBytes> = spans
+            .values()
+            .filter(|(s, _)| *s != own)
+            .filter_map(|(s, _)| Some((*s, self.source_bytes.get(s)?.clone())))
             .collect();
         let at = place.origin.shifted(place.processed);
         let renderer = move |bytes: &[u8], out: &mut dyn Write| {
@@ -200,34 +220,91 @@ impl Builder {
             else {
                 return writeln!(out, "cannot render: the payload is no longer where it was");
             };
-            let len = |k: &str| lens.get(k.as_bytes()).copied();
-            match delegate::decode(backend, payload, &len) {
-                Some(Ok(d)) => render(&d, out),
-                Some(Err(e)) => writeln!(out, "cannot render: {e}"),
-                None => Ok(()),
+            let lookup = RenderLookup {
+                own: (own, bytes),
+                spans: &spans,
+                others: &others,
+            };
+            match backend.decode(payload, &lookup) {
+                Ok(d) => write_rendered(d.render(&path, &paths), out),
+                Err(e) => writeln!(out, "cannot render: {e}"),
             }
         };
-        self.lazy(x, name, place.origin.source, Box::new(renderer));
+        self.lazy(dir, name, place.origin.source, Box::new(renderer));
     }
 }
 
-/// `graph.json`, with the path of each constant's file by value index.
-fn graph_json(
-    d: &Decoded<'_>,
-    paths: &HashMap<usize, String>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    match d {
-        Decoded::Xnnpack(payload) => render::json_to(out, &xnnpack_json::Graph { payload, paths }),
-        Decoded::Vulkan(p) => render::json_to(out, &super::vulkan::graph_json(p.graph, paths)),
+fn write_rendered(r: Rendered<'_>, out: &mut dyn Write) -> io::Result<()> {
+    match r {
+        Rendered::Json(v) => render::json_to(out, &v),
+        Rendered::Bytes(b) => out.write_all(&b),
+        Rendered::None => Ok(()),
     }
 }
 
-/// `code.txt`.
-fn code_txt(d: &Decoded<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let text = match d {
-        Decoded::Xnnpack(p) => xnnpack_code::render(p),
-        Decoded::Vulkan(p) => p.code(),
-    };
-    out.write_all(text.as_bytes())
+/// Named data as a render finds it: in the program's own source's bytes
+/// or in an attached data file's.
+struct RenderLookup<'r> {
+    own: (SourceId, &'r [u8]),
+    spans: &'r HashMap<Vec<u8>, (SourceId, Span)>,
+    others: &'r HashMap<SourceId, SharedBytes>,
+}
+
+impl<'r> Lookup<'r> for RenderLookup<'r> {
+    fn bytes(&self, key: &str) -> Option<&'r [u8]> {
+        let &(source, span) = self.spans.get(key.as_bytes())?;
+        let whole: &'r [u8] = if source == self.own.0 {
+            self.own.1
+        } else {
+            (*self.others.get(&source)?).as_ref().as_ref()
+        };
+        let start = usize::try_from(span.offset).ok()?;
+        whole.get(start..start.checked_add(usize::try_from(span.len).ok()?)?)
+    }
+}
+
+/// A backend's folder and the subdirectories its file paths make, each
+/// made once.
+struct Folders {
+    dirs: Vec<Dir>,
+    by_path: HashMap<String, usize>,
+}
+
+impl Folders {
+    fn new(root: Dir) -> Self {
+        Folders {
+            dirs: vec![root],
+            by_path: HashMap::new(),
+        }
+    }
+
+    /// The directory `path`'s last component goes in (made on first use),
+    /// and that component encoded as a name.
+    fn parent(&mut self, b: &mut Builder, path: &str) -> (&mut Dir, String) {
+        let mut parts: Vec<String> = path
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .map(encode)
+            .collect();
+        let leaf = parts.pop().unwrap_or_else(|| encode(""));
+        let (mut at, mut key) = (0, String::new());
+        for part in parts {
+            key.push('/');
+            key.push_str(&part);
+            at = match self.by_path.get(&key) {
+                Some(&i) => i,
+                None => {
+                    let dir = b.subdir(&mut self.dirs[at], &part);
+                    self.dirs.push(dir);
+                    self.by_path.insert(key.clone(), self.dirs.len() - 1);
+                    self.dirs.len() - 1
+                }
+            };
+        }
+        (&mut self.dirs[at], leaf)
+    }
+
+    fn into_root(mut self) -> Dir {
+        self.dirs.swap_remove(0)
+    }
 }

@@ -11,8 +11,6 @@ mod package;
 mod program;
 mod tables;
 mod tensor_index;
-mod vulkan;
-mod xnnpack;
 
 use std::collections::HashMap;
 use std::io::{self, Write};

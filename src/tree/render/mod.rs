@@ -9,8 +9,6 @@ pub mod npy;
 pub mod ops_yaml;
 pub mod ptn_code;
 pub mod readme;
-pub mod xnnpack_code;
-pub mod xnnpack_json;
 
 use serde::Serialize;
 

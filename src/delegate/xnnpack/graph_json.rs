@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use flatbuffers::{Follow, Vector};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::delegate::xnnpack::{Field, Node, Payload};
+use super::{Field, Node, Payload};
 use crate::schema::xnnpack as fb;
 
 /// What `graph.json` shows: the payload's graph and, by value index, the

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::delegate::xnnpack::{Field, Node, Payload, Value, datatype};
+use super::{Field, Node, Payload, Value, datatype};
 
 /// The text of `code.txt`.
 pub fn render(p: &Payload<'_>) -> String {

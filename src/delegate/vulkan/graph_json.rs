@@ -1,118 +1,12 @@
-//! `vulkan/` inside a Vulkan delegate's directory: what its header,
-//! constants and their `index.json` entries say beyond the layout every
-//! decoded backend shares (`delegate_layout`), and the graph as JSON.
+//! `graph.json` of a Vulkan payload: the graph as `flatc --strict-json
+//! --defaults-json` prints it with the schema, plus `ptefs_path` on each
+//! constant tensor value.
 
 use std::collections::HashMap;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::delegate::{NamedIndex, Npy, Place, located, source_of};
-use super::delegate_layout::{HeaderJson, Lacking, Listed};
-use super::index::Source;
-use super::{Builder, Dir};
-use crate::delegate::vulkan::{Constant, Use, graph, header};
 use crate::schema::vulkan as fb;
-use crate::tree::Dtype;
-
-/// The directory's name and what the warning says of constants without files.
-pub(super) const LISTING: (&str, Lacking) = ("vulkan", "constants lack files for their bytes");
-
-impl Builder {
-    /// `<name>.bin` and `<name>.npy` of one constant.
-    pub(super) fn constant<'w>(
-        &mut self,
-        wdir: &mut Dir,
-        place: &Place<'_, '_>,
-        named: &NamedIndex<'w>,
-        c: &'w Constant<'_>,
-    ) -> IndexEntry<'w> {
-        let mut e = IndexEntry {
-            name: None,
-            npy: None,
-            value_id: c.value_id,
-            constant_id: c.constant_id,
-            layer: c.layer.as_deref(),
-            role: &c.role,
-            datatype: graph::datatype_name(c.datatype),
-            dims: &c.dims,
-            numpy_dtype: c.size.as_ref().map(|s| s.1),
-            npy_shape: c.size.as_ref().map(|s| s.2.as_slice()),
-            nbytes: None,
-            source: None,
-            key: c.key,
-            users: &c.users,
-            missing: None,
-        };
-        let at = match located(&c.bytes, place, named) {
-            Ok(at) => at,
-            Err(why) => {
-                e.missing = Some(why);
-                return e;
-            }
-        };
-        let span = at.1;
-        let numpy = c
-            .size
-            .as_ref()
-            .filter(|(n, ..)| *n == span.len)
-            .map(|(_, descr, shape)| Npy {
-                descr,
-                shape,
-                widen: false,
-            });
-        let dims = c.dims.iter().map(|&d| i64::from(d)).collect();
-        let dtype = c.datatype.variant_name().unwrap_or("unknown");
-        let meta = self.meta(Dtype::Named(dtype), dims);
-        let (bin, npy) = self.typed_pair(wdir, &c.name, (at.0, span), numpy, meta);
-        e.name = Some(bin);
-        e.npy = npy;
-        e.nbytes = Some(span.len);
-        e.source = Some(source_of(&at));
-        e
-    }
-}
-
-/// One entry of `weights/index.json`.
-#[derive(Serialize)]
-pub(super) struct IndexEntry<'w> {
-    name: Option<String>,
-    npy: Option<String>,
-    value_id: u32,
-    constant_id: u32,
-    layer: Option<&'w str>,
-    role: &'w str,
-    datatype: String,
-    dims: &'w [u32],
-    numpy_dtype: Option<&'static str>,
-    npy_shape: Option<&'w [u64]>,
-    nbytes: Option<u64>,
-    source: Option<Source<'w>>,
-    key: Option<&'w str>,
-    users: &'w [Use],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    missing: Option<String>,
-}
-
-impl Listed for IndexEntry<'_> {
-    fn file(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
-    fn missing(&self) -> Option<(u32, &str)> {
-        Some((self.value_id, self.missing.as_deref()?))
-    }
-}
-
-/// `header.json` of a payload whose header reads, with the constant bytes'
-/// size field as written (0: to the end of the payload).
-pub(super) fn header_json(payload: &[u8], place: &Place<'_, '_>) -> Option<HeaderJson> {
-    let h = header::parse(payload).ok()?;
-    let fields = (Some("VH00"), Some(h.header_length));
-    let mut json = HeaderJson::new(fields, (h.flatbuffer, h.constant_data), payload, place);
-    json.constant_data_size_field = Some(h.constant_data_size_field);
-    Some(json)
-}
 
 /// A double as strict JSON: non-finite values as the strings `"inf"`,
 /// `"-inf"` and `"nan"`.
@@ -132,7 +26,7 @@ fn name_of<T: Copy>(v: T, name: impl Fn(T) -> Option<&'static str>, n: i64) -> V
 
 /// The graph as `flatc --strict-json --defaults-json` prints it with the
 /// schema, plus `ptefs_path` on each constant tensor value.
-pub(super) fn graph_json(g: fb::VkGraph<'_>, paths: &HashMap<usize, String>) -> Value {
+pub fn graph_json(g: fb::VkGraph<'_>, paths: &HashMap<usize, String>) -> Value {
     let mut o = serde_json::Map::new();
     if let Some(v) = g.version() {
         o.insert("version".into(), json!(v));

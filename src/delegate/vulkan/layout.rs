@@ -1,0 +1,142 @@
+//! `vulkan/` in a Vulkan delegate's directory: the backend behind the
+//! seam, and what its folder shows: `header.json`, `weights/` with each
+//! constant's files, `graph.json` and `code.txt`.
+
+use serde_json::{Map, Value, json};
+
+use super::{Constant, Payload, graph, header};
+use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
+use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::format::Result;
+
+/// `VulkanBackend`.
+pub struct Vulkan;
+
+impl Backend for Vulkan {
+    fn id(&self) -> &'static str {
+        super::BACKEND_ID
+    }
+
+    fn folder(&self) -> &'static str {
+        "vulkan"
+    }
+
+    fn decode<'a>(
+        &self,
+        payload: &'a [u8],
+        named: &dyn Lookup<'a>,
+    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
+        Ok(Box::new(super::decode(payload, named)?))
+    }
+
+    /// The fields, with the constant bytes' size field as written (0: to
+    /// the end of the payload).
+    fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
+        let h = header::parse(payload).ok()?;
+        let fields = (Some("VH00"), Some(h.header_length));
+        let mut json = crate::delegate::header::Json::new(
+            fields,
+            (h.flatbuffer, h.constant_data),
+            payload,
+            at,
+        );
+        json.constant_data_size_field = Some(h.constant_data_size_field);
+        json.value()
+    }
+
+    fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
+        super::named_keys(payload)
+    }
+}
+
+impl<'a> Decoded<'a> for Payload<'a> {
+    fn summary(&self) -> Summary {
+        Summary {
+            backend: super::BACKEND_ID.to_owned(),
+            nodes: self.calls.len(),
+            values: self.graph.values().map_or(0, |v| v.len()),
+            ops: self.op_counts(),
+            constant_bytes: self.constant_bytes(),
+        }
+    }
+
+    fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
+        self.constants
+            .iter()
+            .map(|c| {
+                let name = WeightName {
+                    name: c.name.clone(),
+                    layer: c.layer.clone(),
+                    role: c.role.clone(),
+                    value_id: c.value_id,
+                    datatype: graph::datatype_name(c.datatype),
+                    dims: c.dims.clone(),
+                    key: c.key.map(str::to_owned),
+                };
+                (name, c.bytes.as_ref().ok().copied())
+            })
+            .collect()
+    }
+
+    fn layout(&self) -> Layout<'a> {
+        Layout {
+            files: vec![
+                File::Rendered {
+                    path: "graph.json".into(),
+                },
+                File::Rendered {
+                    path: "code.txt".into(),
+                },
+            ],
+            weights: Some(Weights {
+                lacking: "constants lack files for their bytes",
+                items: self.constants.iter().map(constant).collect(),
+            }),
+            errors: Vec::new(),
+        }
+    }
+
+    fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
+        match path {
+            "graph.json" => {
+                Rendered::Json(Box::new(super::graph_json::graph_json(self.graph, paths)))
+            }
+            "code.txt" => Rendered::text(self.code()),
+            _ => Rendered::None,
+        }
+    }
+}
+
+/// One constant's files and `index.json` entry.
+fn constant<'a>(c: &Constant<'a>) -> layout::Weight<'a> {
+    let mut entry = Map::new();
+    let mut put = |k: &str, v: Value| {
+        entry.insert(k.to_owned(), v);
+    };
+    put("value_id", json!(c.value_id));
+    put("constant_id", json!(c.constant_id));
+    put("layer", json!(c.layer));
+    put("role", json!(c.role));
+    put("datatype", json!(graph::datatype_name(c.datatype)));
+    put("dims", json!(c.dims));
+    put("numpy_dtype", json!(c.size.as_ref().map(|s| s.1)));
+    put("npy_shape", json!(c.size.as_ref().map(|s| &s.2)));
+    put("key", json!(c.key));
+    put("users", json!(c.users));
+    layout::Weight {
+        stem: c.name.clone(),
+        bytes: c.bytes.clone(),
+        dtype: c.datatype.variant_name().unwrap_or("unknown"),
+        dims: c.dims.iter().map(|&d| i64::from(d)).collect(),
+        npy: c.size.as_ref().map(|(n, descr, shape)| Npy {
+            descr,
+            shape: shape.clone(),
+            nbytes: *n,
+            widen: false,
+        }),
+        id: c.value_id,
+        value: Some(c.value_id as usize),
+        entry,
+        parts: Vec::new(),
+    }
+}

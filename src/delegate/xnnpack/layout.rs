@@ -1,0 +1,221 @@
+//! `xnnpack/` in an XNNPACK delegate's directory: the backend behind the
+//! seam, and what its folder shows: `header.json`, `weights/` with each
+//! constant's files and scales, `graph.json` and `code.txt`.
+
+use std::ops::Range;
+
+use serde_json::{Map, Value, json};
+
+use super::{Payload, Scales, Weight, datatype, header};
+use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
+use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::format::Result;
+
+/// `XnnpackBackend`.
+pub struct Xnnpack;
+
+/// Payload bytes asked for before the header says more: the header's
+/// known fields.
+const HEAD: u64 = 64;
+
+impl Backend for Xnnpack {
+    fn id(&self) -> &'static str {
+        super::BACKEND_ID
+    }
+
+    fn folder(&self) -> &'static str {
+        "xnnpack"
+    }
+
+    fn decode<'a>(
+        &self,
+        payload: &'a [u8],
+        named: &dyn Lookup<'a>,
+    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
+        Ok(Box::new(super::decode(payload, named)?))
+    }
+
+    fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
+        let h = header::parse(payload).ok()?;
+        let fields = (h.magic, h.header_length);
+        crate::delegate::header::Json::new(fields, (h.flatbuffer, h.constant_data), payload, at)
+            .value()
+    }
+
+    fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
+        super::named_keys(payload)
+    }
+
+    /// The header, then the flatbuffer it locates; never the constant data
+    /// after it.
+    fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        let head = 0..(payload.len() as u64).min(HEAD);
+        if !have(&head) {
+            return std::iter::once(head).collect();
+        }
+        // An invalid header needs nothing more: decoding reports it.
+        header::parse(payload)
+            .map(|h| h.flatbuffer.offset..h.flatbuffer.end())
+            .into_iter()
+            .collect()
+    }
+}
+
+impl<'a> Decoded<'a> for Payload<'a> {
+    fn summary(&self) -> Summary {
+        Summary {
+            backend: super::BACKEND_ID.to_owned(),
+            nodes: self.nodes.len(),
+            values: self.values.len(),
+            ops: self.op_counts(),
+            constant_bytes: self.constant_bytes(),
+        }
+    }
+
+    fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
+        self.weights
+            .iter()
+            .map(|w| {
+                let name = WeightName {
+                    name: w.name.clone(),
+                    layer: w.layer.clone(),
+                    role: w.role.to_owned(),
+                    value_id: w.value_id,
+                    datatype: datatype::name(w.datatype),
+                    dims: w.dims.clone(),
+                    key: w.key.map(str::to_owned),
+                };
+                (name, w.bytes.as_ref().ok().copied())
+            })
+            .collect()
+    }
+
+    fn layout(&self) -> Layout<'a> {
+        let items = self.weights.iter().map(weight).collect();
+        Layout {
+            files: vec![
+                File::Rendered {
+                    path: "graph.json".into(),
+                },
+                File::Rendered {
+                    path: "code.txt".into(),
+                },
+            ],
+            weights: Some(Weights {
+                lacking: "weights lack files for their bytes or scales",
+                items,
+            }),
+            errors: Vec::new(),
+        }
+    }
+
+    fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
+        match path {
+            "graph.json" => Rendered::Json(Box::new(super::graph_json::Graph {
+                payload: self,
+                paths,
+            })),
+            "code.txt" => Rendered::text(super::code::render(self)),
+            _ => Rendered::None,
+        }
+    }
+}
+
+const PACKED: &str = "two 4-bit values per byte along the last dimension: element 2k in the low nibble, 2k+1 in the high, each stored as value + 8";
+
+/// One constant: its files' stem, bytes and NumPy view, and what its
+/// `index.json` entry says.
+fn weight<'a>(w: &Weight<'a>) -> layout::Weight<'a> {
+    let mut entry = Map::new();
+    let mut put = |k: &str, v: Value| {
+        entry.insert(k.to_owned(), v);
+    };
+    put("value_id", json!(w.value_id));
+    put("value_index", json!(w.value_index));
+    put("constant_index", json!(w.constant_index));
+    put("layer", json!(w.layer));
+    put("role", json!(w.role));
+    put("datatype", json!(datatype::name(w.datatype)));
+    put("dims", json!(w.dims));
+    put("numpy_dtype", json!(w.storage.map(|s| s.numpy)));
+    put("raw_bits", json!(w.storage.is_some_and(|s| s.raw_bits)));
+    if w.storage.is_some_and(|s| s.bits == 4) {
+        put("packed", json!(PACKED));
+    }
+    put("npy_shape", json!(w.size.as_ref().map(|(_, s)| s)));
+    put("key", json!(w.key));
+    put("quantization", json!(w.quant));
+    put("users", json!(w.users));
+    put("layout", json!(w.layout));
+    // A .npy only when the bytes are exactly what the dims need.
+    let npy = w.storage.zip(w.size.as_ref()).map(|(s, (n, shape))| Npy {
+        descr: s.numpy,
+        shape: shape.clone(),
+        nbytes: *n,
+        widen: false,
+    });
+    let parts = w
+        .scales
+        .as_ref()
+        .map(|s| vec![("scales", scales(&w.name, w.value_id, s))])
+        .unwrap_or_default();
+    layout::Weight {
+        stem: w.name.clone(),
+        bytes: w.bytes.clone(),
+        dtype: w.datatype.variant_name().unwrap_or("unknown"),
+        dims: w.dims.iter().map(|&d| i64::from(d)).collect(),
+        npy,
+        id: w.value_id,
+        value: Some(w.value_index),
+        entry,
+        parts,
+    }
+}
+
+/// `<name>.scale.bin` and `.npy`: bf16 scales are widened to `<f4` in the
+/// `.npy`, which NumPy reads as it reads every other scale file.
+fn scales<'a>(
+    name: &str,
+    id: u32,
+    s: &std::result::Result<Scales<'a>, String>,
+) -> layout::Weight<'a> {
+    let stem = format!("{name}.scale");
+    let Ok(s) = s else {
+        return layout::Weight {
+            stem,
+            bytes: Err(s.as_ref().err().cloned().unwrap_or_default()),
+            dtype: "float32",
+            dims: Vec::new(),
+            npy: None,
+            id,
+            value: None,
+            entry: Map::new(),
+            parts: Vec::new(),
+        };
+    };
+    let stored = if s.bf16 { "bfloat16" } else { "float32" };
+    let entry = json!({
+        "count": s.count,
+        "numpy_dtype": "<f4",
+        "stored_dtype": stored,
+        "widened": s.bf16,
+        "buffer_index": s.buffer_index,
+        "key": s.bytes.key(),
+    });
+    layout::Weight {
+        stem,
+        bytes: Ok(s.bytes),
+        dtype: stored,
+        dims: vec![s.count as i64],
+        npy: Some(Npy {
+            descr: "<f4",
+            shape: vec![s.count],
+            nbytes: s.bytes.len(),
+            widen: s.bf16,
+        }),
+        id,
+        value: None,
+        entry: entry.as_object().cloned().unwrap_or_default(),
+        parts: Vec::new(),
+    }
+}
