@@ -1,6 +1,6 @@
 //! Names in text output (`ls`, `stat`, `inspect`, `diff`): escaped so that
 //! a name from a file cannot break a line or send control sequences to a
-//! terminal. JSON output keeps names exact.
+//! terminal, or a DOT file's syntax. JSON output keeps names exact.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -28,6 +28,25 @@ pub fn escape(name: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// `s` as a DOT double-quoted string. Newlines become `\n`, which DOT
+/// shows as line breaks; carriage returns and NULs, which it would misread,
+/// are dropped.
+pub fn dot_quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            '\r' | '\0' => {}
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
 }
 
 #[cfg(test)]

@@ -533,8 +533,8 @@ fn a_mount_serves_the_decoded_delegate_as_the_tree_describes_it() {
     }
     assert_eq!(
         n,
-        3 + 6 + 1,
-        "header, graph, code; 3 .bin and 3 .npy; index.json"
+        4 + 6 + 1,
+        "header, graph.json, code, graph.dot; 3 .bin and 3 .npy; index.json"
     );
     let weight = m.path(&format!(
         "{DIR}/vulkan/weights/000-aten.convolution.default.arg1.npy"

@@ -129,5 +129,9 @@ fn a_mounted_program_with_its_data_file_serves_the_ptd_weights() {
         assert_eq!(std::fs::read(m.path(&path)).unwrap(), bytes, "{path}");
         n += 1;
     }
-    assert_eq!(n, 3 + 1 + 4 * 2, "header, graph, code, index and 4 weights");
+    assert_eq!(
+        n,
+        4 + 1 + 4 * 2,
+        "header, graph.json, code, graph.dot, index and 4 weights"
+    );
 }

@@ -5,6 +5,7 @@
 
 mod backend;
 mod bytes;
+pub mod dot;
 pub mod fetch;
 pub mod flatbuffer;
 pub mod header;

@@ -2,9 +2,12 @@
 //! seam, and what its folder shows: `header.json`, `weights/` with each
 //! constant's files, `graph.json` and `code.txt`.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value, json};
 
 use super::{Constant, Payload, graph, header};
+use crate::delegate::dot;
 use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
@@ -87,6 +90,9 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 File::Rendered {
                     path: "code.txt".into(),
                 },
+                File::Rendered {
+                    path: "graph.dot".into(),
+                },
             ],
             weights: Some(Weights {
                 lacking: "constants lack files for their bytes",
@@ -102,7 +108,55 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 Rendered::Json(Box::new(super::graph_json::graph_json(self.graph, paths)))
             }
             "code.txt" => Rendered::text(self.code()),
+            "graph.dot" => Rendered::text(self.dot().render()),
             _ => Rendered::None,
+        }
+    }
+}
+
+impl Payload<'_> {
+    /// The graph for `graph.dot`. A call's arguments mix what it reads and
+    /// writes, so a tensor is taken as written by the first call naming it
+    /// unless it is a graph input or a constant; other arguments (ints,
+    /// lists) are not drawn.
+    fn dot(&self) -> dot::Graph {
+        let g = self.graph;
+        let ids = |v: Option<flatbuffers::Vector<'_, u32>>| -> Vec<u32> {
+            v.map(|v| v.iter().collect()).unwrap_or_default()
+        };
+        let mut known: HashSet<u32> = ids(g.input_ids()).into_iter().collect();
+        let mut values = HashMap::new();
+        let mut ops = Vec::with_capacity(self.calls.len());
+        for c in &self.calls {
+            let mut op = dot::Op {
+                label: format!(
+                    "{}: {}",
+                    c.index,
+                    if c.name.is_empty() { "?" } else { c.name }
+                ),
+                ..dot::Op::default()
+            };
+            for &arg in &c.args {
+                let Ok(id) = u32::try_from(arg) else { continue };
+                let Some(t) = graph::value(g, arg).and_then(|v| v.value_as_vk_tensor()) else {
+                    continue;
+                };
+                let constant = t.constant_id() >= 0;
+                let label = graph::describe(g, arg).replacen(':', " ", 1);
+                values.insert(id, dot::Value { label, constant });
+                if constant || !known.insert(id) {
+                    op.inputs.push(id);
+                } else {
+                    op.outputs.push(id);
+                }
+            }
+            ops.push(op);
+        }
+        dot::Graph {
+            name: format!("VkGraph {}", g.version().unwrap_or("")),
+            ops,
+            values,
+            outputs: ids(g.output_ids()),
         }
     }
 }

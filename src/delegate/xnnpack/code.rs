@@ -55,7 +55,7 @@ fn ids(out: &mut String, v: Option<flatbuffers::Vector<'_, u32>>) {
 const MAX_DIMS: usize = 16;
 
 /// `:dtype[d0,d1,…]` of a value, at most [`MAX_DIMS`] dims.
-fn label(v: &Value<'_>) -> String {
+pub(super) fn label(v: &Value<'_>) -> String {
     let mut s = format!(":{}[", datatype::short(v.tensor.datatype()));
     let dims = v.tensor.dims();
     for (k, d) in dims

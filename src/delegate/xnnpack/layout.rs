@@ -7,6 +7,7 @@ use std::ops::Range;
 use serde_json::{Map, Value, json};
 
 use super::{Payload, Scales, Weight, datatype, header};
+use crate::delegate::dot;
 use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
@@ -100,6 +101,9 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 File::Rendered {
                     path: "code.txt".into(),
                 },
+                File::Rendered {
+                    path: "graph.dot".into(),
+                },
             ],
             weights: Some(Weights {
                 lacking: "weights lack files for their bytes or scales",
@@ -116,7 +120,42 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 paths,
             })),
             "code.txt" => Rendered::text(super::code::render(self)),
+            "graph.dot" => Rendered::text(self.dot().render()),
             _ => Rendered::None,
+        }
+    }
+}
+
+impl Payload<'_> {
+    /// The graph for `graph.dot`: nodes in order, values as `%id dtype[dims]`.
+    fn dot(&self) -> dot::Graph {
+        let values = self
+            .values
+            .iter()
+            .map(|v| {
+                let label = format!("%{}{}", v.id(), super::code::label(v)).replacen(':', " ", 1);
+                let constant = v.tensor.constant_buffer_idx() != 0;
+                (v.id(), dot::Value { label, constant })
+            })
+            .collect();
+        let ops = self
+            .nodes
+            .iter()
+            .map(|n| dot::Op {
+                label: format!("{}: {}", n.index, n.short),
+                inputs: n.inputs().into_iter().map(|(_, id)| id).collect(),
+                outputs: n.outputs().into_iter().map(|(_, id)| id).collect(),
+            })
+            .collect();
+        dot::Graph {
+            name: format!("XNNGraph {}", self.identifier),
+            ops,
+            values,
+            outputs: self
+                .graph
+                .output_ids()
+                .map(|v| v.iter().collect())
+                .unwrap_or_default(),
         }
     }
 }

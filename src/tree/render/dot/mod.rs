@@ -5,24 +5,7 @@
 pub mod package;
 pub mod program;
 
-/// `s` as a DOT double-quoted string. Newlines become `\n`, which DOT
-/// shows as line breaks; carriage returns and NULs, which it would misread,
-/// are dropped.
-pub fn quote(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\r' | '\0' => {}
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
+pub use crate::text::dot_quote as quote;
 
 #[cfg(test)]
 mod tests {
