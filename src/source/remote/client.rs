@@ -9,7 +9,9 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Runtime;
 
+use super::Target;
 use super::url::{RETRY_TIMEOUT, store};
+use crate::source::redact::Secrets;
 
 /// The longest any one call may take, retries included: the store's own
 /// limits should end it first, this ends it regardless.
@@ -46,11 +48,16 @@ pub enum GetError {
     Other(String),
 }
 
-/// A connected client.
+/// A connected client. Every error it gives has the source's secrets
+/// scrubbed: the object store's quote the URL.
 pub struct Client {
     runtime: Runtime,
     store: Arc<dyn ObjectStore>,
     path: Path,
+    secrets: Secrets,
+    /// Learn the size with a one-byte range request rather than `HEAD`: a
+    /// presigned URL is signed for `GET` only.
+    head_by_get: bool,
 }
 
 impl std::fmt::Debug for Client {
@@ -60,18 +67,25 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client for the object at `url`. The runtime runs on the calling
-    /// threads only (no worker threads of its own).
-    pub fn connect(url: &str) -> Result<Client, String> {
-        let (store, path) = store(url)?;
+    /// A client for the object `target` names. The runtime runs on the
+    /// calling threads only (no worker threads of its own).
+    pub fn connect(target: &Target) -> Result<Client, String> {
+        let scrub = |e: String| target.secrets.scrub(&e);
+        let (store, path) = store(&target.url, target.access.as_ref()).map_err(scrub)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("starting the I/O runtime: {e}"))?;
+        let head_by_get = target
+            .access
+            .as_ref()
+            .is_some_and(|a| a.url.query().is_some());
         Ok(Client {
             runtime,
             store,
             path,
+            secrets: target.secrets.clone(),
+            head_by_get,
         })
     }
 
@@ -93,25 +107,42 @@ impl Client {
         match self.store.get_opts(&self.path, options).await {
             Ok(r) => Ok(r),
             Err(e @ object_store::Error::Precondition { .. }) => {
-                Err(GetError::Changed(e.to_string()))
+                Err(GetError::Changed(self.secrets.scrub(&e.to_string())))
             }
-            Err(e) => Err(GetError::Other(e.to_string())),
+            Err(e) => Err(GetError::Other(self.secrets.scrub(&e.to_string()))),
         }
     }
 
     /// The object's size and identity.
     pub fn head(&self) -> Result<Pin, String> {
-        let options = GetOptions {
+        let text = |e| match e {
+            GetError::Changed(e) | GetError::Other(e) => e,
+        };
+        let head = GetOptions {
             head: true,
             ..GetOptions::default()
         };
-        let r = self.run(self.call(options)).map_err(|e| match e {
-            GetError::Changed(e) | GetError::Other(e) => e,
-        })?;
+        let meta = if self.head_by_get {
+            // Its first byte, whose answer gives the size; an empty
+            // object has none to give, and is asked with HEAD.
+            let first = GetOptions {
+                range: Some(GetRange::Bounded(0..1)),
+                ..GetOptions::default()
+            };
+            match self.run(async { Ok(self.call(first).await?.meta) }) {
+                Ok(meta) => meta,
+                Err(by_get) => self
+                    .run(async { Ok(self.call(head).await?.meta) })
+                    .map_err(|_| text(by_get))?,
+            }
+        } else {
+            self.run(async { Ok(self.call(head).await?.meta) })
+                .map_err(text)?
+        };
         Ok(Pin {
-            len: r.meta.size,
-            e_tag: r.meta.e_tag.clone(),
-            last_modified: r.meta.last_modified.into(),
+            len: meta.size,
+            e_tag: meta.e_tag.clone(),
+            last_modified: meta.last_modified.into(),
         })
     }
 
@@ -134,7 +165,9 @@ impl Client {
                     r.meta.e_tag.as_deref().unwrap_or("(none)")
                 )));
             }
-            r.bytes().await.map_err(|e| GetError::Other(e.to_string()))
+            r.bytes()
+                .await
+                .map_err(|e| GetError::Other(self.secrets.scrub(&e.to_string())))
         })?;
         if bytes.len() as u64 != range.end - range.start {
             return Err(GetError::Other(format!(
