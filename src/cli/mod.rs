@@ -196,8 +196,18 @@ pub fn main() -> i32 {
     // fuser warns when it finds its mount already gone, which is how every
     // `ptefs umount` ends; RUST_LOG can still ask for it.
     let filter = "warn,fuser::session=error";
+    // Every line redacted: a library below may quote a URL whole.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(filter))
-        .format_timestamp_millis()
+        .format(|buf, record| {
+            let message = crate::source::redact::redact(&record.args().to_string());
+            writeln!(
+                buf,
+                "[{} {:<5} {}] {message}",
+                buf.timestamp_millis(),
+                record.level(),
+                record.target()
+            )
+        })
         .init();
     let args: Vec<OsString> = std::env::args_os().collect();
     // Before anything else runs: the daemon keeps this command line for
