@@ -58,6 +58,8 @@ pub struct Client {
     /// Learn the size with a one-byte range request rather than `HEAD`: a
     /// presigned URL is signed for `GET` only.
     head_by_get: bool,
+    /// What credentials went with the requests, for a refusal.
+    credentials: String,
 }
 
 impl std::fmt::Debug for Client {
@@ -80,12 +82,22 @@ impl Client {
             .access
             .as_ref()
             .is_some_and(|a| a.url.query().is_some());
+        let credentials = match (&target.access, target.authorization()) {
+            (Some(_), Some(from)) => format!("credentials sent: from {from}"),
+            (Some(_), None) => "no credentials sent: give them as the URL's user info, \
+                                with --header or PTEFS_HTTP_HEADERS, or in ~/.netrc"
+                .to_owned(),
+            (None, _) => {
+                "credentials come from the environment and the provider's files".to_owned()
+            }
+        };
         Ok(Client {
             runtime,
             store,
             path,
             secrets: target.secrets.clone(),
             head_by_get,
+            credentials,
         })
     }
 
@@ -108,6 +120,21 @@ impl Client {
             Ok(r) => Ok(r),
             Err(e @ object_store::Error::Precondition { .. }) => {
                 Err(GetError::Changed(self.secrets.scrub(&e.to_string())))
+            }
+            Err(
+                e @ (object_store::Error::Unauthenticated { .. }
+                | object_store::Error::PermissionDenied { .. }),
+            ) => {
+                // The status says it; the server's page about it (HTML)
+                // would not.
+                let text = e.to_string();
+                let line = text.lines().next().unwrap_or_default();
+                let line = line.split(": <").next().unwrap_or(line);
+                Err(GetError::Other(format!(
+                    "{} ({})",
+                    self.secrets.scrub(line.trim_end_matches([' ', ':'])),
+                    self.credentials
+                )))
             }
             Err(e) => Err(GetError::Other(self.secrets.scrub(&e.to_string()))),
         }

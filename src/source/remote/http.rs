@@ -113,6 +113,11 @@ impl Access {
         let _ = parsed.set_username("");
         let _ = parsed.set_password(None);
         let given = GIVEN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let header_from = if given.iter().any(|(n, _)| *n == AUTHORIZATION) {
+            "--header"
+        } else {
+            HEADERS_VAR
+        };
         let mut headers: Vec<(HeaderName, HeaderValue)> = Vec::new();
         for (name, value) in given.into_iter().chain(env_headers()?) {
             if !headers.iter().any(|(n, _)| *n == name) {
@@ -129,12 +134,18 @@ impl Access {
                 headers.push((AUTHORIZATION, v));
                 Some("the URL's user info")
             }
-            (None, Some(_)) => Some("a header"),
+            (None, Some(_)) => Some(header_from),
             (None, None) => match parsed.host_str().and_then(netrc_login) {
                 Some((login, password)) => {
                     secrets.add(&password);
                     headers.push((AUTHORIZATION, basic(&login, &password)));
-                    Some("~/.netrc")
+                    Some(
+                        if std::env::var_os("NETRC").is_some_and(|p| !p.is_empty()) {
+                            "the file NETRC names"
+                        } else {
+                            "~/.netrc"
+                        },
+                    )
                 }
                 None => None,
             },
