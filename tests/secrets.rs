@@ -29,8 +29,9 @@ const KEY: &str = "xk-K3yV4lue77Lm";
 /// The servers and what they hold: `a.pte` (mlp.pte) behind basic
 /// authentication, under `/token/` behind a bearer token, at
 /// `/moved/a.pte` a redirect to another origin serving it without any,
-/// and at `/here/a.pte` a redirect to `/a.pte`; `b.pte` (dtypes.pte) in
-/// moto's bucket `models`.
+/// and at `/here/a.pte` a redirect to `/a.pte`, and `ext.pte`
+/// (mlp_external.pte); `b.pte` (dtypes.pte) and `w.ptd` (the data of
+/// `ext.pte`) in moto's bucket `models`.
 struct Servers {
     nginx: Nginx,
     moto: Moto,
@@ -41,6 +42,7 @@ impl Servers {
     fn start() -> Servers {
         let root = tempfile::tempdir().unwrap();
         std::fs::copy(fixture("mlp.pte"), root.path().join("a.pte")).unwrap();
+        std::fs::copy(fixture("mlp_external.pte"), root.path().join("ext.pte")).unwrap();
         std::fs::create_dir(root.path().join("token")).unwrap();
         std::fs::copy(fixture("mlp.pte"), root.path().join("token/a.pte")).unwrap();
         let hash = Command::new("openssl")
@@ -72,6 +74,7 @@ impl Servers {
         });
         let moto = Moto::start("models");
         moto.put("models", "b.pte", &fixture("dtypes.pte"));
+        moto.put("models", "w.ptd", &fixture("mlp_external.ptd"));
         Servers {
             nginx,
             moto,
@@ -284,8 +287,13 @@ fn secrets_in_urls_are_shown_nowhere() {
     let a = s.with_password(PASSWORD);
     let b = s.moto.presign("models", "b.pte");
     let missing = s.moto.presign("models", "absent.pte");
+    let w = s.moto.presign("models", "w.ptd");
+    let ext = format!(
+        "http://{USER}:{PASSWORD}@127.0.0.1:{}/ext.pte",
+        s.nginx.port
+    );
     assert!(b.contains("X-Amz-Signature="), "{b}");
-    let secrets = Secrets::new(&[&b, &missing]);
+    let secrets = Secrets::new(&[&b, &missing, &w]);
 
     // Failing runs: a wrong password (401), an object that is not there.
     let wrong = s.with_password("wrong-pw-Zz9Yy8");
@@ -311,8 +319,8 @@ fn secrets_in_urls_are_shown_nowhere() {
         secrets.absent("stderr of a failing ls", &ls.stderr);
     }
 
-    // A working run, both sources in one mount.
-    let m = Mount::new(&[&a, &b], &[], &[]);
+    // A working run: the sources in one mount, a data file attached.
+    let m = Mount::new(&[&a, &b, &ext], &["--data", &w], &[]);
     secrets.absent("the output of the mount", &m.output());
     let table = mounts();
     secrets.absent("/proc/mounts", &table);
@@ -330,6 +338,8 @@ fn secrets_in_urls_are_shown_nowhere() {
     assert!(tree.contains("user.ptefs.source b'a.pte'"), "{tree}");
     assert!(tree.contains("user.ptefs.source b'b.pte'"), "{tree}");
     assert!(tree.contains("/b.pte/methods/forward/tensors/"), "{tree}");
+    assert!(tree.contains("user.ptefs.source b'w.ptd'"), "{tree}");
+    assert!(tree.contains("\"w.ptd\""), "index.json names w.ptd: {tree}");
     let log = m.finish();
     assert!(String::from_utf8_lossy(&log).contains("DEBUG"));
     secrets.absent("the log of a working mount", &log);
@@ -344,6 +354,14 @@ fn secrets_in_urls_are_shown_nowhere() {
         &["stat", &b, "header.json", "absent"],
         &["ls", "-lR", &b],
         &["cat", &a, "README.txt", "header.json"],
+        &[
+            "cat",
+            &ext,
+            "methods/forward/tensors/index.json",
+            "--data",
+            &w,
+        ],
+        &["inspect", &ext, "--data", &w],
     ] {
         let out = ptefs(args, &[]);
         assert!(out.status.code() != Some(2), "{args:?}: {out:?}");
