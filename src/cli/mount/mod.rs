@@ -30,6 +30,8 @@ Examples:
       with the tensors model.pte keeps in weights.ptd; others may read it
   ptefs mount https://example.com/models/model.pte /tmp/model
       reads the remote file by byte ranges, as they are needed
+  ptefs mount --header \"Authorization: Bearer $TOKEN\" https://example.com/m.pte /tmp/m
+      with a token (also: user info in the URL, PTEFS_HTTP_HEADERS, ~/.netrc)
   ptefs mount --subdirs exports/ /tmp/all
       one directory per model in exports/ and its subdirectories
   ptefs umount /tmp/model")]
