@@ -2,7 +2,8 @@
 # Installs what ptefs's tests and demo need beyond the Rust toolchain:
 # fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check that
 # graph.dot files render), nginx (an HTTP server with range support for the
-# remote-source tests), NumPy, PyYAML and moto's S3 server (with boto3).
+# remote-source tests), openssl (their htpasswd lines), NumPy, PyYAML and
+# moto's S3 server (with boto3).
 # Idempotent.
 set -euo pipefail
 need=()
@@ -11,6 +12,7 @@ command -v getfattr >/dev/null || need+=(attr)
 command -v jq >/dev/null || need+=(jq)
 command -v dot >/dev/null || need+=(graphviz)
 command -v nginx >/dev/null || need+=(nginx-light)
+command -v openssl >/dev/null || need+=(openssl)
 if ((${#need[@]})); then
   if [[ $(id -u) == 0 ]]; then
     echo "setup: apt-get install ${need[*]}" >&2

@@ -141,10 +141,7 @@ impl<'p> Wanted<'p> {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().map_or_else(
-        || p.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
+    crate::source::base_name(p)
 }
 
 /// A data file's view of `bytes`, when they are one.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::format::{self, Kind, Parsed};
 use crate::meta::names::Checkpoint;
+use crate::source::redact::shown;
 use crate::source::{Source, SourceError, open_regular, remote};
 use crate::tree::{self, Contents, Ino, Input, Tree};
 
@@ -30,7 +31,7 @@ pub enum OpenError {
     #[error(transparent)]
     Source(#[from] SourceError),
     /// A directory could not be listed.
-    #[error("{}: {error}", path.display())]
+    #[error("{}: {error}", shown(path))]
     Dir {
         /// The directory.
         path: PathBuf,
@@ -38,7 +39,7 @@ pub enum OpenError {
         error: io::Error,
     },
     /// It is not a valid file of any kind this reads.
-    #[error("{}: {error}", path.display())]
+    #[error("{}: {error}", shown(path))]
     Format {
         /// The file.
         path: PathBuf,
@@ -46,7 +47,11 @@ pub enum OpenError {
         error: format::Error,
     },
     /// Two files would have the same name in the tree.
-    #[error("{}: has the same base name as {}; each file in one tree needs its own name", path.display(), other.display())]
+    #[error(
+        "{}: has the same base name as {}; each file in one tree needs its own name",
+        shown(path),
+        shown(other)
+    )]
     SameName {
         /// The later file.
         path: PathBuf,
@@ -54,7 +59,7 @@ pub enum OpenError {
         other: PathBuf,
     },
     /// A `--names` checkpoint that cannot be read.
-    #[error("{}: {error}", path.display())]
+    #[error("{}: {error}", shown(path))]
     Names {
         /// The checkpoint.
         path: PathBuf,
@@ -62,19 +67,22 @@ pub enum OpenError {
         error: String,
     },
     /// A `--data` file that is not a data file.
-    #[error("{}: is given with --data but is not a data file (.ptd)", path.display())]
+    #[error("{}: is given with --data but is not a data file (.ptd)", shown(path))]
     NotData {
         /// The file.
         path: PathBuf,
     },
     /// Nothing to show.
-    #[error("{}: holds no program, data or bundled program file", path.display())]
+    #[error("{}: holds no program, data or bundled program file", shown(path))]
     Empty {
         /// The directory (or first input).
         path: PathBuf,
     },
     /// Nothing valid to show.
-    #[error("{}: holds no valid program, data or bundled program file", path.display())]
+    #[error(
+        "{}: holds no valid program, data or bundled program file",
+        shown(path)
+    )]
     NoneValid {
         /// The directory (or first input).
         path: PathBuf,
@@ -226,7 +234,7 @@ impl Opened {
         }
         let mut seen = std::collections::HashMap::new();
         for f in &files {
-            let name = f.file_name().map(|n| n.to_owned()).unwrap_or_default();
+            let name = crate::source::base_name(f);
             if let Some(prev) = seen.insert(name, f.clone()) {
                 return Err(OpenError::SameName {
                     path: f.clone(),

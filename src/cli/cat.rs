@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::{NOT_FOUND, OK, Sources, TROUBLE, error, output_error};
 use crate::fs::{Data, Fs, FsError};
+use crate::source::redact;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \
@@ -43,7 +44,7 @@ pub(super) fn run(args: &CatArgs) -> Result<i32, i32> {
             Err(_) => {
                 error(format_args!(
                     "{shown}: no such file in the tree of {}",
-                    args.sources.file.display()
+                    redact::shown(&args.sources.file)
                 ));
                 status = status.max(NOT_FOUND);
                 continue;
@@ -63,7 +64,7 @@ pub(super) fn run(args: &CatArgs) -> Result<i32, i32> {
                 // The kernel could not copy mapped pages: the source lost them.
                 error(format_args!(
                     "{shown}: {} changed while it was being read",
-                    args.sources.file.display()
+                    redact::shown(&args.sources.file)
                 ));
                 return Err(TROUBLE);
             }

@@ -10,6 +10,7 @@ use super::progress::Progress;
 use super::{NOT_FOUND, OK, TROUBLE, error, open_inputs};
 use crate::meta::names::Checkpoint;
 use crate::report::diff::{self, Options, Report, Section, Side, Tolerance};
+use crate::source::redact::shown;
 use crate::tree;
 
 #[derive(Args, Debug)]
@@ -50,6 +51,8 @@ pub(super) struct DiffArgs {
     /// needs (external tensors, delegates' named data).
     #[arg(long)]
     no_auto_data: bool,
+    #[command(flatten)]
+    http: super::HttpHeaders,
     /// The first file (or directory of them).
     a: PathBuf,
     /// The second file (or directory), the reference.
@@ -82,6 +85,7 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
             rtol: args.rtol,
         },
     };
+    args.http.apply()?;
     let names = match &args.names {
         Some(p) => Some(crate::view::load_checkpoint(p).map_err(|e| {
             error(e);
@@ -90,7 +94,7 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
         None => None,
     };
     let names = names.as_ref();
-    let (a, b) = (args.a.display().to_string(), args.b.display().to_string());
+    let (a, b) = (shown(&args.a), shown(&args.b));
     let progress = Progress::new(&format!("{a} vs {b}"));
     let auto_data = !args.no_auto_data;
     let out = if args.a.is_dir() && args.b.is_dir() {
@@ -237,14 +241,14 @@ fn dirs(
     progress.stage("finding model files");
     let (ma, mb) = progress.suspend(|| -> Result<_, i32> { Ok((models(a)?, models(b)?)) })?;
     let mut d = Dirs {
-        a: a.display().to_string(),
-        b: b.display().to_string(),
+        a: shown(a),
+        b: shown(b),
         differ: false,
         only_in_a: Vec::new(),
         only_in_b: Vec::new(),
         files: Vec::new(),
     };
-    let show = |p: &Path| p.display().to_string();
+    let show = |p: &Path| shown(p);
     d.only_in_a = ma
         .iter()
         .filter(|p| !mb.contains(p))

@@ -7,6 +7,7 @@ use clap::Args;
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, open_inputs};
 use crate::report::inspect::{inspect, largest};
+use crate::source::redact::shown;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \
@@ -31,12 +32,15 @@ pub(super) struct InspectArgs {
     /// needs (external tensors, delegates' named data).
     #[arg(long)]
     no_auto_data: bool,
+    #[command(flatten)]
+    http: super::HttpHeaders,
     /// A .pte, .ptd or .bpte file.
     file: PathBuf,
 }
 
 pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
-    let progress = Progress::new(&args.file.display().to_string());
+    args.http.apply()?;
+    let progress = Progress::new(&shown(&args.file));
     let fail = |e: &dyn std::fmt::Display| {
         progress.suspend(|| error(e));
         TROUBLE
@@ -85,7 +89,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
     progress.finish();
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
-            error(format_args!("{}: {e}", args.file.display()));
+            error(format_args!("{}: {e}", shown(&args.file)));
             TROUBLE
         })?;
         s.push('\n');

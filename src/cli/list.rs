@@ -6,6 +6,7 @@ use clap::Args;
 
 use super::{NOT_FOUND, OK, Sources, error, output_error};
 use crate::fs::{Attr, FileKind, Fs};
+use crate::source::redact::shown;
 use crate::text::escape;
 use crate::tree::Ino;
 
@@ -34,7 +35,7 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
         error(format_args!(
             "{}: no such file or directory in the tree of {}",
             escape(path),
-            args.sources.file.display()
+            shown(&args.sources.file)
         ));
         return Ok(NOT_FOUND);
     };

@@ -4,6 +4,7 @@
 //! not in the tree (or, for `diff`, when the files differ), 2 for trouble.
 
 mod cat;
+pub mod cmdline;
 mod diff;
 mod inspect;
 mod list;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::fs::Fs;
+use crate::source::redact::shown;
 use crate::view::{Opened, Request, View};
 
 /// Success.
@@ -82,11 +84,35 @@ pub struct Sources {
     /// needs (external tensors, delegates' named data).
     #[arg(long)]
     no_auto_data: bool,
+    #[command(flatten)]
+    http: HttpHeaders,
+}
+
+/// Headers for `http(s)` sources.
+#[derive(Args, Debug, Clone, Default)]
+pub struct HttpHeaders {
+    /// A header sent with each request to an http(s) source's own server
+    /// (not to another a redirect names), e.g. 'Authorization: Bearer
+    /// TOKEN' (repeatable; PTEFS_HTTP_HEADERS holds more, one per line).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    header: Vec<String>,
+}
+
+impl HttpHeaders {
+    /// Makes the headers those of every `http(s)` source opened after;
+    /// prints the error of one that is not a header.
+    fn apply(&self) -> Result<(), i32> {
+        crate::source::remote::http::set_given_headers(&self.header).map_err(|e| {
+            error(e);
+            TROUBLE
+        })
+    }
 }
 
 impl Sources {
     /// The tree of the file, served as the mount would serve it.
     fn open(&self) -> Result<Fs, i32> {
+        self.http.apply()?;
         open_view(&Request {
             inputs: vec![self.file.clone()],
             data: self.data.clone(),
@@ -154,7 +180,7 @@ pub fn report_view(opened: Result<View, crate::view::OpenError>) -> Result<View,
                 eprintln!("ptefs: note: {n}");
             }
             for (p, why) in &view.skipped {
-                eprintln!("ptefs: note: skipped {}: {why}", p.display());
+                eprintln!("ptefs: note: skipped {}: {why}", shown(p));
             }
             Ok(view)
         }
@@ -170,10 +196,24 @@ pub fn main() -> i32 {
     // fuser warns when it finds its mount already gone, which is how every
     // `ptefs umount` ends; RUST_LOG can still ask for it.
     let filter = "warn,fuser::session=error";
+    // Every line redacted: a library below may quote a URL whole.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(filter))
-        .format_timestamp_millis()
+        .format(|buf, record| {
+            let message = crate::source::redact::redact(&record.args().to_string());
+            writeln!(
+                buf,
+                "[{} {:<5} {}] {message}",
+                buf.timestamp_millis(),
+                record.level(),
+                record.target()
+            )
+        })
         .init();
-    let args = plain_mount_form(std::env::args_os().collect());
+    let args: Vec<OsString> = std::env::args_os().collect();
+    // Before anything else runs: the daemon keeps this command line for
+    // as long as the mount lives, and every user can read it.
+    cmdline::hide_secrets(&args);
+    let args = plain_mount_form(args);
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::{NOT_FOUND, OK, Sources, error, output_error};
 use crate::fs::{Attr, FileKind, Fs};
+use crate::source::redact::shown;
 use crate::text::escape;
 
 #[derive(Args, Debug)]
@@ -53,7 +54,7 @@ pub(super) fn run(args: &StatArgs) -> Result<i32, i32> {
             error(format_args!(
                 "{}: no such file or directory in the tree of {}",
                 escape(path),
-                args.sources.file.display()
+                shown(&args.sources.file)
             ));
             status = NOT_FOUND;
             continue;

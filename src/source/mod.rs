@@ -7,6 +7,7 @@
 
 pub mod cache;
 mod local;
+pub mod redact;
 pub mod remote;
 
 use std::fs::Metadata;
@@ -48,7 +49,7 @@ impl AsRef<[u8]> for SharedBytes {
 /// An open source: a mapped local file or a remote object.
 #[derive(Debug)]
 pub struct Source {
-    /// The path (or URL) it was opened by.
+    /// The path it was opened by, or its URL [`redact`]ed.
     pub path: PathBuf,
     /// The base name shown in the tree.
     pub name: String,
@@ -116,7 +117,7 @@ impl Stamp {
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// Opening or reading its status failed.
-    #[error("{path}: {error}")]
+    #[error("{}: {error}", redact::shown(path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -124,7 +125,7 @@ pub enum SourceError {
         error: io::Error,
     },
     /// Not a regular file (after following symbolic links).
-    #[error("{path}: is {what}, not a regular file")]
+    #[error("{}: is {what}, not a regular file", redact::shown(path))]
     NotRegular {
         /// The file.
         path: PathBuf,
@@ -152,11 +153,22 @@ pub enum SourceError {
     /// A remote object that cannot be reached, read or used.
     #[error("{url}: {error}")]
     Remote {
-        /// The URL.
+        /// The URL, [`redact`]ed.
         url: String,
-        /// What went wrong.
+        /// What went wrong, with the source's secrets scrubbed.
         error: String,
     },
+}
+
+/// The name a source is shown by in the tree: a path's last component
+/// (the path itself when it has none), a URL's last path segment (see
+/// [`remote::base_name`]).
+pub fn base_name(path: &Path) -> String {
+    if let Some(url) = path.to_str().filter(|p| remote::is_url(p)) {
+        return remote::base_name(url);
+    }
+    path.file_name()
+        .map_or_else(|| redact::shown(path), |n| n.to_string_lossy().into_owned())
 }
 
 impl Source {
@@ -165,10 +177,7 @@ impl Source {
     /// [`Source::prefetch`]), anything else a local regular file, mapped
     /// (symbolic links are followed).
     pub fn open(path: &Path) -> Result<Source, SourceError> {
-        let name = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let name = base_name(path);
         let (backing, opened) = match path.to_str().filter(|p| remote::is_url(p)) {
             Some(url) => {
                 let (r, stamp) = RemoteFile::open(url)?;
@@ -179,8 +188,13 @@ impl Source {
                 (Backing::Local(l), stamp)
             }
         };
+        // A remote source keeps its URL (and its credentials) to itself.
+        let path = match &backing {
+            Backing::Remote(r) => PathBuf::from(r.shown()),
+            Backing::Local(_) => path.to_owned(),
+        };
         Ok(Source {
-            path: path.to_owned(),
+            path,
             name,
             opened,
             backing,

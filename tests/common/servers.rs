@@ -60,6 +60,16 @@ pub struct Nginx {
 impl Nginx {
     /// Starts nginx (one process, in the foreground) serving `root`.
     pub fn start(root: &Path) -> Nginx {
+        let root_shown = root.display().to_string();
+        Nginx::with_servers(root, |_, port| {
+            format!("server {{ listen 127.0.0.1:{port}; root {root_shown}; }}")
+        })
+    }
+
+    /// Starts nginx with the `server` blocks `servers` gives for its
+    /// directory (for configuration and logs) and its port; the format
+    /// `sent` logs to `access.log` unless a server says otherwise.
+    pub fn with_servers(root: &Path, servers: impl FnOnce(&Path, u16) -> String) -> Nginx {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let d = dir.path().display();
@@ -68,8 +78,8 @@ impl Nginx {
              events {{}}\nhttp {{\n  log_format sent '$request_method $uri $status $bytes_sent';\n  \
              access_log {d}/access.log sent;\n  client_body_temp_path {d};\n  proxy_temp_path {d};\n  \
              fastcgi_temp_path {d};\n  uwsgi_temp_path {d};\n  scgi_temp_path {d};\n  \
-             server {{ listen 127.0.0.1:{port}; root {}; }}\n}}\n",
-            root.display()
+             {}\n}}\n",
+            servers(dir.path(), port)
         );
         std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
         let mut child = Command::new("nginx")
@@ -106,7 +116,12 @@ impl Nginx {
 
     /// Access log lines: `METHOD URI STATUS BYTES`.
     pub fn log(&self) -> Vec<String> {
-        std::fs::read_to_string(self.dir.path().join("access.log"))
+        self.log_named("access.log")
+    }
+
+    /// Lines of the log `name` in nginx's directory.
+    pub fn log_named(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join(name))
             .unwrap_or_default()
             .lines()
             .map(str::to_owned)
@@ -162,11 +177,14 @@ impl Moto {
         ]
     }
 
-    /// Runs `code` with an S3 client `s3` pointed at the server.
-    pub fn boto(&self, code: &str) {
+    /// Runs `code` with an S3 client `s3` pointed at the server; returns
+    /// what it prints.
+    pub fn boto(&self, code: &str) -> String {
         let script = format!(
-            "import boto3, sys\ns3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{}', \
-             aws_access_key_id='testing', aws_secret_access_key='testing', region_name='us-east-1')\n{code}\n",
+            "import boto3, sys\nfrom botocore.config import Config\n\
+             s3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{}', \
+             aws_access_key_id='testing', aws_secret_access_key='testing', region_name='us-east-1', \
+             config=Config(signature_version='s3v4'))\n{code}\n",
             self.port
         );
         let out = Command::new("python3")
@@ -179,6 +197,16 @@ impl Moto {
             "{code}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// A presigned URL (signature version 4) to GET `bucket/key`.
+    pub fn presign(&self, bucket: &str, key: &str) -> String {
+        let code = format!(
+            "print(s3.generate_presigned_url('get_object', \
+             Params={{'Bucket': {bucket:?}, 'Key': {key:?}}}, ExpiresIn=3600))"
+        );
+        self.boto(&code).trim().to_owned()
     }
 
     /// Stores `path` as `bucket/key`.

@@ -16,6 +16,7 @@ use nix::errno::Errno;
 
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, report_view};
+use crate::source::redact::redact;
 use crate::view::{Request, View};
 use mountpoint::{check_dev_fuse, check_mountpoint, mount_at, unmount_path};
 use options::parse_options;
@@ -29,6 +30,8 @@ Examples:
       with the tensors model.pte keeps in weights.ptd; others may read it
   ptefs mount https://example.com/models/model.pte /tmp/model
       reads the remote file by byte ranges, as they are needed
+  ptefs mount --header \"Authorization: Bearer $TOKEN\" https://example.com/m.pte /tmp/m
+      with a token (also: user info in the URL, PTEFS_HTTP_HEADERS, ~/.netrc)
   ptefs mount --subdirs exports/ /tmp/all
       one directory per model in exports/ and its subdirectories
   ptefs umount /tmp/model")]
@@ -61,6 +64,8 @@ pub(super) struct MountArgs {
     /// Worker threads serving requests.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
+    #[command(flatten)]
+    http: super::HttpHeaders,
     /// Where a detached daemon writes its log.
     #[arg(long, value_name = "PATH")]
     log_file: Option<PathBuf>,
@@ -74,11 +79,13 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         );
         return Err(TROUBLE);
     };
+    args.http.apply()?;
+    // The mount's fsname, which /proc/mounts shows to every user.
     let source_name = inputs
         .first()
         .map(|p| {
             if let Some(url) = p.to_str().filter(|p| crate::source::remote::is_url(p)) {
-                return url.to_owned();
+                return redact(url);
             }
             std::path::absolute(p)
                 .unwrap_or_else(|_| p.clone())

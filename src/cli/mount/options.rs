@@ -2,6 +2,8 @@
 
 use fuser::{MountOption, SessionACL};
 
+use crate::source::redact::redact;
+
 /// Options as fuser takes them.
 #[derive(Debug)]
 pub(super) struct Options {
@@ -21,7 +23,7 @@ pub(super) struct Options {
 pub(super) enum OptionError {
     #[error("mount option \"rw\" is not supported: ptefs mounts are read-only")]
     ReadWrite,
-    #[error("unknown mount option \"{0}\"")]
+    #[error("unknown mount option \"{}\"", redact(.0))]
     Unknown(String),
     #[error(
         "mount option \"{0}\": give a size in bytes, optionally with K, M or G (cache_size=512M)"
@@ -106,8 +108,9 @@ pub(super) fn parse_options(
                         .ok_or_else(|| OptionError::BadSize(o.to_owned()))?,
                 );
             }
-            o if o.starts_with("fsname=") => fsname = o["fsname=".len()..].to_owned(),
-            o if o.starts_with("subtype=") => subtype = o["subtype=".len()..].to_owned(),
+            // Both are in /proc/mounts, which every user may read.
+            o if o.starts_with("fsname=") => fsname = redact(&o["fsname=".len()..]),
+            o if o.starts_with("subtype=") => subtype = redact(&o["subtype=".len()..]),
             o if ACCEPTED.contains(&o) || o.starts_with("x-") || o.starts_with("comment=") => {}
             o => return Err(OptionError::Unknown(o.to_owned())),
         }

@@ -9,7 +9,9 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Runtime;
 
+use super::Target;
 use super::url::{RETRY_TIMEOUT, store};
+use crate::source::redact::Secrets;
 
 /// The longest any one call may take, retries included: the store's own
 /// limits should end it first, this ends it regardless.
@@ -46,11 +48,18 @@ pub enum GetError {
     Other(String),
 }
 
-/// A connected client.
+/// A connected client. Every error it gives has the source's secrets
+/// scrubbed: the object store's quote the URL.
 pub struct Client {
     runtime: Runtime,
     store: Arc<dyn ObjectStore>,
     path: Path,
+    secrets: Secrets,
+    /// Learn the size with a one-byte range request rather than `HEAD`: a
+    /// presigned URL is signed for `GET` only.
+    head_by_get: bool,
+    /// What credentials went with the requests, for a refusal.
+    credentials: String,
 }
 
 impl std::fmt::Debug for Client {
@@ -60,18 +69,35 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client for the object at `url`. The runtime runs on the calling
-    /// threads only (no worker threads of its own).
-    pub fn connect(url: &str) -> Result<Client, String> {
-        let (store, path) = store(url)?;
+    /// A client for the object `target` names. The runtime runs on the
+    /// calling threads only (no worker threads of its own).
+    pub fn connect(target: &Target) -> Result<Client, String> {
+        let scrub = |e: String| target.secrets.scrub(&e);
+        let (store, path) = store(&target.url, target.access.as_ref()).map_err(scrub)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("starting the I/O runtime: {e}"))?;
+        let head_by_get = target
+            .access
+            .as_ref()
+            .is_some_and(|a| a.url.query().is_some());
+        let credentials = match (&target.access, target.authorization()) {
+            (Some(_), Some(from)) => format!("credentials sent: from {from}"),
+            (Some(_), None) => "no credentials sent: give them as the URL's user info, \
+                                with --header or PTEFS_HTTP_HEADERS, or in ~/.netrc"
+                .to_owned(),
+            (None, _) => {
+                "credentials come from the environment and the provider's files".to_owned()
+            }
+        };
         Ok(Client {
             runtime,
             store,
             path,
+            secrets: target.secrets.clone(),
+            head_by_get,
+            credentials,
         })
     }
 
@@ -93,25 +119,57 @@ impl Client {
         match self.store.get_opts(&self.path, options).await {
             Ok(r) => Ok(r),
             Err(e @ object_store::Error::Precondition { .. }) => {
-                Err(GetError::Changed(e.to_string()))
+                Err(GetError::Changed(self.secrets.scrub(&e.to_string())))
             }
-            Err(e) => Err(GetError::Other(e.to_string())),
+            Err(
+                e @ (object_store::Error::Unauthenticated { .. }
+                | object_store::Error::PermissionDenied { .. }),
+            ) => {
+                // The status says it; the server's page about it (HTML)
+                // would not.
+                let text = e.to_string();
+                let line = text.lines().next().unwrap_or_default();
+                let line = line.split(": <").next().unwrap_or(line);
+                Err(GetError::Other(format!(
+                    "{} ({})",
+                    self.secrets.scrub(line.trim_end_matches([' ', ':'])),
+                    self.credentials
+                )))
+            }
+            Err(e) => Err(GetError::Other(self.secrets.scrub(&e.to_string()))),
         }
     }
 
     /// The object's size and identity.
     pub fn head(&self) -> Result<Pin, String> {
-        let options = GetOptions {
+        let text = |e| match e {
+            GetError::Changed(e) | GetError::Other(e) => e,
+        };
+        let head = GetOptions {
             head: true,
             ..GetOptions::default()
         };
-        let r = self.run(self.call(options)).map_err(|e| match e {
-            GetError::Changed(e) | GetError::Other(e) => e,
-        })?;
+        let meta = if self.head_by_get {
+            // Its first byte, whose answer gives the size; an empty
+            // object has none to give, and is asked with HEAD.
+            let first = GetOptions {
+                range: Some(GetRange::Bounded(0..1)),
+                ..GetOptions::default()
+            };
+            match self.run(async { Ok(self.call(first).await?.meta) }) {
+                Ok(meta) => meta,
+                Err(by_get) => self
+                    .run(async { Ok(self.call(head).await?.meta) })
+                    .map_err(|_| text(by_get))?,
+            }
+        } else {
+            self.run(async { Ok(self.call(head).await?.meta) })
+                .map_err(text)?
+        };
         Ok(Pin {
-            len: r.meta.size,
-            e_tag: r.meta.e_tag.clone(),
-            last_modified: r.meta.last_modified.into(),
+            len: meta.size,
+            e_tag: meta.e_tag.clone(),
+            last_modified: meta.last_modified.into(),
         })
     }
 
@@ -134,7 +192,9 @@ impl Client {
                     r.meta.e_tag.as_deref().unwrap_or("(none)")
                 )));
             }
-            r.bytes().await.map_err(|e| GetError::Other(e.to_string()))
+            r.bytes()
+                .await
+                .map_err(|e| GetError::Other(self.secrets.scrub(&e.to_string())))
         })?;
         if bytes.len() as u64 != range.end - range.start {
             return Err(GetError::Other(format!(

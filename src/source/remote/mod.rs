@@ -14,6 +14,7 @@
 //! server that stops answering makes a read fail within seconds.
 
 mod client;
+pub mod http;
 mod url;
 
 use std::io;
@@ -24,8 +25,9 @@ use std::time::SystemTime;
 
 use memmap2::{Advice, MmapMut, MmapOptions};
 
-pub use self::url::is_url;
+pub use self::url::{base_name, is_url};
 use super::cache::{BLOCK, BlockCache, DEFAULT_CAPACITY};
+use super::redact::{Secrets, redact};
 use super::{SourceError, Stamp};
 use crate::format::{Ranges, Span};
 use client::{Client, GetError, Pin};
@@ -37,10 +39,70 @@ const PAGE: u64 = 4096;
 /// Rounds a fetch plan may take before it is refused as not converging.
 const PLAN_ROUNDS: usize = 64;
 
+/// One remote object as connecting to it takes, and as it is shown.
+pub struct Target {
+    /// The URL as given.
+    url: String,
+    /// The URL [`redact`]ed: how it is shown.
+    pub shown: String,
+    /// For `http(s)`, the URL without user info and the credentials that
+    /// go with it.
+    access: Option<http::Access>,
+    /// Every secret of the source, to scrub from messages.
+    pub secrets: Secrets,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.shown)
+            .field("access", &self.access)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Target {
+    /// `url` with its credentials (for `http(s)`, from the URL, headers
+    /// and `~/.netrc`; see [`http`]).
+    pub fn of(url: &str) -> Result<Target, SourceError> {
+        let shown = redact(url);
+        let access = if url.starts_with("http://") || url.starts_with("https://") {
+            let access = http::Access::of(url).map_err(|error| SourceError::Remote {
+                url: shown.clone(),
+                error: Secrets::of_url(url).scrub(&error),
+            })?;
+            Some(access)
+        } else {
+            None
+        };
+        let secrets = access
+            .as_ref()
+            .map_or_else(|| Secrets::of_url(url), |a| a.secrets.clone());
+        Ok(Target {
+            url: url.to_owned(),
+            shown,
+            access,
+            secrets,
+        })
+    }
+
+    /// Where the `Authorization` header sent comes from, if one is.
+    pub fn authorization(&self) -> Option<&'static str> {
+        self.access.as_ref().and_then(|a| a.authorization)
+    }
+
+    fn error(&self, error: String) -> SourceError {
+        SourceError::Remote {
+            url: self.shown.clone(),
+            error: self.secrets.scrub(&error),
+        }
+    }
+}
+
 /// An open remote object.
 #[derive(Debug)]
 pub struct RemoteFile {
-    url: String,
+    target: Arc<Target>,
     pin: Pin,
     /// Connected lazily, dropped by [`RemoteFile::disconnect`].
     client: Mutex<Option<Arc<Client>>>,
@@ -54,11 +116,9 @@ pub struct RemoteFile {
 impl RemoteFile {
     /// Asks for the object's size and identity; fetches nothing else.
     pub fn open(url: &str) -> Result<(RemoteFile, Stamp), SourceError> {
-        let error = |error: String| SourceError::Remote {
-            url: url.to_owned(),
-            error,
-        };
-        let client = Arc::new(Client::connect(url).map_err(error)?);
+        let target = Arc::new(Target::of(url)?);
+        let error = |error: String| target.error(error);
+        let client = Arc::new(Client::connect(&target).map_err(error)?);
         let pin = client.head().map_err(|e| error(e.to_string()))?;
         let image = if pin.len == 0 {
             None
@@ -88,7 +148,7 @@ impl RemoteFile {
             mode: libc::S_IFREG | 0o444,
         };
         let file = RemoteFile {
-            url: url.to_owned(),
+            target: target.clone(),
             cache: BlockCache::new(pin.len, BLOCK, DEFAULT_CAPACITY),
             pin,
             client: Mutex::new(Some(client)),
@@ -97,6 +157,11 @@ impl RemoteFile {
             changed: AtomicBool::new(false),
         };
         Ok((file, stamp))
+    }
+
+    /// How the source is shown: its URL [`redact`]ed.
+    pub fn shown(&self) -> &str {
+        &self.target.shown
     }
 
     /// The image parsing sees.
@@ -114,7 +179,7 @@ impl RemoteFile {
         if let Some(c) = &*slot {
             return Ok(c.clone());
         }
-        let c = Arc::new(Client::connect(&self.url)?);
+        let c = Arc::new(Client::connect(&self.target)?);
         *slot = Some(c.clone());
         Ok(c)
     }
@@ -147,10 +212,8 @@ impl RemoteFile {
         &mut self,
         plan: impl Fn(&[u8], &Ranges) -> Vec<Range<u64>>,
     ) -> Result<(), SourceError> {
-        let error = |error: String| SourceError::Remote {
-            url: self.url.clone(),
-            error,
-        };
+        let target = self.target.clone();
+        let error = |error: String| target.error(error);
         let len = self.pin.len;
         // Whole pages, so that a page is either fetched or not and the
         // pages parsing touched tell exactly what it read unfetched

@@ -18,6 +18,8 @@ use object_store::http::HttpBuilder;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
 
+use super::http::{Access, Connector};
+
 /// URL schemes read as remote objects.
 const SCHEMES: &[&str] = &["http", "https", "s3", "gs", "az"];
 
@@ -35,6 +37,20 @@ pub fn is_url(arg: &str) -> bool {
         .is_some_and(|(scheme, rest)| SCHEMES.contains(&scheme) && !rest.is_empty())
 }
 
+/// The name a remote object is shown by: the last segment of the URL's
+/// path as written, without the query, the fragment or the user info (a
+/// URL with no path is named by its host).
+pub fn base_name(url: &str) -> String {
+    let Some(p) = super::super::redact::Parts::of(url) else {
+        return url.to_owned();
+    };
+    let path = p.path.trim_end_matches('/');
+    match path.rsplit_once('/') {
+        Some((_, last)) if !last.is_empty() => last.to_owned(),
+        _ => p.host.to_owned(),
+    }
+}
+
 fn retry() -> RetryConfig {
     RetryConfig {
         backoff: BackoffConfig {
@@ -48,8 +64,13 @@ fn retry() -> RetryConfig {
 }
 
 /// The store holding the object `url` names, and the object's path in it.
-pub fn store(url: &str) -> Result<(Arc<dyn ObjectStore>, Path), String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("not a valid URL: {e}"))?;
+/// An `http(s)` URL is connected through `access`: its URL without user
+/// info, and the headers that go to its origin (see [`super::http`]).
+pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>, Path), String> {
+    let parsed = match access {
+        Some(a) => a.url.clone(),
+        None => url::Url::parse(url).map_err(|e| format!("not a valid URL: {e}"))?,
+    };
     let path =
         Path::from_url_path(parsed.path()).map_err(|e| format!("not a valid object path: {e}"))?;
     if path.as_ref().is_empty() {
@@ -58,19 +79,23 @@ pub fn store(url: &str) -> Result<(Arc<dyn ObjectStore>, Path), String> {
     let timeout = |key| [(key, format!("{}s", REQUEST_TIMEOUT.as_secs()))];
     let store: Arc<dyn ObjectStore> = match parsed.scheme() {
         "http" | "https" => {
-            let base = &url[..url.len() - parsed[url::Position::BeforePath..].len()];
+            // The object's path is added to this; the query (a presigned
+            // URL's signature) stays with every request.
+            let mut base = parsed.clone();
+            base.set_path("");
+            base.set_fragment(None);
             let options = ClientOptions::new()
                 .with_allow_http(true)
                 .with_timeout(REQUEST_TIMEOUT)
                 .with_connect_timeout(CONNECT_TIMEOUT);
-            Arc::new(
-                HttpBuilder::new()
-                    .with_url(base)
-                    .with_client_options(options)
-                    .with_retry(retry())
-                    .build()
-                    .map_err(|e| e.to_string())?,
-            )
+            let mut b = HttpBuilder::new()
+                .with_url(base.as_str())
+                .with_client_options(options)
+                .with_retry(retry());
+            if let Some(a) = access.filter(|a| !a.headers.is_empty()) {
+                b = b.with_http_connector(Connector::new(a));
+            }
+            Arc::new(b.build().map_err(|e| e.to_string())?)
         }
         "s3" => {
             let mut b = AmazonS3Builder::from_env()
@@ -123,10 +148,23 @@ mod tests {
     }
 
     #[test]
+    fn base_names_leave_out_queries_and_credentials() {
+        for (url, name) in [
+            ("https://u:pw@h/models/m.pte?X-Amz-Signature=a/b", "m.pte"),
+            ("s3://bucket/dir/m.ptd", "m.ptd"),
+            ("http://h/dir/", "dir"),
+            ("http://u:pw@h:8080", "h:8080"),
+            ("http://h/a%20b.pte#sig=1", "a%20b.pte"),
+        ] {
+            assert_eq!(base_name(url), name, "{url}");
+        }
+    }
+
+    #[test]
     fn bad_urls_are_refused_with_a_reason() {
-        let e = store("http://host").err().unwrap();
+        let e = store("http://host", None).err().unwrap();
         assert!(e.contains("names no object"), "{e}");
-        let e = store("http://[bad/x.pte").err().unwrap();
+        let e = store("http://[bad/x.pte", None).err().unwrap();
         assert!(e.contains("not a valid URL"), "{e}");
     }
 }
