@@ -4,7 +4,7 @@
 use crate::format::Span;
 
 /// A byte range a decoder found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Bytes<'a> {
     /// Inside the payload; the span is relative to its first byte.
     Payload(Span),

@@ -56,7 +56,7 @@ pub fn named_keys<'a>(id: &str, payload: &'a [u8]) -> Option<Result<Vec<&'a str>
 }
 
 /// What a delegate holds, for reports (`inspect`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
     /// The backend id.
     pub backend: String,
@@ -66,8 +66,33 @@ pub struct Summary {
     pub values: usize,
     /// Node counts per operator.
     pub ops: BTreeMap<String, usize>,
-    /// Constant bytes per datatype (scale blobs under `scales`).
+    /// Constant bytes per datatype (scale blobs under `scales`), each
+    /// stored byte range counted once.
     pub constant_bytes: BTreeMap<String, u64>,
+    /// Values whose bytes are a range another value holds too (counted in
+    /// `constant_bytes` once).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub shared_values: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Summary {
+    /// Sets `constant_bytes` and `shared_values` from each value's
+    /// datatype name and stored bytes: a range several values share is
+    /// counted once, under the datatype of the first.
+    pub fn count_constants<'a>(&mut self, stored: impl IntoIterator<Item = (String, Bytes<'a>)>) {
+        let mut seen = std::collections::HashSet::new();
+        for (dtype, bytes) in stored {
+            if !seen.insert(bytes) {
+                self.shared_values += 1;
+                continue;
+            }
+            *self.constant_bytes.entry(dtype).or_default() += bytes.len();
+        }
+    }
 }
 
 /// A weight's stable identity across two versions of a model: layer and

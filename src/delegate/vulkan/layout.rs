@@ -54,13 +54,15 @@ impl Backend for Vulkan {
 
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
-        Summary {
+        let mut s = Summary {
             backend: super::BACKEND_ID.to_owned(),
             nodes: self.calls.len(),
             values: self.graph.values().map_or(0, |v| v.len()),
             ops: self.op_counts(),
-            constant_bytes: self.constant_bytes(),
-        }
+            ..Summary::default()
+        };
+        s.count_constants(self.stored());
+        s
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {

@@ -86,15 +86,12 @@ impl Payload<'_> {
         counts
     }
 
-    /// Bytes of constants by datatype name (`FLOAT32`).
-    pub fn constant_bytes(&self) -> BTreeMap<String, u64> {
-        let mut bytes = BTreeMap::new();
-        for c in &self.constants {
-            if let Ok(b) = &c.bytes {
-                *bytes.entry(graph::datatype_name(c.datatype)).or_default() += b.len();
-            }
-        }
-        bytes
+    /// Each constant's datatype name (`FLOAT32`) and stored bytes.
+    pub fn stored(&self) -> Vec<(String, crate::delegate::Bytes<'_>)> {
+        self.constants
+            .iter()
+            .filter_map(|c| Some((graph::datatype_name(c.datatype), *c.bytes.as_ref().ok()?)))
+            .collect()
     }
 
     /// `code.txt`: the version, inputs and outputs, then one line per call:

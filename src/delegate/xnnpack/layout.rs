@@ -64,13 +64,15 @@ impl Backend for Xnnpack {
 
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
-        Summary {
+        let mut s = Summary {
             backend: super::BACKEND_ID.to_owned(),
             nodes: self.nodes.len(),
             values: self.values.len(),
             ops: self.op_counts(),
-            constant_bytes: self.constant_bytes(),
-        }
+            ..Summary::default()
+        };
+        s.count_constants(self.stored());
+        s
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {

@@ -110,18 +110,18 @@ impl Payload<'_> {
         counts
     }
 
-    /// Bytes of constant values by datatype name (`xnn_datatype_fp32`),
-    /// counted once per value; scale blobs under `scales`.
-    pub fn constant_bytes(&self) -> BTreeMap<String, u64> {
-        let mut bytes = BTreeMap::new();
+    /// Each constant's datatype name (`xnn_datatype_fp32`, `scales` for
+    /// scale blobs) and stored bytes, in value order.
+    pub fn stored(&self) -> Vec<(String, crate::delegate::Bytes<'_>)> {
+        let mut out = Vec::new();
         for w in &self.weights {
             if let Ok(b) = &w.bytes {
-                *bytes.entry(datatype::name(w.datatype)).or_default() += b.len();
+                out.push((datatype::name(w.datatype), *b));
             }
             if let Some(Ok(s)) = &w.scales {
-                *bytes.entry("scales".to_owned()).or_default() += s.bytes.len();
+                out.push(("scales".to_owned(), s.bytes));
             }
         }
-        bytes
+        out
     }
 }

@@ -151,6 +151,13 @@ fn program(o: &mut String, p: &Program) {
             for (dtype, bytes) in &s.constant_bytes {
                 let _ = writeln!(o, "    {bytes:>14} bytes of {}", escape(dtype));
             }
+            if s.shared_values > 0 {
+                let _ = writeln!(
+                    o,
+                    "    ({} values share bytes another value holds; counted once)",
+                    s.shared_values
+                );
+            }
         }
     }
 }
