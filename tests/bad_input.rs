@@ -61,6 +61,50 @@ fn not_a_model() {
     refused(d.path(), &["holds no program"]);
 }
 
+/// Files of other formats are named, with what to do where there is
+/// something to do.
+#[test]
+fn lookalikes_are_named() {
+    let d = tempfile::tempdir().unwrap();
+    let etdump = std::fs::read(fixture("../../../shared/fixtures/etdump/portable_mlp.etdp"))
+        .unwrap_or_else(|_| {
+            let mut b = vec![0u8; 32];
+            b[8..12].copy_from_slice(b"ED00");
+            b
+        });
+    refused(
+        &write_file(d.path(), "run.etdp", &etdump),
+        &["not an ExecuTorch file", "it looks like an ETDump"],
+    );
+    let mut vgf = b"VGF1".to_vec();
+    vgf.extend_from_slice(&[0; 60]);
+    refused(
+        &write_file(d.path(), "m.vgf", &vgf),
+        &["it looks like a VGF file", "VgfBackend"],
+    );
+    let mut st = 16u64.to_le_bytes().to_vec();
+    st.extend_from_slice(b"{\"a\":{}}        ");
+    refused(
+        &write_file(d.path(), "w.safetensors", &st),
+        &["it looks like a safetensors file", "--names"],
+    );
+    refused(
+        &write_file(d.path(), "m.gguf", b"GGUF\x03\0\0\0\0\0\0\0"),
+        &["it looks like a GGUF model"],
+    );
+    let etrecord = writer::package::Zip {
+        members: vec![writer::package::Member::stored(
+            "etrecord/debug_handle_map",
+            b"{}".to_vec(),
+        )],
+        zip64: false,
+    };
+    refused(
+        &write_file(d.path(), "etrecord.bin", &etrecord.to_bytes()),
+        &["not a native program package", "it looks like an ETRecord"],
+    );
+}
+
 #[test]
 fn truncated_programs() {
     let d = tempfile::tempdir().unwrap();

@@ -116,11 +116,14 @@ pub enum Error {
     },
     /// Bytes 4..8 that name no ExecuTorch format.
     #[error(
-        "not an ExecuTorch file: bytes 4..8 are {magic}, expected ET?? (program), FT?? (data) or BP?? (bundled program)"
+        "not an ExecuTorch file: bytes 4..8 are {magic}, expected ET?? (program), FT?? (data) or BP?? (bundled program){hint}"
     )]
     NotExecuTorch {
         /// The bytes, as text or hex.
         magic: String,
+        /// What the file looks like instead (`; it looks like …`), or
+        /// nothing.
+        hint: String,
     },
     /// Tensor sizes that give no byte count.
     #[error("sizes {sizes} {problem}")]

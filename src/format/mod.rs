@@ -12,6 +12,7 @@ pub mod fetch;
 mod header;
 mod index;
 pub mod le;
+pub mod lookalike;
 mod program;
 pub mod ptn;
 pub mod scalar;
@@ -78,6 +79,7 @@ pub fn sniff(bytes: &[u8]) -> Result<Kind> {
         (b"BP", true) => Ok(Kind::Bundled),
         _ => Err(Error::NotExecuTorch {
             magic: header::show_magic(magic),
+            hint: lookalike::of_bytes(bytes).map_or_else(String::new, |h| format!("; {h}")),
         }),
     }
 }

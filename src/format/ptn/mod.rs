@@ -82,8 +82,10 @@ impl<'a> PackageFile<'a> {
                 // Any zip starts like a package; one without the graph is
                 // some other archive.
                 let names: Vec<&str> = p.members.iter().map(|m| m.name.as_str()).collect();
+                let hint = crate::format::lookalike::of_zip(&names)
+                    .map_or_else(String::new, |h| format!("; {h}"));
                 return Err(Error::new(format!(
-                    "a zip archive but not a native program package: no {PROGRAM_MEMBER} member among {} ({})",
+                    "a zip archive but not a native program package: no {PROGRAM_MEMBER} member among {} ({}){hint}",
                     names.len(),
                     clip(&names.join(", "), 200)
                 )));
