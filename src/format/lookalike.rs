@@ -73,7 +73,7 @@ fn looks_like_safetensors(bytes: &[u8]) -> bool {
     else {
         return false;
     };
-    len >= 2 && len < (1 << 30) && bytes.get(8) == Some(&b'{') && (8 + len) <= bytes.len() as u64
+    (2..(1 << 30)).contains(&len) && bytes.get(8) == Some(&b'{') && (8 + len) <= bytes.len() as u64
 }
 
 /// ModelProto starts with `ir_version` (field 1, varint) and names its
