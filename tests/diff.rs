@@ -132,8 +132,8 @@ fn one_changed_weight_names_the_element_and_both_values() {
         r.out,
         "method forward: tensor changed: methods/forward/tensors/0.w1.bin \
          (also constants/1.bin, methods/forward/values/0): \
-         2 of 4 elements differ; max abs diff 5.000000e-1 at [1] (2.000000e0 vs 2.500000e0); \
-         max rel diff 1.000000e0; mean abs diff 3.750000e-1; used by add.self\n"
+         2 of 4 elements differ; max abs diff 0.5 at [1] (2 vs 2.5); \
+         max rel diff 1; mean abs diff 0.375; used by add.self\n"
     );
     let (_, j) = json(&[], &pa, &pb);
     let c = &j["methods"]["common"]["forward"]["tensors"]["changed"][0];
@@ -170,8 +170,8 @@ fn nan_and_infinity_are_counted_the_same_in_text_and_json() {
     // difference, counted, and kept out of the maxima and the mean.
     assert!(
         r.out.contains(
-            "3 of 4 elements differ; max abs diff 1.000000e0 at [3] (5.000000e0 vs 4.000000e0); \
-             max rel diff 2.500000e-1; mean abs diff 1.000000e0; NaN: 1 in A, 2 in B; \
+            "3 of 4 elements differ; max abs diff 1 at [3] (5 vs 4); \
+             max rel diff 0.25; mean abs diff 1; NaN: 1 in A, 2 in B; \
              2 differences involve NaN or infinity"
         ),
         "{}",
@@ -664,4 +664,31 @@ fn xnnpack_delegates_differ_node_by_node() {
     let d = &j["methods"]["common"]["forward"]["delegates"][0];
     assert!(d["payload"].is_array(), "{d}");
     assert_eq!(d["nodes"], "", "{d}");
+}
+
+/// Sections print in the documented order: file, methods, io,
+/// instructions, memory, delegates, tensors.
+#[test]
+fn text_sections_follow_the_documented_order() {
+    let r = ptefs(&[], &[&fixture("mlp.pte"), &fixture("dynamic.pte")]);
+    assert_eq!(r.code, 1);
+    let at = |needle: &str| {
+        r.out
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} in {}", r.out))
+    };
+    let order = [
+        "file: flatbuffer_size",
+        "method forward: input 0 sizes",
+        "--- a/methods/forward/code.txt",
+        "method forward: buffer 1 value",
+        "method forward: tensor changed",
+    ];
+    for pair in order.windows(2) {
+        assert!(
+            at(pair[0]) < at(pair[1]),
+            "{pair:?} out of order:\n{}",
+            r.out
+        );
+    }
 }

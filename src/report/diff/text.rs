@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Changed, Method, Ref, Report, Tensors};
+use super::{Changed, Method, PlanChange, Ref, Report, Tensors};
 use crate::text::escape;
 
 fn place(r: &Ref) -> String {
@@ -95,15 +95,20 @@ fn tensors(o: &mut String, scope: &str, t: &Tensors) {
 
 fn method(o: &mut String, name: &str, m: &Method) {
     let scope = format!("method {}: ", escape(name));
-    for c in m.io.iter().flatten().chain(m.memory.iter().flatten()) {
-        let _ = writeln!(o, "{scope}{} {}: {} -> {}", c.at, c.field, c.a, c.b);
-    }
+    // The documented order: io, instructions, memory, delegates, tensors.
+    let plan = |o: &mut String, changes: &Option<Vec<PlanChange>>| {
+        for c in changes.iter().flatten() {
+            let _ = writeln!(o, "{scope}{} {}: {} -> {}", c.at, c.field, c.a, c.b);
+        }
+    };
+    plan(o, &m.io);
     if let Some(i) = &m.instructions {
         for (op, (a, b)) in &i.counts {
             let _ = writeln!(o, "{scope}{} calls {a} -> {b}", escape(op));
         }
         o.push_str(&i.unified);
     }
+    plan(o, &m.memory);
     for d in m.delegates.iter().flatten() {
         let id = |x: &Option<String>| {
             x.as_deref()

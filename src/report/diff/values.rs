@@ -22,10 +22,49 @@ impl Tolerance {
     }
 }
 
-/// A float that may be infinite, written in JSON as a number or as the
-/// string `"inf"` (JSON has no infinity).
+/// A float that may be infinite, written in JSON as a number (full
+/// precision) or as the string `"inf"` (JSON has no infinity), and in
+/// text as people and NumPy write it: the shortest form that reads back
+/// as the same number, at the precision of the tensors it came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Figure(pub f64);
+pub struct Figure(pub f64, pub Precision);
+
+/// The precision a figure is shown at: that of the elements it was
+/// computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// 32 bits or fewer (`float32`, `float16`, `bfloat16`, integers of up
+    /// to 16 bits).
+    Single,
+    /// 64 bits.
+    #[default]
+    Double,
+}
+
+impl Figure {
+    /// `v` at double precision.
+    pub fn double(v: f64) -> Self {
+        Figure(v, Precision::Double)
+    }
+}
+
+/// The shortest text that reads back as `v` (`0.5`, `0.2008071`,
+/// `1e-07`, `2.5e+20`): positional or scientific, whichever is shorter,
+/// the exponent written as NumPy writes it.
+fn shortest(positional: String, scientific: String) -> String {
+    let scientific = match scientific.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => scientific,
+    };
+    if scientific.len() < positional.len() {
+        scientific
+    } else {
+        positional
+    }
+}
 
 impl Serialize for Figure {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -43,11 +82,15 @@ impl Serialize for Figure {
 
 impl std::fmt::Display for Figure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.is_finite() {
-            write!(f, "{:.6e}", self.0)
-        } else {
-            write!(f, "{}", self.0)
+        let v = self.0;
+        if !v.is_finite() {
+            return write!(f, "{v}");
         }
+        let text = match self.1 {
+            Precision::Single => shortest(format!("{}", v as f32), format!("{:e}", v as f32)),
+            Precision::Double => shortest(format!("{v}"), format!("{v:e}")),
+        };
+        f.write_str(&text)
     }
 }
 
@@ -230,16 +273,25 @@ pub fn compare(
         let r = if y == 0.0 { f64::INFINITY } else { d / y.abs() };
         rel = Some(rel.map_or(r, |m| m.max(r)));
     }
+    let single = matches!(
+        t,
+        ScalarType::FLOAT | ScalarType::HALF | ScalarType::BFLOAT16
+    );
+    let p = if single || size <= 2 {
+        Precision::Single
+    } else {
+        Precision::Double
+    };
     if let Some((i, d, x, y)) = best {
-        e.max_abs = Some(Figure(d));
+        e.max_abs = Some(Figure(d, p));
         e.at = Some(At {
             index: logical_index(i, sizes, dim_order),
-            a: Figure(x),
-            b: Figure(y),
+            a: Figure(x, p),
+            b: Figure(y, p),
         });
-        e.mean_abs = Some(Figure(sum / finite_differing as f64));
+        e.mean_abs = Some(Figure(sum / finite_differing as f64, p));
     }
-    e.max_rel = rel.map(Figure);
+    e.max_rel = rel.map(|r| Figure(r, p));
     e
 }
 
@@ -264,12 +316,12 @@ mod tests {
             Tolerance::default(),
         );
         assert_eq!(e.differing, 2);
-        assert_eq!(e.max_abs, Some(Figure(5.0)));
+        assert_eq!(e.max_abs.map(|f| f.0), Some(5.0));
         let at = e.at.unwrap();
         assert_eq!(at.index, [1, 1]);
-        assert_eq!((at.a, at.b), (Figure(5.0), Figure(0.0)));
-        assert_eq!(e.max_rel, Some(Figure(f64::INFINITY)), "b = 0");
-        assert_eq!(e.mean_abs, Some(Figure(2.75)));
+        assert_eq!((at.a.0, at.b.0), (5.0, 0.0));
+        assert_eq!(e.max_rel.map(|f| f.0), Some(f64::INFINITY), "b = 0");
+        assert_eq!(e.mean_abs.map(|f| f.0), Some(2.75));
     }
 
     #[test]
@@ -302,14 +354,32 @@ mod tests {
         let a: Vec<u8> = [3i64, -7].iter().flat_map(|x| x.to_le_bytes()).collect();
         let b: Vec<u8> = [3i64, 2].iter().flat_map(|x| x.to_le_bytes()).collect();
         let e = compare(ScalarType::LONG, &[2], &[], &a, &b, Tolerance::default());
-        assert_eq!((e.differing, e.max_abs), (1, Some(Figure(9.0))));
+        assert_eq!((e.differing, e.max_abs.map(|f| f.0)), (1, Some(9.0)));
     }
 
     #[test]
     fn infinities_are_strings_in_json() {
-        let v = serde_json::to_value(Figure(f64::INFINITY)).unwrap();
+        let v = serde_json::to_value(Figure::double(f64::INFINITY)).unwrap();
         assert_eq!(v, "inf");
-        assert_eq!(serde_json::to_value(Figure(0.5)).unwrap(), 0.5);
-        assert_eq!(Figure(f64::INFINITY).to_string(), "inf");
+        assert_eq!(serde_json::to_value(Figure::double(0.5)).unwrap(), 0.5);
+        assert_eq!(Figure::double(f64::INFINITY).to_string(), "inf");
+    }
+
+    #[test]
+    fn figures_read_as_people_write_them() {
+        let single = |v: f32| Figure(f64::from(v), Precision::Single).to_string();
+        assert_eq!(single(0.5), "0.5");
+        assert_eq!(single(0.2008071), "0.2008071");
+        assert_eq!(single(-0.2447532), "-0.2447532");
+        assert_eq!(single(1e-7), "1e-07");
+        assert_eq!(single(2.5e20), "2.5e+20");
+        assert_eq!(single(3.0), "3");
+        // A difference of two float32 values, computed in double.
+        let d = (f64::from(0.2008071f32) - f64::from(0.7008071f32)).abs();
+        assert_eq!(single(d as f32), "0.5");
+        assert_eq!(Figure(d, Precision::Single).to_string(), "0.5");
+        assert_eq!(Figure::double(0.1).to_string(), "0.1");
+        assert_eq!(Figure::double(1.0 / 3.0).to_string(), "0.3333333333333333");
+        assert_eq!(Figure::double(1e-300).to_string(), "1e-300");
     }
 }
