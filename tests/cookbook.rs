@@ -1,6 +1,8 @@
-//! README's cookbook runs as written: every `$ ` command (with `> `
-//! continuation lines) in order in one shell at the top of the checkout,
-//! each printing exactly the output shown under it. With
+//! README's cookbook runs as written: every `$ ` command in order in one
+//! shell at the top of the checkout, each printing exactly the output
+//! shown under it. A command is one line, so that it works pasted as
+//! shown: no `> ` continuation prompts, which a shell would read as part
+//! of the command. With
 //! `PTEFS_COOKBOOK_WRITE=1` the test writes the real output into README
 //! instead.
 
@@ -44,12 +46,12 @@ fn steps(readme: &[&str]) -> Vec<Step> {
                 output: Vec::new(),
                 lines: (i + 1, i + 1),
             });
-        } else if let Some(more) = line.strip_prefix("> ") {
-            let s = steps.last_mut().expect("a command before `> `");
-            s.command.push('\n');
-            s.command.push_str(more);
-            s.lines = (i + 1, i + 1);
         } else {
+            assert!(
+                !(line.starts_with("> ") && steps.last().is_some_and(|s| s.output.is_empty())),
+                "README line {}: a continuation prompt fails when pasted; make the command one line",
+                i + 1
+            );
             let s = steps.last_mut().expect("a command before its output");
             s.output.push((*line).to_owned());
             s.lines.1 = i + 1;
@@ -121,6 +123,24 @@ fn the_cookbook_runs_as_written() {
             got, &s.output,
             "README line {}: `{}` printed something else",
             s.lines.0, s.command
+        );
+    }
+}
+
+/// No command anywhere in README continues on a `> ` line: pasted into a
+/// shell, the prompt would become part of the command.
+#[test]
+fn no_readme_command_needs_a_continuation_prompt() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let lines: Vec<&str> = readme.lines().collect();
+    for (i, pair) in lines.windows(2).enumerate() {
+        let command = pair[0].trim_start().starts_with("$ ");
+        assert!(
+            !(command && pair[1].trim_start().starts_with("> ")),
+            "README line {}: `{}` continues on a prompt line",
+            i + 2,
+            pair[1]
         );
     }
 }
