@@ -561,3 +561,33 @@ fn truncations_and_flips_of_a_referenced_entry_are_survived() {
         writer::payloads::read_all(&t, &bytes);
     }
 }
+
+#[test]
+fn a_reference_is_resolved_from_a_ptd_beside_the_program() {
+    // The multi-method layout with the directory moved out of the program
+    // into a data file of any name: found by the reference's key.
+    let small = small_payload();
+    let dir = tempfile::tempdir().unwrap();
+    let r = br#"CMJR{"version": 1, "key": "coreml_k", "functionName": "main"}"#.to_vec();
+    let pte = write_file(
+        dir.path(),
+        "m.pte",
+        &writer::payloads::one_delegate(BACKEND, r, specs(), Vec::new()),
+    );
+    let ptd = writer::DataFile {
+        entries: vec![("coreml_k".into(), None, writer::Bytes::Owned(small.clone()))],
+    };
+    write_file(dir.path(), "weights.ptd", &ptd.to_bytes());
+    let v = view_of(&[pte], &[]);
+    let base = folder("forward");
+    let model = read(
+        &v,
+        &format!("{base}/m/model.mlpackage/Data/com.apple.CoreML/model.mlmodel"),
+    );
+    assert_eq!(model, &small[128..128 + 1620]);
+    let index = json(&v, &format!("{base}/weights/index.json"));
+    assert_eq!(index[0]["source"]["file"], "weights.ptd", "{index}");
+    let bin = read(&v, &format!("{base}/weights/main.004-linear.weight.bin"));
+    assert_eq!(bin, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert!(text(&v, &format!("{base}/code.txt")).contains("function main(%x: fp32[1,16])"));
+}
