@@ -139,17 +139,33 @@ fn check_weights(v: &View, dir: &str) {
     let index = json(v, &format!("{dir}/weights/index.json"));
     let entries = index.as_array().unwrap();
     assert!(!entries.is_empty());
+    let model_path = json(v, &format!("{dir}/graph.json"))["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let model = read(v, &format!("{dir}/{model_path}"));
     for e in entries {
-        let file = read(v, &format!("{dir}/{}", e["file_path"].as_str().unwrap()));
-        let meta = e["metadata_offset"].as_u64().unwrap() as usize;
-        let record = &file[meta..meta + 64];
-        assert_eq!(&record[..4], &0xDEAD_BEEFu32.to_le_bytes());
-        let size = u64::from_le_bytes(record[8..16].try_into().unwrap()) as usize;
-        let at = u64::from_le_bytes(record[16..24].try_into().unwrap()) as usize;
-        assert_eq!(e["data_offset"].as_u64().unwrap() as usize, at);
-        assert_eq!(e["data_size"].as_u64().unwrap() as usize, size);
         let bin = read(v, &format!("{dir}/weights/{}", e["name"].as_str().unwrap()));
-        assert_eq!(bin, &file[at..at + size], "{}", e["name"]);
+        if e["stored"] == "inline" {
+            // Packed floats inside model.mlmodel, found where the
+            // protobuf holds them.
+            assert_eq!(e["field"], "floats");
+            let at = e["model_offset"].as_u64().unwrap() as usize;
+            assert_eq!(bin, &model[at..at + bin.len()], "{e}");
+            assert_eq!(model[at - 2..at], [0x0a, bin.len() as u8]);
+        } else {
+            assert_eq!(e["stored"], "blob");
+            let file = read(v, &format!("{dir}/{}", e["file_path"].as_str().unwrap()));
+            let meta = e["metadata_offset"].as_u64().unwrap() as usize;
+            let record = &file[meta..meta + 64];
+            assert_eq!(&record[..4], &0xDEAD_BEEFu32.to_le_bytes());
+            let size = u64::from_le_bytes(record[8..16].try_into().unwrap()) as usize;
+            let at = u64::from_le_bytes(record[16..24].try_into().unwrap()) as usize;
+            assert_eq!(e["data_offset"].as_u64().unwrap() as usize, at);
+            assert_eq!(e["data_size"].as_u64().unwrap() as usize, size);
+            assert_eq!(bin, &file[at..at + size], "{}", e["name"]);
+        }
+        let size = bin.len();
         let npy = read(v, &format!("{dir}/weights/{}", e["npy"].as_str().unwrap()));
         assert!(npy.ends_with(&bin));
         assert!(text_of(&npy[..npy.len() - bin.len()]).contains("'descr': '<f4'"));
@@ -267,7 +283,7 @@ fn a_multi_method_reference_is_resolved_through_named_data() {
         for e in index.as_array().unwrap() {
             let at = e["source"]["offset"].as_u64().unwrap();
             assert!(
-                at >= start && at + e["data_size"].as_u64().unwrap() <= end,
+                at >= start && at + e["nbytes"].as_u64().unwrap() <= end,
                 "{e}"
             );
         }
@@ -306,14 +322,15 @@ fn inspect_reports_the_model_and_diff_names_weights() {
     let s = d.summary();
     assert_eq!((s.backend.as_str(), s.nodes, s.values), (BACKEND, 7, 8));
     assert_eq!((s.ops["const"], s.ops["linear"], s.ops["relu"]), (4, 2, 1));
-    assert_eq!(s.constant_bytes["fp32"], 2048 + 128 + 1024);
+    assert_eq!(s.constant_bytes["fp32"], 2048 + 128 + 1024 + 32);
     let names: Vec<String> = d.weights().into_iter().map(|(n, _)| n.name).collect();
     assert_eq!(
         names,
         [
             "main.004-linear.weight",
             "main.004-linear.bias",
-            "main.006-linear.weight"
+            "main.006-linear.weight",
+            "main.006-linear.bias"
         ]
     );
     let out = std::process::Command::new(ptefs_bin())
@@ -328,7 +345,7 @@ fn inspect_reports_the_model_and_diff_names_weights() {
         "{text}"
     );
     assert!(text.contains("7 nodes, 8 values"), "{text}");
-    assert!(text.contains("3200 bytes of fp32"), "{text}");
+    assert!(text.contains("3232 bytes of fp32"), "{text}");
 }
 
 #[test]
@@ -346,9 +363,9 @@ fn a_mount_serves_the_package_byte_for_byte() {
             n += 1;
         }
     }
-    // 6 package files; header, code, graph.json, graph.dot; 3 .bin, 3 .npy
+    // 6 package files; header, code, graph.json, graph.dot; 4 .bin, 4 .npy
     // and index.json.
-    assert_eq!(n, 6 + 4 + 7);
+    assert_eq!(n, 6 + 4 + 9);
     // Copied out, it is a directory tree again.
     let out = tempfile::tempdir().unwrap();
     let status = std::process::Command::new("cp")

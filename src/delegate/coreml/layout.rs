@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::weights::Stored;
 use super::{Payload, Weight, blob, flattened, mil, reference};
 use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
@@ -162,16 +163,31 @@ fn weight<'a>(k: usize, w: &Weight<'a>) -> layout::Weight<'a> {
     put("role", json!(w.role));
     put("dtype", json!(mil::dtype_name(w.dtype)));
     put("shape", json!(w.dims));
-    put("file", json!(w.file_name));
-    put("file_path", json!(w.file_path));
-    put("metadata_offset", json!(w.metadata_offset));
-    match &w.blob {
-        Ok(b) => {
-            put("blob_dtype", json!(blob::dtype_name(b.dtype)));
-            put("data_offset", json!(b.data.offset));
-            put("data_size", json!(b.data.len));
+    match &w.stored {
+        Stored::Blob {
+            file_name,
+            file_path,
+            metadata_offset,
+            blob,
+        } => {
+            put("stored", json!("blob"));
+            put("file", json!(file_name));
+            put("file_path", json!(file_path));
+            put("metadata_offset", json!(metadata_offset));
+            match blob {
+                Ok(b) => {
+                    put("blob_dtype", json!(blob::dtype_name(b.dtype)));
+                    put("data_offset", json!(b.data.offset));
+                    put("data_size", json!(b.data.len));
+                }
+                Err(e) => put("blob_error", json!(e)),
+            }
         }
-        Err(e) => put("blob_error", json!(e)),
+        Stored::Inline { field, offset } => {
+            put("stored", json!("inline"));
+            put("field", json!(field));
+            put("model_offset", json!(offset));
+        }
     }
     put("users", json!(w.users));
     let npy = mil::numpy(w.dtype).and_then(|(descr, size)| {

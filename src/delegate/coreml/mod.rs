@@ -122,7 +122,8 @@ pub fn decode<'a>(payload: &'a [u8], named: &dyn Lookup<'a>) -> Result<Payload<'
     })?;
     let mut errors = dir.errors.clone();
     let mut model = None;
-    if let Some(file) = model_file(&dir) {
+    let file = model_file(&dir).cloned();
+    if let Some(file) = &file {
         let path = file.path.clone();
         match mil::decode(store.slice(file.span), &path) {
             Ok(spec) => {
@@ -136,11 +137,19 @@ pub fn decode<'a>(payload: &'a [u8], named: &dyn Lookup<'a>) -> Result<Payload<'
             Err(e) => errors.push(e.to_string()),
         }
     }
-    let weights = match &model {
-        Some(m) => mil::program(&m.spec)
-            .map(|p| weights::collect(p, &dir, &store, &m.dir))
-            .unwrap_or_default(),
-        None => Vec::new(),
+    let weights = match (&model, &file) {
+        (Some(m), Some(file)) => {
+            let cx = weights::Context {
+                dir: &dir,
+                store: &store,
+                model_dir: &m.dir,
+                model: file,
+            };
+            mil::program(&m.spec)
+                .map(|p| weights::collect(p, &cx))
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
     };
     let missing = |r: &Reference, m: &Model| -> Option<String> {
         let f = r.function_name.as_ref()?;

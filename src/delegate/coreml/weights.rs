@@ -1,17 +1,50 @@
 //! The model's weights: every MIL value stored in a weight file
 //! (`blobFileValue`, mostly a `const` op's `val`), located through the
-//! blob's metadata record and named by the op and argument that first use
-//! it (`main.004-linear.weight`), so names stay put when bytes change.
+//! blob's metadata record, and every `const` tensor stored inline in
+//! `model.mlmodel` whose elements are raw bytes there (floats, doubles,
+//! bools, bytes), located by finding that encoding in the file. Each is
+//! named by the op and argument that first use it
+//! (`main.004-linear.weight`), so names stay put when bytes change.
 
 use std::collections::{HashMap, HashSet};
 
-use super::flattened::Directory;
+use memchr::memmem;
+
+use super::flattened::{Directory, FileEntry};
 use super::{Store, blob, mil};
 use crate::delegate::Bytes;
+use crate::format::Span;
 use crate::schema::coreml as pb;
 
 /// The prefix Core ML puts before paths inside the model's own folder.
 pub const MODEL_PATH: &str = "@model_path/";
+
+/// Most bytes of `model.mlmodel` scanned in all when locating inline
+/// values, so a model of many inline constants stays linear in its size.
+const SCAN_BUDGET: u64 = 256 << 20;
+
+/// Where a weight's bytes are kept.
+#[derive(Debug, Clone)]
+pub enum Stored {
+    /// In a weight file, at a blob.
+    Blob {
+        /// The weight file as the model names it.
+        file_name: String,
+        /// The path of that file in the folder, when it is there.
+        file_path: Option<String>,
+        /// Offset of the blob's metadata record in the weight file.
+        metadata_offset: u64,
+        /// The blob, or why it cannot be found.
+        blob: Result<blob::Blob, String>,
+    },
+    /// Inline in `model.mlmodel`, as a packed protobuf field.
+    Inline {
+        /// The `TensorValue` field (`floats`, `doubles`, `bools`, `bytes`).
+        field: &'static str,
+        /// Offset of the elements in `model.mlmodel`, when found.
+        offset: Option<u64>,
+    },
+}
 
 /// One weight.
 #[derive(Debug, Clone)]
@@ -29,7 +62,7 @@ pub struct Weight<'a> {
     /// Where in the op the value sits (`val`, or an argument name).
     pub argument: String,
     /// The layer that uses it (`main.004-linear`; the op itself when
-    /// nothing uses it) and the argument it is used as (`weight`).
+    /// nothing uses it).
     pub layer: String,
     /// The role: the argument of its first user, or `argument`.
     pub role: String,
@@ -39,28 +72,34 @@ pub struct Weight<'a> {
     pub dtype: i32,
     /// Dims (`-1`: unknown).
     pub dims: Vec<i64>,
-    /// The weight file as the model names it.
-    pub file_name: String,
-    /// The path of that file in the folder, when it is there.
-    pub file_path: Option<String>,
-    /// Offset of the blob's metadata record in the weight file.
-    pub metadata_offset: u64,
-    /// The blob, or why it cannot be found.
-    pub blob: Result<blob::Blob, String>,
-    /// The blob's data, or why it cannot be shown.
+    /// Where it is kept.
+    pub stored: Stored,
+    /// Its bytes, or why they cannot be shown.
     pub bytes: Result<Bytes<'a>, String>,
 }
 
-/// Every weight of `program`, whose `model.mlmodel` is in folder
-/// `model_dir` of `dir` (bytes in `store`).
-pub fn collect<'a>(
-    program: &pb::Program,
-    dir: &Directory,
-    store: &Store<'a>,
-    model_dir: &str,
-) -> Vec<Weight<'a>> {
+/// What weights are found in: the directory, its bytes, the folder
+/// `@model_path/` names, and `model.mlmodel`.
+pub struct Context<'c, 'a> {
+    /// The directory.
+    pub dir: &'c Directory,
+    /// Its bytes.
+    pub store: &'c Store<'a>,
+    /// The folder holding `model.mlmodel`.
+    pub model_dir: &'c str,
+    /// `model.mlmodel` itself.
+    pub model: &'c FileEntry,
+}
+
+/// Every weight of `program`.
+pub fn collect<'a>(program: &pb::Program, cx: &Context<'_, 'a>) -> Vec<Weight<'a>> {
     let mut out = Vec::new();
     let mut stems = HashSet::new();
+    let mut finder = Finder {
+        haystack: cx.store.slice(cx.model.span),
+        cursor: 0,
+        scanned: 0,
+    };
     for (fname, f) in &program.functions {
         let Some((_, block)) = mil::block(f) else {
             continue;
@@ -83,7 +122,28 @@ pub fn collect<'a>(
                 }
             }
             for (argument, v) in found {
-                let Some(r) = mil::blob_ref(v) else {
+                let ty = tensor_type(v, out_type);
+                let (stored, bytes) = if let Some(r) = mil::blob_ref(v) {
+                    in_blob(cx, r)
+                } else if let (true, Some((field, raw))) =
+                    (op.r#type == "const" && argument == "val", inline_raw(v))
+                {
+                    if ty.is_none_or(|t| t.rank < 1) {
+                        continue;
+                    }
+                    let offset = finder.find(&raw);
+                    let bytes = match offset {
+                        Some(at) => Ok(cx.store.range(Span {
+                            offset: cx.model.span.offset + at,
+                            len: raw.encoded_len,
+                        })),
+                        None => Err(format!(
+                            "the inline {field} are not found as one packed field in {}",
+                            cx.model.path
+                        )),
+                    };
+                    (Stored::Inline { field, offset }, bytes)
+                } else {
                     continue;
                 };
                 let uses = users
@@ -100,20 +160,6 @@ pub fn collect<'a>(
                     stem = format!("{layer}.{role}-{k}");
                     k += 1;
                 }
-                let ty = tensor_type(v, out_type);
-                let file_path = r
-                    .file_name
-                    .strip_prefix(MODEL_PATH)
-                    .map(|rest| format!("{model_dir}/{rest}"));
-                let blob = locate(dir, store, file_path.as_deref(), &r.file_name, r.offset);
-                let bytes = match (&blob, file_path.as_deref().and_then(|p| dir.file(p))) {
-                    (Ok(b), Some(f)) => Ok(store.range(crate::format::Span {
-                        offset: f.span.offset + b.data.offset,
-                        len: b.data.len,
-                    })),
-                    (Err(e), _) => Err(e.clone()),
-                    (Ok(_), None) => Err("weight file missing".into()),
-                };
                 out.push(Weight {
                     stem,
                     function: fname.clone(),
@@ -129,16 +175,136 @@ pub fn collect<'a>(
                         .collect(),
                     dtype: ty.map_or(0, |t| t.data_type),
                     dims: ty.map(mil::dims).unwrap_or_default(),
-                    file_name: r.file_name.clone(),
-                    file_path,
-                    metadata_offset: r.offset,
-                    blob,
+                    stored,
                     bytes,
                 });
             }
         }
     }
     out
+}
+
+/// A weight-file value: its blob and data.
+fn in_blob<'a>(
+    cx: &Context<'_, 'a>,
+    r: &pb::value::BlobFileValue,
+) -> (Stored, Result<Bytes<'a>, String>) {
+    let file_path = r
+        .file_name
+        .strip_prefix(MODEL_PATH)
+        .map(|rest| format!("{}/{rest}", cx.model_dir));
+    let file = file_path.as_deref().and_then(|p| cx.dir.file(p));
+    let blob = match (file_path.as_deref(), file) {
+        (None, _) => Err(format!(
+            "weight file {:?} is not under {MODEL_PATH}, so not in this folder",
+            r.file_name
+        )),
+        (Some(p), None) => Err(format!("weight file {p} is not in the directory")),
+        (Some(p), Some(f)) => {
+            blob::at(cx.store.slice(f.span), r.offset, p).map_err(|e| e.to_string())
+        }
+    };
+    let bytes = match (&blob, file) {
+        (Ok(b), Some(f)) => Ok(cx.store.range(Span {
+            offset: f.span.offset + b.data.offset,
+            len: b.data.len,
+        })),
+        (Err(e), _) => Err(e.clone()),
+        (Ok(_), None) => Err("weight file missing".into()),
+    };
+    let stored = Stored::Blob {
+        file_name: r.file_name.clone(),
+        file_path,
+        metadata_offset: r.offset,
+        blob,
+    };
+    (stored, bytes)
+}
+
+/// An inline tensor's elements as protobuf stores them packed: the field
+/// key and length in front (to find them), then the raw element bytes.
+struct Raw {
+    needle: Vec<u8>,
+    encoded_len: u64,
+}
+
+/// The packed encoding of an inline tensor whose elements are raw bytes.
+fn inline_raw(v: &pb::Value) -> Option<(&'static str, Raw)> {
+    use pb::tensor_value::Value as T;
+    let Some(pb::value::Value::ImmediateValue(i)) = &v.value else {
+        return None;
+    };
+    let Some(pb::value::immediate_value::Value::Tensor(t)) = &i.value else {
+        return None;
+    };
+    let (field, raw): (&'static str, Vec<u8>) = match t.value.as_ref()? {
+        T::Floats(f) => (
+            "floats",
+            f.values.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        ),
+        T::Doubles(d) => (
+            "doubles",
+            d.values.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        ),
+        T::Bools(b) => ("bools", b.values.iter().map(|&x| u8::from(x)).collect()),
+        T::Bytes(b) => ("bytes", b.values.clone()),
+        _ => return None,
+    };
+    if raw.is_empty() {
+        return None;
+    }
+    // Field 1, length-delimited (key byte 0x0a), then the length varint.
+    let mut needle = vec![0x0a];
+    let mut n = raw.len() as u64;
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            needle.push(byte);
+            break;
+        }
+        needle.push(byte | 0x80);
+    }
+    let prefix = needle.len() as u64;
+    needle.extend_from_slice(&raw);
+    Some((
+        field,
+        Raw {
+            encoded_len: needle.len() as u64 - prefix,
+            needle,
+        },
+    ))
+}
+
+/// Finds encodings in `model.mlmodel`, in file order first (values are
+/// written in op order), within a scanning budget.
+struct Finder<'h> {
+    haystack: &'h [u8],
+    cursor: usize,
+    scanned: u64,
+}
+
+impl Finder<'_> {
+    /// The offset of `raw`'s elements, when its encoding is there.
+    fn find(&mut self, raw: &Raw) -> Option<u64> {
+        let prefix = raw.needle.len() as u64 - raw.encoded_len;
+        for from in [self.cursor, 0] {
+            let hay = self.haystack.get(from..)?;
+            self.scanned += hay.len() as u64;
+            if self.scanned > SCAN_BUDGET {
+                return None;
+            }
+            if let Some(at) = memmem::find(hay, &raw.needle) {
+                let start = from + at;
+                self.cursor = start + raw.needle.len();
+                return Some(start as u64 + prefix);
+            }
+            if from == 0 {
+                break;
+            }
+        }
+        None
+    }
 }
 
 /// Who uses each name in `block`: (op index, op type, argument), in op
@@ -163,23 +329,4 @@ fn tensor_type<'m>(
     out_type: Option<&'m pb::ValueType>,
 ) -> Option<&'m pb::TensorType> {
     mil::tensor(v.r#type.as_ref()).or_else(|| mil::tensor(out_type))
-}
-
-/// The blob whose metadata record is at `offset` of the weight file.
-fn locate(
-    dir: &Directory,
-    store: &Store<'_>,
-    path: Option<&str>,
-    name: &str,
-    offset: u64,
-) -> Result<blob::Blob, String> {
-    let Some(path) = path else {
-        return Err(format!(
-            "weight file {name:?} is not under {MODEL_PATH}, so not in this folder"
-        ));
-    };
-    let Some(file) = dir.file(path) else {
-        return Err(format!("weight file {path} is not in the directory"));
-    };
-    blob::at(store.slice(file.span), offset, path).map_err(|e| e.to_string())
 }
