@@ -608,3 +608,138 @@ fn a_reference_is_resolved_from_a_ptd_beside_the_program() {
     assert_eq!(bin, [1, 2, 3, 4, 5, 6, 7, 8]);
     assert!(text(&v, &format!("{base}/code.txt")).contains("function main(%x: fp32[1,16])"));
 }
+
+/// A flattened directory holding only `m/model.mlpackage/Data/
+/// com.apple.CoreML/model.mlmodel` with `model`.
+fn model_only_payload(model: &[u8]) -> Vec<u8> {
+    let dir = |name: &str, child: &str, index: usize| serde_json::json!({"children": {child: index}, "dataRegion": {"offset": 0, "size": 0}, "kind": 1, "name": name});
+    let table = serde_json::json!({"nodes": [
+        {"children": {}, "dataRegion": {"offset": 0, "size": model.len()}, "kind": 0, "name": "model.mlmodel"},
+        dir("com.apple.CoreML", "model.mlmodel", 0),
+        dir("Data", "com.apple.CoreML", 1),
+        dir("model.mlpackage", "Data", 2),
+        dir("m", "model.mlpackage", 3),
+    ]});
+    let mut out = model.to_vec();
+    out.extend(serde_json::to_vec(&table).unwrap().into_iter().rev());
+    out
+}
+
+/// 2,000 `const` ops all named `%c` (inline floats), each use of `%c` by
+/// 2,000 ops: names stay unique in linear time, each weight lists at most
+/// 64 users, and the folder is made quickly.
+#[test]
+fn many_weights_and_uses_do_not_multiply() {
+    use prost::Message;
+    use ptefs::schema::coreml as pb;
+    let n = 2000;
+    let f32_type = |dims: &[u64]| pb::ValueType {
+        r#type: Some(pb::value_type::Type::TensorType(pb::TensorType {
+            data_type: 11,
+            rank: dims.len() as i64,
+            dimensions: dims
+                .iter()
+                .map(|&d| pb::Dimension {
+                    dimension: Some(pb::dimension::Dimension::Constant(
+                        pb::dimension::ConstantDimension { size: d },
+                    )),
+                })
+                .collect(),
+            attributes: Default::default(),
+        })),
+    };
+    let mut ops = Vec::new();
+    for _ in 0..n {
+        let val = pb::Value {
+            r#type: Some(f32_type(&[2])),
+            value: Some(pb::value::Value::ImmediateValue(
+                pb::value::ImmediateValue {
+                    value: Some(pb::value::immediate_value::Value::Tensor(pb::TensorValue {
+                        value: Some(pb::tensor_value::Value::Floats(
+                            pb::tensor_value::RepeatedFloats {
+                                values: vec![1.5, -2.0],
+                            },
+                        )),
+                    })),
+                },
+            )),
+            ..Default::default()
+        };
+        ops.push(pb::Operation {
+            r#type: "const".into(),
+            outputs: vec![pb::NamedValueType {
+                name: "c".into(),
+                r#type: Some(f32_type(&[2])),
+            }],
+            attributes: [("val".to_owned(), val)].into_iter().collect(),
+            ..Default::default()
+        });
+    }
+    for k in 0..n {
+        let x = pb::Argument {
+            arguments: vec![pb::argument::Binding {
+                binding: Some(pb::argument::binding::Binding::Name("c".into())),
+            }],
+        };
+        ops.push(pb::Operation {
+            r#type: "relu".into(),
+            inputs: [("x".to_owned(), x)].into_iter().collect(),
+            outputs: vec![pb::NamedValueType {
+                name: format!("r{k}"),
+                r#type: Some(f32_type(&[2])),
+            }],
+            ..Default::default()
+        });
+    }
+    let block = pb::Block {
+        operations: ops,
+        outputs: vec!["r0".into()],
+        ..Default::default()
+    };
+    let function = pb::Function {
+        opset: "CoreML7".into(),
+        block_specializations: [("CoreML7".to_owned(), block)].into_iter().collect(),
+        ..Default::default()
+    };
+    let model = pb::Model {
+        specification_version: 8,
+        r#type: Some(pb::model::Type::MlProgram(pb::Program {
+            version: 1,
+            functions: [("main".to_owned(), function)].into_iter().collect(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let payload = model_only_payload(&model.encode_to_vec());
+    let started = std::time::Instant::now();
+    let (bytes, t) = tree_of(payload, Vec::new());
+    writer::payloads::read_all(&t, &bytes);
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    let dir = format!("{}/weights", folder("forward"));
+    let ino = t.resolve(&format!("{dir}/index.json")).unwrap();
+    let f = t.file(ino).unwrap();
+    let piece = f.content.read(0, f.content.len());
+    let mut out = Vec::new();
+    piece.assemble(
+        piece.tail.map_or(&[][..], |(_, s)| s.bytes(&bytes)),
+        &mut out,
+    );
+    let index: Json = serde_json::from_slice(&out).unwrap();
+    let index = index.as_array().unwrap();
+    assert_eq!(index.len(), n);
+    assert_eq!(index[0]["name"], "main.2000-relu.x.bin");
+    assert_eq!(index[1]["name"], "main.2000-relu.x-1.bin");
+    assert_eq!(index[0]["users"].as_array().unwrap().len(), 64);
+    assert_eq!(index[0]["user_count"], n);
+    assert_eq!(index[0]["stored"], "inline");
+    assert_eq!(
+        index[n - 1]["name"],
+        "main.2000-relu.x-1999.bin",
+        "{}",
+        index[n - 1]
+    );
+    assert!(
+        t.resolve(&format!("{dir}/main.2000-relu.x-1999.npy"))
+            .is_some()
+    );
+}

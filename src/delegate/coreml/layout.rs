@@ -190,6 +190,9 @@ fn weight<'a>(k: usize, w: &Weight<'a>) -> layout::Weight<'a> {
         }
     }
     put("users", json!(w.users));
+    if w.user_count > w.users.len() {
+        put("user_count", json!(w.user_count));
+    }
     let npy = mil::numpy(w.dtype).and_then(|(descr, size)| {
         let shape: Vec<u64> = w
             .dims

@@ -23,6 +23,33 @@ pub const MODEL_PATH: &str = "@model_path/";
 /// values, so a model of many inline constants stays linear in its size.
 const SCAN_BUDGET: u64 = 256 << 20;
 
+/// Most uses listed per weight: a hostile model may name one value from
+/// every op, and listing them all for each of many weights would multiply.
+pub const MAX_USERS: usize = 64;
+
+/// Stems given so far, and the next suffix to try for each.
+#[derive(Default)]
+struct Stems {
+    given: HashSet<String>,
+    next: HashMap<String, usize>,
+}
+
+/// `base`, or `base-<k>` for the first `k` not given yet, so that many
+/// weights of one layer and role are named in linear time.
+fn unique(stems: &mut Stems, base: String) -> String {
+    if stems.given.insert(base.clone()) {
+        return base;
+    }
+    let k = stems.next.entry(base.clone()).or_insert(1);
+    loop {
+        let stem = format!("{base}-{k}");
+        *k += 1;
+        if stems.given.insert(stem.clone()) {
+            return stem;
+        }
+    }
+}
+
 /// Where a weight's bytes are kept.
 #[derive(Debug, Clone)]
 pub enum Stored {
@@ -66,8 +93,11 @@ pub struct Weight<'a> {
     pub layer: String,
     /// The role: the argument of its first user, or `argument`.
     pub role: String,
-    /// Every use, as `<op index>-<op type>.<argument>`.
+    /// Its uses, as `<op index>-<op type>.<argument>`: the first
+    /// [`MAX_USERS`].
     pub users: Vec<String>,
+    /// How many uses there are.
+    pub user_count: usize,
     /// MIL data type code.
     pub dtype: i32,
     /// Dims (`-1`: unknown).
@@ -94,7 +124,7 @@ pub struct Context<'c, 'a> {
 /// Every weight of `program`.
 pub fn collect<'a>(program: &pb::Program, cx: &Context<'_, 'a>) -> Vec<Weight<'a>> {
     let mut out = Vec::new();
-    let mut stems = HashSet::new();
+    let mut stems = Stems::default();
     let mut finder = Finder {
         haystack: cx.store.slice(cx.model.span),
         cursor: 0,
@@ -154,12 +184,7 @@ pub fn collect<'a>(program: &pb::Program, cx: &Context<'_, 'a>) -> Vec<Weight<'a
                     ("const", Some((j, t, arg))) => (format!("{fname}.{j:03}-{t}"), arg.clone()),
                     _ => (format!("{fname}.{i:03}-{}", op.r#type), argument.to_owned()),
                 };
-                let mut stem = format!("{layer}.{role}");
-                let mut k = 1;
-                while !stems.insert(stem.clone()) {
-                    stem = format!("{layer}.{role}-{k}");
-                    k += 1;
-                }
+                let stem = unique(&mut stems, format!("{layer}.{role}"));
                 out.push(Weight {
                     stem,
                     function: fname.clone(),
@@ -171,8 +196,10 @@ pub fn collect<'a>(program: &pb::Program, cx: &Context<'_, 'a>) -> Vec<Weight<'a
                     role,
                     users: uses
                         .iter()
+                        .take(MAX_USERS)
                         .map(|(j, t, a)| format!("{j:03}-{t}.{a}"))
                         .collect(),
+                    user_count: uses.len(),
                     dtype: ty.map_or(0, |t| t.data_type),
                     dims: ty.map(mil::dims).unwrap_or_default(),
                     stored,
@@ -289,12 +316,14 @@ impl Finder<'_> {
     fn find(&mut self, raw: &Raw) -> Option<u64> {
         let prefix = raw.needle.len() as u64 - raw.encoded_len;
         for from in [self.cursor, 0] {
-            let hay = self.haystack.get(from..)?;
-            self.scanned += hay.len() as u64;
             if self.scanned > SCAN_BUDGET {
                 return None;
             }
-            if let Some(at) = memmem::find(hay, &raw.needle) {
+            let hay = self.haystack.get(from..)?;
+            let found = memmem::find(hay, &raw.needle);
+            // Count what was read: up to the match, or all of it.
+            self.scanned += found.map_or(hay.len(), |at| at + raw.needle.len()) as u64;
+            if let Some(at) = found {
                 let start = from + at;
                 self.cursor = start + raw.needle.len();
                 return Some(start as u64 + prefix);
