@@ -23,6 +23,18 @@ flatc --rust -o "$out" schema/xnnpack.fbs schema/vulkan.fbs
 # its own, numbered like the program's but with fewer names.
 flatc --rust -o "$out" schema/native_graph.fbs
 
+# Core ML's model.mlmodel is a protobuf: schema/coreml.proto through prost-build
+# (scripts/coreml-proto-gen), with protoc from PyPI grpcio-tools.
+if ! python3 -c 'import grpc_tools' 2>/dev/null; then
+  echo "installing protoc (PyPI package grpcio-tools)" >&2
+  python3 -m pip install --quiet grpcio-tools
+fi
+printf '#!/bin/sh\nexec python3 -m grpc_tools.protoc "$@"\n' >"$derived/protoc"
+chmod +x "$derived/protoc"
+PROTOC="$derived/protoc" CARGO_TARGET_DIR="$PWD/target/coreml-proto-gen" \
+  cargo run --quiet --manifest-path scripts/coreml-proto-gen/Cargo.toml -- \
+  schema/coreml.proto "$out/coreml_proto_generated.rs"
+
 # Verification-only twins (<name>_verify_generated.rs), with the same wire
 # layout as the real schemas but checked as ExecuTorch's C++ verifier checks:
 # - a vector of 8-byte scalars becomes a vector of an 8-byte struct, whose

@@ -7,3 +7,7 @@ pub use crate::program_generated::executorch_flatbuffer as program;
 pub use crate::program_generated::executorch_flatbuffer::ScalarType;
 pub use crate::vulkan_generated::vulkan_flatbuffer as vulkan;
 pub use crate::xnnpack_generated::xnnpack_flatbuffer as xnnpack;
+
+/// Protobuf messages of Core ML's `model.mlmodel` (prost), from
+/// `schema/coreml.proto`.
+pub use crate::generated::coreml_proto_generated as coreml;

@@ -5,6 +5,7 @@
 
 mod backend;
 mod bytes;
+pub mod coreml;
 pub mod dot;
 pub mod fetch;
 pub mod flatbuffer;
@@ -26,7 +27,7 @@ use crate::format::Result;
 
 /// Every backend with a decoder. Adding one is a module under
 /// `delegate/` and a line here.
-static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan];
+static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan, &coreml::CoreMl];
 
 /// The backend that decodes delegates of id `id`.
 pub fn backend(id: &str) -> Option<&'static dyn Backend> {
