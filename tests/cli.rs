@@ -31,6 +31,48 @@ fn every_subcommand_help_shows_an_example() {
     }
 }
 
+/// The options every command that opens files shares are one definition:
+/// the same help text everywhere, and every command names every kind of
+/// input it takes.
+#[test]
+fn shared_options_and_input_kinds_are_the_same_in_every_command() {
+    let shared = ["data", "names", "no_auto_data", "header"];
+    let mut seen: std::collections::BTreeMap<&str, String> = Default::default();
+    for sub in subcommands() {
+        if sub.get_name() == "umount" {
+            continue;
+        }
+        for id in shared {
+            let arg = sub
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .unwrap_or_else(|| panic!("`ptefs {}` has no --{id}", sub.get_name()));
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            let first = seen.entry(id).or_insert_with(|| help.clone());
+            assert_eq!(*first, help, "--{id} of `ptefs {}`", sub.get_name());
+        }
+        let inputs: String = sub
+            .get_positionals()
+            .filter_map(|a| a.get_help().map(|h| h.to_string()))
+            .collect();
+        for kind in [
+            ".pte",
+            ".ptd",
+            ".bpte",
+            ".ptn",
+            "director",
+            "http(s)://",
+            "s3://",
+        ] {
+            assert!(
+                inputs.contains(kind),
+                "`ptefs {} --help` does not name {kind} among its inputs: {inputs}",
+                sub.get_name()
+            );
+        }
+    }
+}
+
 /// README's command table: (subcommand, the options its row names).
 fn readme_rows() -> Vec<(String, Vec<String>)> {
     let readme =

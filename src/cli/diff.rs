@@ -40,22 +40,12 @@ pub(super) struct DiffArgs {
     /// Relative tolerance, with B (the second file) as the reference.
     #[arg(long, default_value_t = 0.0, value_name = "RTOL")]
     rtol: f64,
-    /// A safetensors checkpoint or JSON map {name: sha256}: tensors the
-    /// files store without a name pair by the checkpoint's names.
-    #[arg(long, value_name = "FILE")]
-    names: Option<PathBuf>,
-    /// A .ptd attached to both files (repeatable).
-    #[arg(long = "data", value_name = "PTD")]
-    data: Vec<PathBuf>,
-    /// Do not attach the .ptd files beside each file that hold data it
-    /// needs (external tensors, delegates' named data).
-    #[arg(long)]
-    no_auto_data: bool,
     #[command(flatten)]
-    http: super::HttpHeaders,
-    /// The first file (or directory of them).
+    attach: super::Attach,
+    /// The first: a .pte, .ptd, .bpte or .ptn file, a directory of them,
+    /// or an http(s)://, s3://, gs:// or az:// URL of one.
     a: PathBuf,
-    /// The second file (or directory), the reference.
+    /// The second, the reference: any input the first may be.
     b: PathBuf,
 }
 
@@ -85,8 +75,8 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
             rtol: args.rtol,
         },
     };
-    args.http.apply()?;
-    let names = match &args.names {
+    args.attach.headers()?;
+    let names = match &args.attach.names {
         Some(p) => Some(crate::view::load_checkpoint(p).map_err(|e| {
             error(e);
             TROUBLE
@@ -96,15 +86,15 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
     let names = names.as_ref();
     let (a, b) = (shown(&args.a), shown(&args.b));
     let progress = Progress::new(&format!("{a} vs {b}"));
-    let auto_data = !args.no_auto_data;
+    let auto_data = !args.attach.no_auto_data;
     let out = if args.a.is_dir() && args.b.is_dir() {
         let d = dirs(&args.a, &args.b, &opt, (names, auto_data), &progress)?;
         let differ = d.differ;
         (render_dirs(&d, args)?, differ)
     } else {
         let r = compare_files(
-            (&args.a, &args.data),
-            (&args.b, &args.data),
+            (&args.a, &args.attach.data),
+            (&args.b, &args.attach.data),
             (&a, &b),
             &opt,
             (names, auto_data),

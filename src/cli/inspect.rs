@@ -18,28 +18,17 @@ pub(super) struct InspectArgs {
     /// Print JSON for scripts instead of text.
     #[arg(long)]
     json: bool,
-    /// A safetensors checkpoint or JSON map {name: sha256}: report how many
-    /// of its keys the file holds, and which it does not.
-    #[arg(long, value_name = "FILE")]
-    names: Option<PathBuf>,
     /// Also list the N largest tensors and blobs (each byte range once).
     #[arg(long, value_name = "N")]
     top: Option<usize>,
-    /// A .ptd to look external tensors up in (repeatable).
-    #[arg(long = "data", value_name = "PTD")]
-    data: Vec<PathBuf>,
-    /// Do not attach the .ptd files beside the file that hold data it
-    /// needs (external tensors, delegates' named data).
-    #[arg(long)]
-    no_auto_data: bool,
     #[command(flatten)]
-    http: super::HttpHeaders,
-    /// A .pte, .ptd or .bpte file.
+    attach: super::Attach,
+    #[arg(help = super::INPUT_KINDS)]
     file: PathBuf,
 }
 
 pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
-    args.http.apply()?;
+    args.attach.headers()?;
     let progress = Progress::new(&shown(&args.file));
     let fail = |e: &dyn std::fmt::Display| {
         progress.suspend(|| error(e));
@@ -49,8 +38,8 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
     let opened = progress.suspend(|| {
         open_inputs(
             std::slice::from_ref(&args.file),
-            &args.data,
-            !args.no_auto_data,
+            &args.attach.data,
+            !args.attach.no_auto_data,
         )
     })?;
     progress.stage("parsing");
@@ -68,7 +57,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
     });
     progress.stage("summarizing");
     let mut report = inspect(&input.name, &input.parsed, &inputs.attached_data());
-    if let Some(path) = &args.names {
+    if let Some(path) = &args.attach.names {
         progress.stage("loading the checkpoint");
         let checkpoint = crate::view::load_checkpoint(path).map_err(|e| fail(&e))?;
         progress.stage("building the tree with the checkpoint's names");

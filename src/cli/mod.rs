@@ -69,23 +69,56 @@ enum Command {
     Diff(diff::DiffArgs),
 }
 
+/// What every kind of input is, for each command's `--help`.
+const INPUT_KINDS: &str = "A .pte, .ptd, .bpte or .ptn file, a directory of them, or an http(s)://, s3://, gs:// or az:// URL of one";
+
 /// The file to read and what to attach to it.
 #[derive(Args, Debug, Clone)]
 pub struct Sources {
-    /// A .pte, .ptd or .bpte file, or a directory of them.
+    #[arg(help = INPUT_KINDS)]
     file: PathBuf,
-    /// A .ptd whose tensors and named blobs the program may use (repeatable).
+    #[command(flatten)]
+    attach: Attach,
+}
+
+/// What every command attaches to what it opens, defined once: data
+/// files, a checkpoint's names, and headers for http(s) sources.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Attach {
+    /// A .ptd whose tensors and named blobs programs may use (repeatable).
     #[arg(long = "data", value_name = "PTD")]
-    data: Vec<PathBuf>,
+    pub data: Vec<PathBuf>,
     /// A checkpoint (safetensors, or JSON {name: sha256}) naming tensors.
     #[arg(long = "names", value_name = "FILE")]
-    names: Option<PathBuf>,
-    /// Do not attach the .ptd files beside the file that hold data it
-    /// needs (external tensors, delegates' named data).
+    pub names: Option<PathBuf>,
+    /// Do not attach the .ptd files beside a file that hold data it needs
+    /// (external tensors, delegates' named data).
     #[arg(long)]
-    no_auto_data: bool,
+    pub no_auto_data: bool,
     #[command(flatten)]
     http: HttpHeaders,
+}
+
+impl Attach {
+    /// Sets the headers of every `http(s)` source opened after; prints the
+    /// error of one that is not a header.
+    fn headers(&self) -> Result<(), i32> {
+        self.http.apply()
+    }
+
+    /// What to open: `inputs` with this attached. Sets the headers of
+    /// every `http(s)` source opened after; prints the error of one that
+    /// is not a header.
+    fn request(&self, inputs: Vec<PathBuf>, recursive: bool) -> Result<Request, i32> {
+        self.headers()?;
+        Ok(Request {
+            inputs,
+            data: self.data.clone(),
+            recursive,
+            names: self.names.clone(),
+            auto_data: !self.no_auto_data,
+        })
+    }
 }
 
 /// Headers for `http(s)` sources.
@@ -112,15 +145,7 @@ impl HttpHeaders {
 impl Sources {
     /// The tree of the file, served as the mount would serve it.
     fn open(&self) -> Result<Fs, i32> {
-        self.http.apply()?;
-        open_view(&Request {
-            inputs: vec![self.file.clone()],
-            data: self.data.clone(),
-            recursive: false,
-            names: self.names.clone(),
-            auto_data: !self.no_auto_data,
-        })
-        .map(Fs::new)
+        open_view(&self.attach.request(vec![self.file.clone()], false)?).map(Fs::new)
     }
 }
 

@@ -17,7 +17,7 @@ use nix::errno::Errno;
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, report_view};
 use crate::source::redact::redact;
-use crate::view::{Request, View};
+use crate::view::View;
 use mountpoint::{check_dev_fuse, check_mountpoint, mount_at, unmount_path};
 use options::parse_options;
 
@@ -36,19 +36,13 @@ Examples:
       one directory per model in exports/ and its subdirectories
   ptefs umount /tmp/model")]
 pub(super) struct MountArgs {
-    /// Files or directories to show, then the mount point.
+    /// Sources to show (.pte, .ptd, .bpte or .ptn files, directories of
+    /// them, or http(s)://, s3://, gs:// or az:// URLs of one), then the
+    /// mount point.
     #[arg(required = true, value_name = "SOURCE... MOUNTPOINT")]
     paths: Vec<PathBuf>,
-    /// A .ptd whose tensors and named blobs programs may use (repeatable).
-    #[arg(long = "data", value_name = "PTD")]
-    data: Vec<PathBuf>,
-    /// A checkpoint (safetensors, or JSON {name: sha256}) naming tensors.
-    #[arg(long = "names", value_name = "FILE")]
-    names: Option<PathBuf>,
-    /// Do not attach the .ptd files beside a program that hold its missing
-    /// external tensors.
-    #[arg(long)]
-    no_auto_data: bool,
+    #[command(flatten)]
+    attach: super::Attach,
     /// Take models from subdirectories of directory sources too.
     #[arg(long)]
     subdirs: bool,
@@ -64,8 +58,6 @@ pub(super) struct MountArgs {
     /// Worker threads serving requests.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
-    #[command(flatten)]
-    http: super::HttpHeaders,
     /// Where a detached daemon writes its log.
     #[arg(long, value_name = "PATH")]
     log_file: Option<PathBuf>,
@@ -79,7 +71,6 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         );
         return Err(TROUBLE);
     };
-    args.http.apply()?;
     // The mount's fsname, which /proc/mounts shows to every user.
     let source_name = inputs
         .first()
@@ -98,13 +89,7 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     })?;
-    let req = Request {
-        inputs,
-        data: args.data,
-        recursive: args.subdirs,
-        names: args.names,
-        auto_data: !args.no_auto_data,
-    };
+    let req = args.attach.request(inputs, args.subdirs)?;
     // Fetching a remote file's structure, or laying out a large tree, takes
     // a while: a terminal sees which, until the tree is ready.
     let progress = Progress::new(&source_name);
