@@ -209,10 +209,15 @@ impl Opened {
         // Files found in a directory may be skipped when invalid; files
         // named on the command line may not.
         let mut found = Vec::new();
+        // The name each file is shown under: its base name, or its path
+        // relative to the directory it was found in (`a/m.pte`), so that
+        // files of one name in different subdirectories stay apart.
+        let mut names = Vec::new();
         for p in &req.inputs {
             if p.to_str().is_some_and(remote::is_url) {
                 files.push(p.clone());
                 found.push(false);
+                names.push(crate::source::base_name(p));
                 continue;
             }
             let meta = std::fs::metadata(p).map_err(|error| SourceError::Io {
@@ -220,11 +225,16 @@ impl Opened {
                 error,
             })?;
             if meta.is_dir() {
+                let from = files.len();
                 expand_dir(p, req.recursive, &mut files, &mut skipped)?;
                 found.resize(files.len(), true);
+                for f in &files[from..] {
+                    names.push(relative_name(p, f));
+                }
             } else {
                 files.push(p.clone());
                 found.push(false);
+                names.push(crate::source::base_name(p));
             }
         }
         if files.is_empty() {
@@ -233,9 +243,8 @@ impl Opened {
             });
         }
         let mut seen = std::collections::HashMap::new();
-        for f in &files {
-            let name = crate::source::base_name(f);
-            if let Some(prev) = seen.insert(name, f.clone()) {
+        for (f, name) in files.iter().zip(&names) {
+            if let Some(prev) = seen.insert(name.clone(), f.clone()) {
                 return Err(OpenError::SameName {
                     path: f.clone(),
                     other: prev,
@@ -243,8 +252,11 @@ impl Opened {
             }
         }
         let mut sources = Vec::new();
-        for f in files.iter().chain(&req.data) {
+        for (i, f) in files.iter().chain(&req.data).enumerate() {
             let mut source = Source::open(f)?;
+            if let Some(name) = names.get(i) {
+                source.name = name.clone();
+            }
             source.prefetch(tree::fetch_plan)?;
             sources.push(source);
         }
@@ -368,6 +380,20 @@ impl View {
     /// The content of file `ino`, or `None` for a directory.
     pub fn content(&self, ino: Ino) -> Option<Contents<'_>> {
         Some(self.tree.file(ino)?.content)
+    }
+}
+
+/// `file`'s path relative to `dir` (where it was found), `/`-separated.
+fn relative_name(dir: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(dir).unwrap_or(file);
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.is_empty() {
+        crate::source::base_name(file)
+    } else {
+        parts.join("/")
     }
 }
 

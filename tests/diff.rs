@@ -692,3 +692,49 @@ fn text_sections_follow_the_documented_order() {
         );
     }
 }
+
+/// Files of one base name in different subdirectories are two files,
+/// named by their paths relative to the directory given: `diff` of two
+/// such directories pairs them, and a tree of one shows both.
+#[test]
+fn same_named_files_in_subdirectories_stay_apart() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (d, second) in [(a.path(), "add.pte"), (b.path(), "dynamic.pte")] {
+        for (sub, f) in [("x", "mlp.pte"), ("y", second)] {
+            std::fs::create_dir(d.join(sub)).unwrap();
+            std::fs::copy(fixture(f), d.join(sub).join("m.pte")).unwrap();
+        }
+    }
+    let r = ptefs(&[], &[a.path(), b.path()]);
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(r.err.is_empty(), "{}", r.err);
+    let header = format!(
+        "== {} {}",
+        a.path().join("y/m.pte").display(),
+        b.path().join("y/m.pte").display()
+    );
+    assert!(r.out.contains(&header), "{}", r.out);
+    assert!(
+        !r.out.contains("x/m.pte"),
+        "x/m.pte is the same on both sides: {}",
+        r.out
+    );
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![a.path().to_owned()],
+        data: vec![],
+        recursive: true,
+        names: None,
+        auto_data: true,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ls(&v, ""), ["x", "y"]);
+    assert_eq!(ls(&v, "x"), ["m.pte"]);
+    assert_eq!(
+        read(&v, "x/m.pte/header.json"),
+        read(&view("mlp.pte"), "header.json")
+    );
+    assert_eq!(
+        read(&v, "y/m.pte/header.json"),
+        read(&view("add.pte"), "header.json")
+    );
+}

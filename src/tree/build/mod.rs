@@ -84,10 +84,37 @@ pub fn build_with_names(
     if let ([only], false) = (inputs, one_dir_each) {
         b.input(root, only, &data);
     } else {
-        let mut names = DirNames::default();
+        // A name with `/` (a file found in a subdirectory, `a/m.pte`)
+        // is shown in directories of those names.
+        let mut dirs: HashMap<String, Dir> = HashMap::new();
+        dirs.insert(
+            String::new(),
+            Dir {
+                ino: root,
+                names: DirNames::default(),
+            },
+        );
         for input in inputs {
-            let dir = b.dir(root, names.unique(&encode(&input.name), ""));
-            b.input(dir.ino, input, &data);
+            let mut parts: Vec<&str> = input.name.split('/').filter(|p| !p.is_empty()).collect();
+            let last = parts.pop().unwrap_or("");
+            let mut at = String::new();
+            for part in parts {
+                let inner = format!("{at}/{part}");
+                if !dirs.contains_key(&inner) {
+                    let Some(parent) = dirs.get_mut(&at) else {
+                        break;
+                    };
+                    let dir = b.subdir(parent, &encode(part));
+                    dirs.insert(inner.clone(), dir);
+                }
+                at = inner;
+            }
+            let Some(parent) = dirs.get_mut(&at) else {
+                continue;
+            };
+            let name = parent.names.unique(&encode(last), "");
+            let ino = b.dir(parent.ino, name).ino;
+            b.input(ino, input, &data);
         }
     }
     b.finish()
