@@ -972,8 +972,9 @@ fn subdirs_takes_models_from_subdirectories_of_a_directory_source() {
         src.as_os_str(),
         fixture("dtypes.pte").as_os_str(),
     ]);
-    assert_eq!(names(&deep), ["add.pte", "dtypes.pte", "mlp.pte"]);
-    let seg = std::fs::read(deep.path("mlp.pte/segments/0.bin")).unwrap();
+    // A model found in a subdirectory is named by its relative path.
+    assert_eq!(names(&deep), ["add.pte", "dtypes.pte", "sub"]);
+    let seg = std::fs::read(deep.path("sub/mlp.pte/segments/0.bin")).unwrap();
     assert_eq!(sha256(&seg), MLP_SEGMENT_SHA256);
 }
 

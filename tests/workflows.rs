@@ -339,10 +339,12 @@ fn a_directory_shows_each_model_under_its_name() {
         auto_data: false,
     })
     .unwrap();
+    // A model found in a subdirectory is named by its relative path.
     assert_eq!(
         ls(&v, ""),
-        ["add.pte", "dtypes.pte", "mlp.pte", "mlp_external.ptd"]
+        ["add.pte", "mlp.pte", "mlp_external.ptd", "sub"]
     );
+    assert_eq!(ls(&v, "sub"), ["dtypes.pte"]);
     assert_eq!(
         read(&v, "mlp.pte/segments/0.bin"),
         read(&view("mlp.pte"), "segments/0.bin")
