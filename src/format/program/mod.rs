@@ -202,6 +202,15 @@ pub fn operator_name(plan: fb::ExecutionPlan<'_>, index: i32) -> Option<String> 
 }
 
 impl<'a> ProgramFile<'a> {
+    /// Each constant buffer's whole slot (from its offset to the next
+    /// buffer's, alignment padding included), where [`Self::constants`]
+    /// holds the bytes of its largest tensor. Index 0 is reserved and
+    /// always `None`. Read again from the file: a parse keeps only the
+    /// narrowed spans.
+    pub fn constant_slots(&self) -> Result<Vec<Option<Span>>> {
+        Constants::of(self.program).slots(self.bytes, &self.segments)
+    }
+
     /// Parses and validates a program.
     pub fn parse(bytes: &'a [u8]) -> Result<ProgramFile<'a>> {
         let header = PteHeader::parse(bytes)?;

@@ -79,8 +79,16 @@ impl Builder {
 
         self.program_ops(root, p, &method_dirs);
 
-        let cdir = self.subdir(root, "constants");
+        let mut cdir = self.subdir(root, "constants");
         self.constants_table(cdir.ino, origin, &p.constants);
+        let shift = origin.shift;
+        self.lazy_program(
+            &mut cdir,
+            "index.json",
+            origin,
+            p.bytes.len(),
+            move |p, out| render::json_to(out, &constants_index(p, shift)),
+        );
 
         let mut ndir = self.subdir(root, "named");
         let mut index = Vec::new();
@@ -328,6 +336,32 @@ impl Builder {
         }
         names
     }
+}
+
+/// `constants/index.json`: per constant buffer its file, where it is,
+/// the bytes the file holds (those of the largest tensor using it) and
+/// the bytes of its whole slot (to the next buffer, padding included).
+fn constants_index(p: &ProgramFile<'_>, shift: u64) -> Value {
+    let slots = p.constant_slots().unwrap_or_default();
+    let max = p.constants.len().saturating_sub(1) as u64;
+    let entries: Vec<Value> = p
+        .constants
+        .iter()
+        .enumerate()
+        .filter_map(|(i, served)| {
+            let served = (*served)?;
+            let slot = slots.get(i).copied().flatten().unwrap_or(served);
+            Some(json!({
+                "index": i,
+                "name": format!("{}.bin", padded(i as u64, max)),
+                "offset": served.offset + shift,
+                "nbytes": served.len,
+                "slot_nbytes": slot.len,
+                "padding": slot.len.saturating_sub(served.len),
+            }))
+        })
+        .collect();
+    Value::Array(entries)
 }
 
 fn header(p: &ProgramFile<'_>) -> Value {

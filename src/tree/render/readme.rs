@@ -23,9 +23,13 @@ methods/<m>/         one directory per method (execution plan)
                      header, <value>.<first use>.bin another name of an unnamed
                      one, index.json what each one is, who uses it, where it lives
   delegates/<i>-<id>/processed.bin and compile_specs.json
-    xnnpack/         for XNNPACK: header.json, graph.json, code.txt, and
-                     weights/ (each constant as .bin/.npy, index.json)
-constants/<i>.bin    constant buffer i (index 0 is reserved)
+    <backend>/       for decoded backends (xnnpack/, vulkan/, coreml/, ...):
+                     header.json, graph.json, code.txt, graph.dot, weights/
+                     (each weight as .bin/.npy, index.json) and the payload's
+                     own parts
+constants/<i>.bin    constant buffer i (index 0 is reserved): the bytes of the
+                     largest tensor using it, without the alignment padding
+                     its slot may hold after them; index.json gives both sizes
 named/<key>.bin      named data blobs; index.json
 segments/<i>.bin     each raw segment
 
