@@ -5,6 +5,7 @@
 
 mod backend;
 mod bytes;
+pub mod ethosu;
 pub mod fetch;
 pub mod flatbuffer;
 pub mod header;
@@ -25,7 +26,7 @@ use crate::format::Result;
 
 /// Every backend with a decoder. Adding one is a module under
 /// `delegate/` and a line here.
-static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan];
+static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan, &ethosu::EthosU];
 
 /// The backend that decodes delegates of id `id`.
 pub fn backend(id: &str) -> Option<&'static dyn Backend> {
