@@ -10,6 +10,7 @@ pub mod fetch;
 pub mod flatbuffer;
 pub mod header;
 pub mod layout;
+pub mod openvino;
 mod program;
 pub mod vulkan;
 pub mod xnnpack;
@@ -26,7 +27,12 @@ use crate::format::Result;
 
 /// Every backend with a decoder. Adding one is a module under
 /// `delegate/` and a line here.
-static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan, &ethosu::EthosU];
+static BACKENDS: &[&dyn Backend] = &[
+    &xnnpack::Xnnpack,
+    &vulkan::Vulkan,
+    &ethosu::EthosU,
+    &openvino::Openvino,
+];
 
 /// The backend that decodes delegates of id `id`.
 pub fn backend(id: &str) -> Option<&'static dyn Backend> {
