@@ -10,6 +10,7 @@ pub mod fetch;
 pub mod flatbuffer;
 pub mod header;
 pub mod layout;
+pub mod mlx;
 pub mod openvino;
 mod program;
 pub mod vulkan;
@@ -32,6 +33,7 @@ static BACKENDS: &[&dyn Backend] = &[
     &vulkan::Vulkan,
     &ethosu::EthosU,
     &openvino::Openvino,
+    &mlx::Mlx,
 ];
 
 /// The backend that decodes delegates of id `id`.
