@@ -313,3 +313,26 @@ fn a_mount_serves_the_blocks_byte_for_byte() {
     }
     assert_eq!(n, 13, "header, io, 7 blocks, a key, 3 weight files");
 }
+
+#[test]
+fn a_remote_source_fetches_the_blocks_but_not_the_weights() {
+    for stem in FIXTURES {
+        let bytes = std::fs::read(backend_fixture(&format!("{stem}.pte"))).unwrap();
+        let image = common::fetched::same_from_plan(&bytes, &format!("{DIR}/ethos-u"));
+        let o = oracle(stem);
+        let at = u64_of(&o["execution_plan"][0]["delegates"][0]["payload_abs_offset"]) as usize;
+        for b in o["arm_inner"][0]["vela_blocks"].as_array().unwrap() {
+            let start = at + u64_of(&b["data_offset"]) as usize;
+            let end = start + u64_of(&b["size"]) as usize;
+            if b["name"] == "weight_data" && b["external_ref"] == 0 {
+                assert!(
+                    image[start..end].iter().all(|&x| x == 0),
+                    "{stem}: weights fetched"
+                );
+            }
+            if b["name"] == "inputs" {
+                assert_eq!(image[start..end], bytes[start..end]);
+            }
+        }
+    }
+}

@@ -410,3 +410,9 @@ fn hostile_payloads_are_reported_with_offsets() {
     }
     assert!(unknown >= 1, "no union tag found to change");
 }
+
+#[test]
+fn a_remote_source_builds_the_same_folder_from_its_plan() {
+    let bytes = std::fs::read(pte()).unwrap();
+    common::fetched::same_from_plan(&bytes, MLX);
+}

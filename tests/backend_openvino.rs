@@ -291,3 +291,16 @@ fn hostile_payloads_are_reported_with_offsets() {
     assert_eq!(index[1]["npy"], Value::Null, "no NumPy view of i4");
     assert!(v.tree.resolve(&format!("{OV}/ERROR.txt")).is_none());
 }
+
+#[test]
+fn a_remote_source_fetches_the_ir_but_not_the_weights() {
+    let bytes = std::fs::read(pte()).unwrap();
+    let image = common::fetched::same_from_plan(&bytes, OV);
+    let v = open();
+    let h = json(&v, &format!("{OV}/header.json"));
+    let at = |k: &str| h[k]["file_offset"].as_u64().unwrap() as usize;
+    let size = |k: &str| h[k]["size"].as_u64().unwrap() as usize;
+    let (w, m) = (at("weights"), at("model"));
+    assert!(image[w..w + size("weights")].iter().all(|&x| x == 0));
+    assert_eq!(image[m..m + size("model")], bytes[m..m + size("model")]);
+}

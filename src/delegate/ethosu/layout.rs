@@ -3,6 +3,8 @@
 //! each block as `<name>.bin` (an external block's key as `<name>.key`),
 //! `io.json`, and `weights/` with the encoded NPU weights.
 
+use std::ops::Range;
+
 use serde_json::{Map, Value, json};
 
 use super::{Block, Payload, WEIGHTS, stream};
@@ -67,6 +69,11 @@ impl Backend for EthosU {
 
     fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
         super::named_keys(payload)
+    }
+
+    /// Block headers and the small blocks; never the weights.
+    fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        stream::fetch(payload, have)
     }
 }
 

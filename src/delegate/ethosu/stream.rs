@@ -6,6 +6,8 @@
 //! whose padded end is the payload's end. A block marked external holds a
 //! 64-byte named-data key instead of its bytes.
 
+use std::ops::Range;
+
 use crate::format::Span;
 
 /// Bytes of a block header.
@@ -98,6 +100,48 @@ pub fn walk(payload: &[u8]) -> Stream<'_> {
         "vela stream: no {END:?} block before the payload's end at offset {total}"
     ));
     s
+}
+
+/// The ranges decoding reads, as far as the blocks held so far tell: each
+/// block header in turn, an external block's key before its header is
+/// read, and the data of the blocks decoding looks into (`inputs`,
+/// `outputs`, `scratch_size`, the first bytes of `cmd_data`); never the
+/// weights or the rest of the command stream.
+pub fn fetch(payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+    let total = payload.len() as u64;
+    let mut want = Vec::new();
+    let (mut at, mut index) = (0u64, 0usize);
+    while at < total {
+        let head = at..(at + HEADER_LEN).min(total);
+        if !have(&head) {
+            want.push(head);
+            return want;
+        }
+        // The key of an external block is read with its header.
+        if let Some(h) = payload.get(head.start as usize..head.end as usize)
+            && h.len() == HEADER_LEN as usize
+            && h[20] == EXTERNAL
+        {
+            let key = head.end..head.end.saturating_add(KEY_LEN).min(total);
+            if !have(&key) {
+                want.push(key);
+                return want;
+            }
+        }
+        let Ok((b, next)) = block(payload, index, at) else {
+            return want;
+        };
+        let data = b.data.offset..b.data.end();
+        match b.name.as_str() {
+            "inputs" | "outputs" | "scratch_size" => want.push(data),
+            "cmd_data" => want.push(data.start..data.end.min(data.start + 4)),
+            END => return want,
+            _ => {}
+        }
+        at = next;
+        index += 1;
+    }
+    want
 }
 
 /// The block whose header is at `at`, and where the next one starts.

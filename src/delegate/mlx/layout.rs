@@ -3,6 +3,8 @@
 //! `graph.dot`, `data_segment.bin` when it has bytes, and `weights/` with
 //! each constant's files.
 
+use std::ops::Range;
+
 use serde_json::{Map, Value, json};
 
 use super::{Constant, Payload, render};
@@ -36,6 +38,19 @@ impl Backend for Mlx {
 
     fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
         super::named_keys(payload)
+    }
+
+    /// The header, then the graph it locates; never the data segment.
+    fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        let head = 0..(payload.len() as u64).min(super::header::LEN);
+        if !have(&head) {
+            return vec![head];
+        }
+        // An invalid header needs nothing more: decoding reports it.
+        super::header::parse(payload)
+            .map(|h| h.flatbuffer.offset..h.flatbuffer.end())
+            .into_iter()
+            .collect()
     }
 }
 

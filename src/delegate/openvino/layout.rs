@@ -5,6 +5,7 @@
 //! `Const` layer.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use serde_json::{Map, Value, json};
 
@@ -41,6 +42,19 @@ impl Backend for Openvino {
             obfuscation::decode(head).map(|(_, o)| o)
         });
         super::header::json(payload, at, obfuscated)
+    }
+
+    /// The header, then the IR it locates; never the weights.
+    fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        let head = 0..(payload.len() as u64).min(super::header::LEN as u64);
+        if !have(&head) {
+            return vec![head];
+        }
+        // An invalid header needs nothing more: decoding reports it.
+        super::header::parse(payload)
+            .map(|h| h.model.offset..h.model.end())
+            .into_iter()
+            .collect()
     }
 }
 
