@@ -416,3 +416,29 @@ fn a_remote_source_builds_the_same_folder_from_its_plan() {
     let bytes = std::fs::read(pte()).unwrap();
     common::fetched::same_from_plan(&bytes, MLX);
 }
+
+#[test]
+fn diff_names_a_changed_constant_by_its_weight_file() {
+    let mut changed = std::fs::read(pte()).unwrap();
+    let v = open();
+    let index = json(&v, &format!("{MLX}/weights/index.json"));
+    // One byte of `l1.weight`'s named data, where the file has it.
+    let at = index[0]["source"]["offset"].as_u64().unwrap() as usize + 1;
+    changed[at] ^= 0x40;
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_file(dir.path(), "b.pte", &changed);
+    let out = std::process::Command::new(ptefs_bin())
+        .arg("diff")
+        .arg(pte())
+        .arg(&b)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "tensor changed: methods/forward/delegates/0-MLXBackend/mlx/weights/l1.weight.bin"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("1 of 2048 bytes differ"), "{text}");
+}
