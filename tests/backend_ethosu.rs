@@ -77,6 +77,7 @@ fn every_block_the_oracle_lists_is_served_byte_exact() {
                 let bytes = read(&v, &format!("{DIR}/ethos-u/{name}.bin"));
                 assert_eq!(bytes.len() as u64, u64_of(&ptd["len"]));
                 assert_eq!(sha256(&bytes), ptd["sha256"], "{at_name}");
+                assert_eq!(hex(&bytes[..64]), ptd["first_64_hex"], "{at_name}");
                 key_file
             } else {
                 read(&v, &format!("{DIR}/ethos-u/{name}.bin"))

@@ -217,6 +217,8 @@ fn constants_are_the_named_data_typed_by_their_slots() {
         );
         assert_eq!(bin.len() as u64, named["len"].as_u64().unwrap(), "{key}");
         assert_eq!(sha256(&bin), named["sha256"], "{key}");
+        let hex: String = bin.iter().take(64).map(|x| format!("{x:02x}")).collect();
+        assert_eq!(hex, named["first_64_hex"], "{key}");
         let meta = &g["tensor_meta"][s["slot_idx"].as_u64().unwrap() as usize];
         assert_eq!(e["shape"], meta["shape"], "{key}");
         assert_eq!(meta["scalar_type"], 6);
@@ -441,4 +443,30 @@ fn diff_names_a_changed_constant_by_its_weight_file() {
         "{text}"
     );
     assert!(text.contains("1 of 2048 bytes differ"), "{text}");
+}
+
+#[test]
+fn constants_kept_in_a_data_file_beside_the_program_are_found() {
+    let (payload, named) = payload_and_named();
+    let dir = tempfile::tempdir().unwrap();
+    let program = writer::payloads::one_delegate("MLXBackend", payload, Vec::new(), Vec::new());
+    let pte = write_file(dir.path(), "m.pte", &program);
+    let data = writer::DataFile {
+        entries: named
+            .iter()
+            .map(|(k, b)| (k.clone(), None, writer::Bytes::Owned(b.clone())))
+            .collect(),
+    };
+    write_file(dir.path(), "weights.ptd", &data.to_bytes());
+    let v = view_of(&[pte], &[]);
+    let index = json(&v, &format!("{MLX}/weights/index.json"));
+    for (e, (key, bytes)) in index.as_array().unwrap().iter().zip(&named) {
+        assert_eq!(&e["key"], key);
+        assert_eq!(e["source"]["file"], "weights.ptd", "{e}");
+        let bin = read(
+            &v,
+            &format!("{MLX}/weights/{}", e["name"].as_str().unwrap()),
+        );
+        assert_eq!(&bin, bytes, "{key}");
+    }
 }
