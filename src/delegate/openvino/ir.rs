@@ -119,11 +119,6 @@ impl State {
                 .all(|(a, b)| a == b)
     }
 
-    /// Top-level layers only: `net/layers/layer`.
-    fn top(&self, depth_of_layer: usize) -> bool {
-        depth_of_layer == 3
-    }
-
     fn open(&mut self, name: &str, a: Vec<(String, String)>) {
         let depth = self.path.len() + 1;
         match name {
@@ -131,7 +126,9 @@ impl State {
                 self.model.name = get(&a, "name");
                 self.model.version = get(&a, "version");
             }
-            "layer" if self.top(depth) && self.at(&["net", "layers"]) => {
+            // Top-level layers only (`net/layers/layer`), not those of a
+            // loop's body.
+            "layer" if depth == 3 && self.at(&["net", "layers"]) => {
                 self.layer = Some(Layer {
                     id: get(&a, "id"),
                     name: get(&a, "name"),
