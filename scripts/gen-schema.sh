@@ -19,6 +19,10 @@ flatc --rust --gen-all -o "$out" -I schema schema/program.fbs
 flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs
 # The delegate graphs (XNNPACK, Vulkan) stand alone (no includes).
 flatc --rust -o "$out" schema/xnnpack.fbs schema/vulkan.fbs
+# MLX's graph has over a hundred op tables: serde's Serialize, generated for
+# each, renders them all alike (graph.json, code.txt) without a hand-written
+# printer per op.
+flatc --rust --rust-serialize -o "$out" schema/mlx.fbs
 # native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
 # its own, numbered like the program's but with fewer names.
 flatc --rust -o "$out" schema/native_graph.fbs

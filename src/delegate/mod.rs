@@ -7,10 +7,13 @@ mod backend;
 mod bytes;
 pub mod coreml;
 pub mod dot;
+pub mod ethosu;
 pub mod fetch;
 pub mod flatbuffer;
 pub mod header;
 pub mod layout;
+pub mod mlx;
+pub mod openvino;
 mod program;
 pub mod vulkan;
 pub mod xnnpack;
@@ -27,7 +30,14 @@ use crate::format::Result;
 
 /// Every backend with a decoder. Adding one is a module under
 /// `delegate/` and a line here.
-static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan, &coreml::CoreMl];
+static BACKENDS: &[&dyn Backend] = &[
+    &xnnpack::Xnnpack,
+    &vulkan::Vulkan,
+    &coreml::CoreMl,
+    &ethosu::EthosU,
+    &openvino::Openvino,
+    &mlx::Mlx,
+];
 
 /// The backend that decodes delegates of id `id`.
 pub fn backend(id: &str) -> Option<&'static dyn Backend> {

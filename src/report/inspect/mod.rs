@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::Serialize;
 
 use super::Share;
+use super::composition::move_bytes;
 use crate::format::{DataFile, Parsed};
 
 mod build;
@@ -243,12 +244,15 @@ pub struct Data {
 /// that may hold its external tensors.
 /// Fills in what each delegate's payload holds, for the backends the
 /// `delegate` decoders know (their weights may be in `attached`).
+/// Returns the bytes of decoded weights that lie inside the payloads
+/// themselves (not in named data), for the composition.
 fn decode_delegates(
     program: &mut Program,
     p: &crate::format::ProgramFile<'_>,
     attached: &[&DataFile<'_>],
-) {
+) -> u64 {
     let named = crate::delegate::NamedData::of(p, attached);
+    let mut in_payloads = 0;
     for d in crate::delegate::decode_program(p, &named) {
         let method = d.method.to_string();
         let Some(entry) = program
@@ -259,11 +263,15 @@ fn decode_delegates(
             continue;
         };
         match d.decoded {
-            Some(Ok(decoded)) => entry.decoded = Some(decoded.summary()),
+            Some(Ok(decoded)) => {
+                in_payloads += payload_weight_bytes(&decoded.weights(), entry.bytes);
+                entry.decoded = Some(decoded.summary());
+            }
             Some(Err(e)) => entry.error = Some(e.to_string()),
             None => {}
         }
     }
+    in_payloads
 }
 
 pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> Inspection {
@@ -273,8 +281,16 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
         .collect();
     match parsed {
         Parsed::Program(p) => {
-            let (mut program, composition) = build::program(p, 0, &keys);
-            decode_delegates(&mut program, p, attached);
+            let (mut program, mut composition) = build::program(p, 0, &keys);
+            let weights = decode_delegates(&mut program, p, attached);
+            let size = p.bytes.len() as u64;
+            move_bytes(
+                &mut composition,
+                "delegate blobs",
+                "delegate weights",
+                weights,
+                size,
+            );
             Inspection {
                 file: name.to_owned(),
                 kind: "program",
@@ -294,10 +310,46 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
         Parsed::Bundled(b) => {
             let mut r = build::bundled(name, b, &keys);
             if let Some(program) = &mut r.program {
-                decode_delegates(program, &b.program, attached);
+                let weights = decode_delegates(program, &b.program, attached);
+                let size = r.file_size;
+                move_bytes(
+                    &mut r.composition,
+                    "delegate blobs",
+                    "delegate weights",
+                    weights,
+                    size,
+                );
             }
             r
         }
         Parsed::Package(p) => package::package(name, p),
     }
+}
+
+/// The bytes of `weights` inside their payload (of `len` bytes), each
+/// byte once however many weights share it.
+fn payload_weight_bytes(
+    weights: &[(
+        crate::delegate::WeightName,
+        Option<crate::delegate::Bytes<'_>>,
+    )],
+    len: u64,
+) -> u64 {
+    let mut spans: Vec<(u64, u64)> = weights
+        .iter()
+        .filter_map(|(_, b)| match b {
+            Some(crate::delegate::Bytes::Payload(s)) => Some((s.offset.min(len), s.end().min(len))),
+            _ => None,
+        })
+        .collect();
+    spans.sort_unstable();
+    let (mut total, mut reached) = (0, 0);
+    for (start, end) in spans {
+        let start = start.max(reached);
+        if end > start {
+            total += end - start;
+            reached = end;
+        }
+    }
+    total
 }

@@ -1,0 +1,161 @@
+//! `mlx/` in an MLX delegate's directory: the backend behind the seam, and
+//! what its folder shows: `header.json`, `graph.json`, `code.txt`,
+//! `graph.dot`, `data_segment.bin` when it has bytes, and `weights/` with
+//! each constant's files.
+
+use std::ops::Range;
+
+use serde_json::{Map, Value, json};
+
+use super::{Constant, Payload, render};
+use crate::delegate::layout::{self, File, Layout, Paths, Weights};
+use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::format::{Result, scalar};
+
+/// `MLXBackend`.
+pub struct Mlx;
+
+impl Backend for Mlx {
+    fn id(&self) -> &'static str {
+        super::BACKEND_ID
+    }
+
+    fn folder(&self) -> &'static str {
+        "mlx"
+    }
+
+    fn decode<'a>(
+        &self,
+        payload: &'a [u8],
+        named: &dyn Lookup<'a>,
+    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
+        Ok(Box::new(super::decode(payload, named)?))
+    }
+
+    fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
+        super::header::json(payload, at)
+    }
+
+    fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
+        super::named_keys(payload)
+    }
+
+    /// The header, then the graph it locates; never the data segment.
+    fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        let head = 0..(payload.len() as u64).min(super::header::LEN);
+        if !have(&head) {
+            return vec![head];
+        }
+        // An invalid header needs nothing more: decoding reports it.
+        super::header::parse(payload)
+            .map(|h| h.flatbuffer.offset..h.flatbuffer.end())
+            .into_iter()
+            .collect()
+    }
+}
+
+fn dtype_name(c: &Constant<'_>) -> String {
+    c.dtype.map_or_else(|| "unknown".to_owned(), scalar::name)
+}
+
+impl<'a> Decoded<'a> for Payload<'a> {
+    fn summary(&self) -> Summary {
+        let mut s = Summary {
+            backend: super::BACKEND_ID.to_owned(),
+            nodes: self.instrs.len(),
+            values: usize::try_from(self.tensor_slots() + u64::from(self.graph.num_values()))
+                .unwrap_or(usize::MAX),
+            ops: self.op_counts(),
+            ..Summary::default()
+        };
+        s.count_constants(self.stored());
+        s
+    }
+
+    fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
+        self.constants
+            .iter()
+            .map(|c| {
+                let first = c.users.first();
+                let name = WeightName {
+                    name: c.stem.clone(),
+                    layer: first.map(|u| u.layer.clone()),
+                    role: first.map_or_else(|| "unused".to_owned(), |u| u.field.clone()),
+                    value_id: c.tid,
+                    datatype: dtype_name(c),
+                    dims: c
+                        .dims
+                        .iter()
+                        .map(|&d| u32::try_from(d).unwrap_or(u32::MAX))
+                        .collect(),
+                    key: Some(c.key.to_owned()),
+                };
+                (name, c.bytes.as_ref().ok().copied())
+            })
+            .collect()
+    }
+
+    fn layout(&self) -> Layout<'a> {
+        let mut files: Vec<File<'a>> = ["graph.json", "code.txt", "graph.dot"]
+            .into_iter()
+            .map(|p| File::Rendered { path: p.into() })
+            .collect();
+        if self.header.data_segment.len != 0 {
+            files.push(File::Bytes {
+                path: "data_segment.bin".into(),
+                bytes: Bytes::Payload(self.header.data_segment),
+            });
+        }
+        Layout {
+            files,
+            weights: Some(Weights {
+                lacking: "constants lack files for their bytes",
+                items: self
+                    .constants
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| constant(k, c))
+                    .collect(),
+            }),
+            errors: Vec::new(),
+        }
+    }
+
+    fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
+        match path {
+            "graph.json" => Rendered::Json(Box::new(render::graph_json(self, paths))),
+            "code.txt" => Rendered::text(render::code(self)),
+            "graph.dot" => Rendered::text(render::dot(self)),
+            _ => Rendered::None,
+        }
+    }
+}
+
+/// Constant `k`'s files and `index.json` entry.
+fn constant<'a>(k: usize, c: &Constant<'a>) -> layout::Weight<'a> {
+    let mut entry = Map::new();
+    let mut put = |key: &str, v: Value| {
+        entry.insert(key.to_owned(), v);
+    };
+    put("tid", json!(c.tid));
+    put("key", json!(c.key));
+    put("dtype", json!(dtype_name(c)));
+    put("shape", json!(c.dims));
+    put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
+    put(
+        "offset",
+        json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
+    );
+    put("users", json!(c.users));
+    layout::Weight {
+        stem: c.stem.clone(),
+        bytes: c.bytes.clone(),
+        dtype: c.dtype.and_then(|t| t.variant_name()).unwrap_or("unknown"),
+        dims: c.dims.clone(),
+        npy: c.npy.clone(),
+        id: c.tid,
+        value: Some(k),
+        entry,
+        parts: Vec::new(),
+    }
+}

@@ -1,0 +1,204 @@
+//! `openvino/` in an OpenVINO delegate's directory: the backend behind the
+//! seam, and what its folder shows: `header.json`, `custom_data.xml`,
+//! `consts.bin` (the weights region), `model.xml` (the IR, decoded),
+//! `graph.json`, `code.txt`, `graph.dot`, and `weights/` with a file per
+//! `Const` layer.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde_json::{Map, Value, json};
+
+use super::{Const, Payload, obfuscation, render};
+use crate::delegate::layout::{self, File, Layout, Paths, Weights};
+use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::format::Result;
+
+/// `OpenvinoBackend`.
+pub struct Openvino;
+
+impl Backend for Openvino {
+    fn id(&self) -> &'static str {
+        super::BACKEND_ID
+    }
+
+    fn folder(&self) -> &'static str {
+        "openvino"
+    }
+
+    fn decode<'a>(
+        &self,
+        payload: &'a [u8],
+        _named: &dyn Lookup<'a>,
+    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
+        Ok(Box::new(super::decode(payload)?))
+    }
+
+    fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
+        // Whether the IR is obfuscated, from its first bytes only.
+        let obfuscated = super::header::parse(payload).ok().and_then(|h| {
+            let head = h.model.bytes(payload);
+            let head = &head[..head.len().min(8)];
+            obfuscation::decode(head).map(|(_, o)| o)
+        });
+        super::header::json(payload, at, obfuscated)
+    }
+
+    /// The header, then the IR it locates; never the weights.
+    fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        let head = 0..(payload.len() as u64).min(super::header::LEN as u64);
+        if !have(&head) {
+            return vec![head];
+        }
+        // An invalid header needs nothing more: decoding reports it.
+        super::header::parse(payload)
+            .map(|h| h.model.offset..h.model.end())
+            .into_iter()
+            .collect()
+    }
+}
+
+impl<'a> Decoded<'a> for Payload<'a> {
+    fn summary(&self) -> Summary {
+        let mut ops = BTreeMap::new();
+        let (mut nodes, mut values) = (0, 0);
+        if let Some(m) = &self.model {
+            nodes = m.layers.len();
+            for l in &m.layers {
+                *ops.entry(l.kind.clone()).or_default() += 1;
+                values += l.outputs.len();
+            }
+        }
+        let mut s = Summary {
+            backend: super::BACKEND_ID.to_owned(),
+            nodes,
+            values,
+            ops,
+            ..Summary::default()
+        };
+        let consts = self.consts.iter();
+        s.count_constants(
+            consts.filter_map(|c| Some((c.element_type.clone(), *c.bytes.as_ref().ok()?))),
+        );
+        s
+    }
+
+    fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
+        self.consts
+            .iter()
+            .map(|c| {
+                let first = c.users.first();
+                let field = |k: &str| first.and_then(|u| u[k].as_str()).map(str::to_owned);
+                let name = WeightName {
+                    name: c.stem.clone(),
+                    layer: field("name"),
+                    role: field("port").map_or("unused".to_owned(), |p| format!("input{p}")),
+                    value_id: u32::try_from(c.layer).unwrap_or(u32::MAX),
+                    datatype: c.element_type.clone(),
+                    dims: c
+                        .shape
+                        .iter()
+                        .flatten()
+                        .map(|&d| u32::try_from(d).unwrap_or(u32::MAX))
+                        .collect(),
+                    key: None,
+                };
+                (name, c.bytes.as_ref().ok().copied())
+            })
+            .collect()
+    }
+
+    fn layout(&self) -> Layout<'a> {
+        let h = self.header;
+        let mut files = vec![
+            File::Bytes {
+                path: "custom_data.xml".into(),
+                bytes: Bytes::Payload(h.custom_data),
+            },
+            File::Bytes {
+                path: "consts.bin".into(),
+                bytes: Bytes::Payload(h.consts),
+            },
+            File::Bytes {
+                path: "model.stored.bin".into(),
+                bytes: Bytes::Payload(h.model),
+            },
+        ];
+        if self.xml.is_some() {
+            files.push(File::Rendered {
+                path: "model.xml".into(),
+            });
+        }
+        if self.model.is_some() {
+            for path in ["graph.json", "code.txt", "graph.dot"] {
+                files.push(File::Rendered { path: path.into() });
+            }
+        }
+        Layout {
+            files,
+            weights: self.model.as_ref().map(|_| Weights {
+                lacking: "constants lack files for their bytes",
+                items: self.consts.iter().map(constant).collect(),
+            }),
+            errors: self.errors.clone(),
+        }
+    }
+
+    fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
+        match (path, &self.model) {
+            ("model.xml", _) => self.xml.clone().map_or(Rendered::None, Rendered::Bytes),
+            ("graph.json", Some(m)) => Rendered::Json(Box::new(render::graph_json(self, m, paths))),
+            ("code.txt", Some(m)) => Rendered::text(render::code(m, self.consts.len())),
+            ("graph.dot", Some(m)) => Rendered::text(render::dot(m)),
+            _ => Rendered::None,
+        }
+    }
+}
+
+/// One `Const` layer's files and `index.json` entry.
+fn constant<'a>(c: &Const<'a>) -> layout::Weight<'a> {
+    let mut entry = Map::new();
+    let mut put = |k: &str, v: Value| {
+        entry.insert(k.to_owned(), v);
+    };
+    put("layer", json!(c.layer));
+    put("element_type", json!(c.element_type));
+    put("shape", json!(c.shape));
+    put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
+    put("offset", json!(c.offset));
+    put("size", json!(c.size));
+    put(
+        "payload_offset",
+        json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
+    );
+    put("users", json!(c.users));
+    layout::Weight {
+        stem: c.stem.clone(),
+        bytes: c.bytes.clone(),
+        dtype: dtype_name(&c.element_type),
+        dims: c
+            .shape
+            .iter()
+            .flatten()
+            .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
+            .collect(),
+        npy: c.npy.clone(),
+        id: u32::try_from(c.layer).unwrap_or(u32::MAX),
+        value: Some(c.layer),
+        entry,
+        parts: Vec::new(),
+    }
+}
+
+/// The element type as a `'static` name for extended attributes.
+fn dtype_name(et: &str) -> &'static str {
+    const KNOWN: [&str; 24] = [
+        "boolean", "bf16", "f16", "f32", "f64", "i4", "i8", "i16", "i32", "i64", "u1", "u2", "u3",
+        "u4", "u6", "u8", "u16", "u32", "u64", "nf4", "f8e4m3", "f8e5m2", "f4e2m1", "string",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == et)
+        .copied()
+        .unwrap_or("unknown")
+}
