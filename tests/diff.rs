@@ -738,3 +738,34 @@ fn same_named_files_in_subdirectories_stay_apart() {
         read(&view("add.pte"), "header.json")
     );
 }
+
+/// A package and a program of the same module have the same methods:
+/// none is added or removed, and each is compared by its operator calls.
+#[test]
+fn a_package_and_a_program_compare_methods_by_name() {
+    let r = ptefs(&[], &[&fixture("mlp.ptn"), &fixture("mlp.pte")]);
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(!r.out.contains("method added"), "{}", r.out);
+    assert!(!r.out.contains("method removed"), "{}", r.out);
+    assert!(
+        r.out.contains("method forward: aten::addmm calls 0 -> 2\n"),
+        "{}",
+        r.out
+    );
+    let (_, j) = json(&[], &fixture("mlp.ptn"), &fixture("mlp.pte"));
+    assert_eq!(j["methods"]["added"], serde_json::json!([]));
+    let counts = &j["methods"]["common"]["forward"]["instructions"]["counts"];
+    // The package's calls, from the oracle of its graph.
+    let oracle = std::fs::read_to_string(fixture("expected/ptn/mlp.jsonl")).unwrap();
+    let method: serde_json::Value = oracle
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["method"] == "forward")
+        .unwrap();
+    for (target, n) in method["targets"].as_object().unwrap() {
+        let op = target.trim_start_matches("torch.ops.");
+        let mut parts = op.split('.');
+        let op = format!("{}::{}", parts.next().unwrap(), parts.next().unwrap());
+        assert_eq!(counts[&op][0], *n, "{op}: {counts}");
+    }
+}

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use similar::TextDiff;
 
-use crate::format::{MethodInfo, ProgramFile};
+use crate::format::{MethodInfo, Parsed, ProgramFile};
 use crate::meta::ops::instruction_counts;
 use crate::tree::render::code_txt;
 
@@ -26,20 +26,94 @@ pub(super) fn unified(a: &str, b: &str, path: &str) -> String {
         .to_string()
 }
 
-/// Methods only in B, then only in A, by name.
-pub(super) fn added_removed(
-    a: Option<&ProgramFile<'_>>,
-    b: Option<&ProgramFile<'_>>,
-) -> (Vec<String>, Vec<String>) {
-    let names = |p: Option<&ProgramFile<'_>>| -> BTreeSet<String> {
-        p.map(|p| p.methods.iter().map(|m| m.name.to_string()).collect())
-            .unwrap_or_default()
+/// The methods of a file by name, with their operator calls by operator
+/// (`aten::addmm`, overload left out, so that a package's
+/// `torch.ops.aten.addmm.default` and a program's `aten::addmm.out` are
+/// one operator): a program's, a bundled program's or a package's.
+pub(super) fn operators(p: &Parsed<'_>) -> BTreeMap<String, BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    let mut add = |method: String, calls: &mut dyn Iterator<Item = (&str, u64)>| {
+        let ops: &mut BTreeMap<String, u64> = out.entry(method).or_default();
+        for (op, n) in calls {
+            *ops.entry(operator(op)).or_default() += n;
+        }
     };
-    let (na, nb) = (names(a), names(b));
+    match p {
+        Parsed::Program(_) | Parsed::Bundled(_) => {
+            let program = match p {
+                Parsed::Program(p) => p,
+                Parsed::Bundled(b) => &b.program,
+                _ => return out,
+            };
+            for m in &program.methods {
+                let counts = instruction_counts(m.plan);
+                add(
+                    m.name.to_string(),
+                    &mut counts.iter().map(|(k, v)| (k.as_str(), *v)),
+                );
+            }
+        }
+        Parsed::Package(pkg) => {
+            for m in pkg.summary().methods {
+                let targets = m.counts.targets;
+                add(m.name, &mut targets.iter().map(|(k, v)| (k.as_str(), *v)));
+            }
+        }
+        Parsed::Data(_) => {}
+    }
+    out
+}
+
+/// An operator's name without namespace prefix or overload:
+/// `torch.ops.aten.addmm.default` and `aten::addmm.out` are
+/// `aten::addmm`; other instructions keep their name.
+fn operator(name: &str) -> String {
+    if let Some((ns, rest)) = name.split_once("::") {
+        let op = rest.split('.').next().unwrap_or(rest);
+        return format!("{ns}::{op}");
+    }
+    let parts: Vec<&str> = name
+        .strip_prefix("torch.ops.")
+        .unwrap_or(name)
+        .split('.')
+        .collect();
+    match parts.as_slice() {
+        [ns, op, _] | [ns, op] => format!("{ns}::{op}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// Methods only in B, then only in A, by name.
+pub(super) fn added_removed<T>(
+    a: &BTreeMap<String, T>,
+    b: &BTreeMap<String, T>,
+) -> (Vec<String>, Vec<String>) {
     (
-        nb.difference(&na).cloned().collect(),
-        na.difference(&nb).cloned().collect(),
+        b.keys().filter(|k| !a.contains_key(*k)).cloned().collect(),
+        a.keys().filter(|k| !b.contains_key(*k)).cloned().collect(),
     )
+}
+
+/// How the operator calls of one method differ between a package and a
+/// program (which have no instructions to diff line by line): calls per
+/// operator whose count differs.
+pub(super) fn operator_counts(
+    a: &BTreeMap<String, u64>,
+    b: &BTreeMap<String, u64>,
+) -> Instructions {
+    let ops: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let counts = ops
+        .into_iter()
+        .map(|op| {
+            let n = |c: &BTreeMap<String, u64>| c.get(op).copied().unwrap_or(0);
+            (op.clone(), (n(a), n(b)))
+        })
+        .filter(|(_, (x, y))| x != y)
+        .collect();
+    Instructions {
+        unified: String::new(),
+        counts,
+    }
 }
 
 /// Methods in both, in name order.

@@ -176,10 +176,27 @@ pub fn compare(a: &Side<'_, '_>, b: &Side<'_, '_>, names: (&str, &str), opt: &Op
         r.file = Some(file::compare(&a.input.parsed, &b.input.parsed));
     }
     let (pa, pb) = (program(&a.input.parsed), program(&b.input.parsed));
+    let (oa, ob) = (
+        methods::operators(&a.input.parsed),
+        methods::operators(&b.input.parsed),
+    );
     if opt.wants(Section::Methods) {
-        let (added, removed) = methods::added_removed(pa, pb);
+        let (added, removed) = methods::added_removed(&oa, &ob);
         r.methods.added = Some(added);
         r.methods.removed = Some(removed);
+    }
+    // A package against a program: methods of one name are the same
+    // method, compared by their operator calls.
+    if pa.is_none() != pb.is_none() && opt.wants(Section::Instructions) {
+        for (name, x) in &oa {
+            if let Some(y) = ob.get(name) {
+                let m = Method {
+                    instructions: Some(methods::operator_counts(x, y)),
+                    ..Method::default()
+                };
+                r.methods.common.insert(name.clone(), m);
+            }
+        }
     }
     let (mut ia, mut ib) = (tensors::items(a), tensors::items(b));
     // A package keeps its tensors at its root: against one, a program's
