@@ -17,8 +17,8 @@
 # bench-scale.sh) run too if present; they get WORKDIR and print rows of
 # the same table on stdout.
 #
-# BASELINE=<another ptefs binary> adds its mount time of the MobileNetV2
-# XNNPACK fixture as a second anchor; XNNPACK_ONLY=1 stops after that row.
+# BASELINE=<another ptefs binary> adds its mount time of each delegated
+# fixture as a second anchor; DELEGATES_ONLY=1 stops after those rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
@@ -47,35 +47,40 @@ speed() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f × its speed", b/a}'; }
 rows=()
 row() { rows+=("| $1 | $2 | $3 | $4 |"); }
 
-# Mount time of a real delegated program: MobileNetV2 lowered to XNNPACK,
-# whose payload is decoded while the tree is built. The anchor is the same
-# file with its backend id renamed (XnnpackBackenX, same length): ptefs
-# then leaves the payload opaque, so the ratio is what decoding costs.
-# Both are copies in the work directory, as the fixtures' directory holds
-# data files that ptefs would look into for either.
-xnn=$work/mv2_xnnpack.pte
-opaque=$work/mv2_opaque.pte
-cp tests/fixtures/mv2_xnnpack.pte "$xnn"
-sed 's/XnnpackBackend/XnnpackBackenX/g' "$xnn" > "$opaque"
-xmnt=$work/mnt-xnnpack
-mkdir -p "$xmnt"
-cat "$xnn" "$opaque" > /dev/null
-xnn_time() { # BINARY FILE: the time of one mount, then unmounts
-  local s e; s=$(now); "$1" mount "$2" "$xmnt"; e=$(now); "$1" umount "$xmnt"; echo $((e - s))
+# Mount time of real delegated programs, whose payloads are decoded while
+# the tree is built: MobileNetV2 lowered to XNNPACK, and an MLP lowered to
+# Core ML. The anchor of each is the same file with its backend id renamed
+# (same length): ptefs then leaves the payload opaque, so the ratio is
+# what decoding costs. Both are copies in the work directory, as the
+# fixtures' directory holds data files that ptefs would look into.
+dmnt=$work/mnt-delegate
+mkdir -p "$dmnt"
+mount_time() { # BINARY FILE: the time of one mount, then unmounts
+  local s e; s=$(now); "$1" mount "$2" "$dmnt"; e=$(now); "$1" umount "$dmnt"; echo $((e - s))
 }
-cur=(); base=(); opq=()
-for _ in $(seq "$runs"); do
-  cur+=("$(xnn_time "$ptefs" "$xnn")")
-  opq+=("$(xnn_time "$ptefs" "$opaque")")
-  [[ -n ${BASELINE:-} ]] && base+=("$(xnn_time "$BASELINE" "$xnn")")
+for spec in "mv2_xnnpack.pte XnnpackBackend XnnpackBackenX XNNPACK" \
+  "backends/coreml_mlp.pte CoreMLBackend CoreMLBackenX Core ML"; do
+  read -r fixture id renamed what <<<"$spec"
+  name=$(basename "$fixture")
+  decoded=$work/$name
+  opaque=$work/opaque-$name
+  cp "tests/fixtures/$fixture" "$decoded"
+  sed "s/$id/$renamed/g" "$decoded" > "$opaque"
+  cat "$decoded" "$opaque" > /dev/null
+  cur=(); base=(); opq=()
+  for _ in $(seq "$runs"); do
+    cur+=("$(mount_time "$ptefs" "$decoded")")
+    opq+=("$(mount_time "$ptefs" "$opaque")")
+    [[ -n ${BASELINE:-} ]] && base+=("$(mount_time "$BASELINE" "$decoded")")
+  done
+  c=$(median "${cur[@]}")
+  o=$(median "${opq[@]}")
+  row "mount $name ($what payload decoded)" "$(ms "$c")" "the same left opaque: $(ms "$o")" "$(times "$c" "$o")"
+  if [[ -n ${BASELINE:-} ]]; then
+    b=$(median "${base[@]}")
+    row "mount $name ($what payload decoded)" "$(ms "$c")" "BASELINE build: $(ms "$b")" "$(times "$c" "$b")"
+  fi
 done
-c=$(median "${cur[@]}")
-o=$(median "${opq[@]}")
-row "mount mv2_xnnpack.pte (XNNPACK payload decoded)" "$(ms "$c")" "the same left opaque: $(ms "$o")" "$(times "$c" "$o")"
-if [[ -n ${BASELINE:-} ]]; then
-  b=$(median "${base[@]}")
-  row "mount mv2_xnnpack.pte (XNNPACK payload decoded)" "$(ms "$c")" "BASELINE build: $(ms "$b")" "$(times "$c" "$b")"
-fi
 
 print_table() {
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r), $work on $(df --output=fstype "$work" | tail -1); medians of $runs runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -86,7 +91,7 @@ print_table() {
   printf '%s\n' "${rows[@]}"
 }
 npaths=
-if [[ -n ${XNNPACK_ONLY:-} ]]; then print_table; exit 0; fi
+if [[ -n ${DELEGATES_ONLY:-} ]]; then print_table; exit 0; fi
 
 if [[ ! -f $model ]]; then
   say "writing $model ..."
