@@ -57,6 +57,7 @@ pub(crate) mod generated {
     pub mod xnnpack_generated;
     pub mod program_verify_generated;
     pub mod vulkan_generated;
+    pub mod tosa_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches

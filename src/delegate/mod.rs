@@ -10,6 +10,7 @@ pub mod flatbuffer;
 pub mod header;
 pub mod layout;
 mod program;
+pub mod tosa;
 pub mod vulkan;
 pub mod xnnpack;
 
@@ -25,7 +26,7 @@ use crate::format::Result;
 
 /// Every backend with a decoder. Adding one is a module under
 /// `delegate/` and a line here.
-static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan];
+static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan, &tosa::Tosa];
 
 /// The backend that decodes delegates of id `id`.
 pub fn backend(id: &str) -> Option<&'static dyn Backend> {

@@ -91,7 +91,11 @@ pub fn mutate_payload(
             .resolve(&format!("{dir}/processed.bin"))
             .and_then(|ino| tree.file(ino))
             .map(|f| f.content.len());
-        assert_eq!(processed, Some(m.len() as u64), "case {case}: processed.bin");
+        assert_eq!(
+            processed,
+            Some(m.len() as u64),
+            "case {case}: processed.bin"
+        );
         if tree.resolve(&format!("{dir}/{folder}/ERROR.txt")).is_some() {
             errors += 1;
         }
