@@ -21,7 +21,7 @@ flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.f
 flatc --rust -o "$out" schema/xnnpack.fbs schema/vulkan.fbs
 # Arm's TOSA graph (the whole payload of a TOSABackend delegate) and the
 # tables of a VGF file stand alone too.
-flatc --rust -o "$out" schema/tosa.fbs
+flatc --rust -o "$out" schema/tosa.fbs schema/vgf.fbs
 # native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
 # its own, numbered like the program's but with fewer names.
 flatc --rust -o "$out" schema/native_graph.fbs

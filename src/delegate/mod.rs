@@ -11,6 +11,7 @@ pub mod header;
 pub mod layout;
 mod program;
 pub mod tosa;
+pub mod vgf;
 pub mod vulkan;
 pub mod xnnpack;
 
@@ -26,7 +27,7 @@ use crate::format::Result;
 
 /// Every backend with a decoder. Adding one is a module under
 /// `delegate/` and a line here.
-static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan, &tosa::Tosa];
+static BACKENDS: &[&dyn Backend] = &[&xnnpack::Xnnpack, &vulkan::Vulkan, &tosa::Tosa, &vgf::Vgf];
 
 /// The backend that decodes delegates of id `id`.
 pub fn backend(id: &str) -> Option<&'static dyn Backend> {
