@@ -252,7 +252,7 @@ fn weight<'a>(p: &Payload<'a>, c: &Constant<'a>, users: &[Vec<String>]) -> layou
     layout::Weight {
         stem: stem(c),
         bytes: c.bytes.clone(),
-        dtype: "vgf",
+        dtype: format.and_then(vulkan::format_name).unwrap_or("unknown"),
         dims,
         npy,
         id: c.mrt_index,

@@ -64,6 +64,11 @@ pub fn format(v: u32) -> String {
     format_info(v).map_or_else(|| format!("Unknown({v})"), |f| f.0.to_owned())
 }
 
+/// `VkFormat` value `v`'s name, when it is named here.
+pub fn format_name(v: u32) -> Option<&'static str> {
+    format_info(v).map(|f| f.0)
+}
+
 /// A short name for `code.txt` (`f32`, `i8`), or the format's number.
 pub fn short(v: u32) -> String {
     let s = match v {
