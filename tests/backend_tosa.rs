@@ -284,6 +284,39 @@ fn render_dot(bin: &std::path::Path, dot: &[u8]) -> String {
 }
 
 #[test]
+fn names_with_quotes_and_line_breaks_still_render() {
+    let file = std::fs::read(fixture(FIXTURE)).unwrap();
+    let mut p = payload_of(&file, &oracle()["execution_plan"][0]["delegates"][0]);
+    // Every copy of the name, so that operators still find the tensor.
+    let name = b"p_l1_bias";
+    let mut at = 0;
+    while let Some(i) = p[at..].windows(name.len()).position(|w| w == name) {
+        let i = at + i;
+        p[i..i + 4].copy_from_slice(b"a\"\\\n");
+        at = i + name.len();
+    }
+    let bytes = program(p);
+    let t = tree(&bytes);
+    assert!(t.resolve(&format!("{DIR}/tosa/ERROR.txt")).is_none());
+    let dot = text_at(&t, &bytes, &format!("{DIR}/tosa/graph.dot")).unwrap();
+    assert!(dot.contains("a\\\"\\\\\\n_bias"), "{dot}");
+    if let Some(bin) = common::mounted::which("dot") {
+        assert!(render_dot(&bin, dot.as_bytes()).contains("<svg"));
+    }
+    let code = text_at(&t, &bytes, &format!("{DIR}/tosa/code.txt")).unwrap();
+    assert!(
+        code.contains("%\"a\\\"\\\\\\n_bias\":f32[32](128 bytes)"),
+        "{code}"
+    );
+    assert_eq!(code.lines().count(), 2 + 15);
+    // The file name keeps what a name may hold.
+    assert!(
+        t.resolve(&format!("{DIR}/tosa/weights/a____bias.bin"))
+            .is_some()
+    );
+}
+
+#[test]
 fn inspect_shows_the_graph_summary() {
     let out = std::process::Command::new(ptefs_bin())
         .args(["inspect", "--json"])

@@ -292,6 +292,35 @@ fn graph_dot_renders() {
 }
 
 #[test]
+fn names_with_quotes_and_line_breaks_still_render() {
+    let mut p = mlp_payload();
+    for name in [&b"graph_segment_0"[..], b"graph_partition_0"] {
+        let mut at = 0;
+        while let Some(i) = p[at..].windows(name.len()).position(|w| w == name) {
+            let i = at + i;
+            p[i..i + 4].copy_from_slice(b"a\"\\\n");
+            at = i + name.len();
+        }
+    }
+    let (e, t, bytes) = decoded(p);
+    assert!(e.is_none(), "{e:?}");
+    let dot = text_at(&t, &bytes, &format!("{DIR}/vgf/graph.dot")).unwrap();
+    assert!(dot.contains("a\\\"\\\\\\nh_segment_0"), "{dot}");
+    if let Some(svg) = render_dot(dot.as_bytes()) {
+        assert!(svg.contains("<svg"));
+    }
+    let code = text_at(&t, &bytes, &format!("{DIR}/vgf/code.txt")).unwrap();
+    assert!(
+        code.contains("segment 0: GRAPH \"a\\\"\\\\\\nh_segment_0\""),
+        "{code}"
+    );
+    assert!(
+        t.resolve(&format!("{DIR}/vgf/modules/0-a___h_partition_0.spv"))
+            .is_some()
+    );
+}
+
+#[test]
 fn inspect_shows_the_summary() {
     let out = std::process::Command::new(ptefs_bin())
         .args(["inspect", "--json"])

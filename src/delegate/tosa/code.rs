@@ -7,7 +7,8 @@
 //! ```
 //! Each operand is `%name:type[dims]`, a constant's followed by `=value`
 //! when it holds a few values, `(N bytes)` otherwise; a name the block
-//! does not define prints `:?`.
+//! does not define prints `:?`, and one with spaces, quotes or control
+//! characters is quoted and escaped.
 
 use std::fmt::Write;
 
@@ -62,7 +63,7 @@ pub fn render(p: &Payload<'_>) -> String {
 }
 
 fn block(out: &mut String, b: &Block<'_>) {
-    let _ = write!(out, "## {}: inputs", b.path());
+    let _ = write!(out, "## {}: inputs", shown(&b.path()));
     names(out, b, b.block.inputs());
     out.push_str(" -> outputs");
     names(out, b, b.block.outputs());
@@ -102,9 +103,24 @@ fn names(
     }
 }
 
+/// A name as `code.txt` shows it: as written, or quoted and escaped when
+/// it holds spaces, quotes or control characters that would break the
+/// line apart.
+pub fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| !c.is_control() && !c.is_whitespace() && c != '"')
+    {
+        name.into()
+    } else {
+        format!("{name:?}").into()
+    }
+}
+
 /// `%name:type[dims]`, with the value of a small constant.
 fn operand(out: &mut String, b: &Block<'_>, name: &str) {
-    let _ = write!(out, "%{name}");
+    let _ = write!(out, "%{}", shown(name));
     match b.operand(name) {
         Operand::Tensor(t) => {
             let shape: Vec<i32> = t.shape().map(|s| s.iter().collect()).unwrap_or_default();

@@ -108,7 +108,12 @@ pub fn render(p: &Payload<'_>) -> String {
                 .enumerate()
                 .map(|(k, b)| {
                     let name = names.get(k).copied().unwrap_or("");
-                    format!("{name}={}@{}", resource(p, b.mrt_index()), b.binding())
+                    format!(
+                        "{}={}@{}",
+                        crate::delegate::tosa::code::shown(name),
+                        resource(p, b.mrt_index()),
+                        b.binding()
+                    )
                 })
                 .collect();
             list(&mut out, items);
