@@ -23,6 +23,9 @@ flatc --rust -o "$out" schema/xnnpack.fbs schema/vulkan.fbs
 # each, renders them all alike (graph.json, code.txt) without a hand-written
 # printer per op.
 flatc --rust --rust-serialize -o "$out" schema/mlx.fbs
+# Arm's TOSA graph (the whole payload of a TOSABackend delegate) and the
+# tables of a VGF file stand alone too.
+flatc --rust -o "$out" schema/tosa.fbs schema/vgf.fbs
 # native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
 # its own, numbered like the program's but with fewer names.
 flatc --rust -o "$out" schema/native_graph.fbs

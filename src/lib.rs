@@ -59,6 +59,8 @@ pub(crate) mod generated {
     pub mod program_verify_generated;
     pub mod vulkan_generated;
     pub mod coreml_proto_generated;
+    pub mod tosa_generated;
+    pub mod vgf_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches

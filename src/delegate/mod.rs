@@ -15,6 +15,8 @@ pub mod layout;
 pub mod mlx;
 pub mod openvino;
 mod program;
+pub mod tosa;
+pub mod vgf;
 pub mod vulkan;
 pub mod xnnpack;
 
@@ -37,6 +39,8 @@ static BACKENDS: &[&dyn Backend] = &[
     &ethosu::EthosU,
     &openvino::Openvino,
     &mlx::Mlx,
+    &tosa::Tosa,
+    &vgf::Vgf,
 ];
 
 /// The backend that decodes delegates of id `id`.
