@@ -74,6 +74,8 @@ pub(super) struct Place<'p, 'a> {
     pub program: &'p ProgramFile<'a>,
     pub file_name: &'p str,
     pub processed: Span,
+    /// The delegate's compile specs whose keys are text.
+    pub specs: Vec<(&'a str, &'a [u8])>,
 }
 
 /// A weight file's source: which file, the span, and the attached file's

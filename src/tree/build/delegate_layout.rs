@@ -37,10 +37,16 @@ impl Builder {
         let payload = place.processed.bytes(place.program.bytes);
         let at = place.origin.shifted(place.processed).offset;
         let mut x = self.subdir(ddir, backend.folder());
-        if let Some(h) = backend.header(payload, at) {
+        if let Some(mut h) = backend.header(payload, at) {
+            if let Some(o) = h.as_object_mut() {
+                let shared = shared_with(place);
+                if !shared.is_empty() {
+                    o.insert("shared_with".into(), Value::Array(shared));
+                }
+            }
             self.json(&mut x, "header.json", &h);
         }
-        let layout = match backend.decode(payload, named) {
+        let layout = match backend.decode_with_specs(payload, &place.specs, named) {
             Ok(d) => d.layout(),
             Err(e) => return self.not_decoded(&mut x, place, &[e.to_string()]),
         };
@@ -232,6 +238,43 @@ impl Builder {
         };
         self.lazy(dir, name, place.origin.source, Box::new(renderer));
     }
+}
+
+/// The other delegates of the program whose payload is the same bytes
+/// (one shared context or engine), by method and index: their byte-range
+/// files are the same inodes as this one's.
+fn shared_with(place: &Place<'_, '_>) -> Vec<Value> {
+    let p = place.program;
+    let mine = place.processed.bytes(p.bytes);
+    let mut out = Vec::new();
+    for m in &p.methods {
+        for d in &m.delegates {
+            let Some(span) = d.processed else { continue };
+            if span.bytes(p.bytes) == mine {
+                out.push(json!({
+                    "method": m.name.to_string(),
+                    "delegate": d.index,
+                    "same_bytes_at": place.origin.shifted(span).offset,
+                }));
+            }
+        }
+    }
+    let me = out.iter().position(|v| {
+        place.dir_path.starts_with(&format!(
+            "methods/{}/",
+            encode(v["method"].as_str().unwrap_or(""))
+        )) && place
+            .dir_path
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.split('-').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            == v["delegate"].as_u64()
+    });
+    if let Some(i) = me {
+        out.remove(i);
+    }
+    out
 }
 
 fn write_rendered(r: Rendered<'_>, out: &mut dyn Write) -> io::Result<()> {

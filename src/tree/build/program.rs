@@ -322,6 +322,7 @@ impl Builder {
                     program: shown.program,
                     file_name: shown.file_name,
                     processed,
+                    specs: crate::delegate::text_specs(&d.compile_specs),
                 };
                 self.decoded_delegate(&mut one, id, &place, named);
             }

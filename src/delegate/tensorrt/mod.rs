@@ -1,0 +1,90 @@
+//! TensorRT engines (`TensorRTBackend`, from Torch-TensorRT's ExecuTorch
+//! runtime): a 32-byte header `<4sIIIQ8s` (magic `TR01`, or `TR02` when the
+//! metadata carries aliased I/O; metadata offset and size; engine offset,
+//! 16-byte aligned, and size; 8 reserved bytes), the metadata JSON, and
+//! the serialized engine.
+
+mod layout;
+
+pub use layout::TensorRt;
+
+/// The backend id this module decodes.
+pub const BACKEND_ID: &str = "TensorRTBackend";
+
+/// Bytes of the header.
+pub const HEADER_LEN: u64 = 32;
+
+/// The engine's alignment the runtime requires.
+pub const ENGINE_ALIGNMENT: u64 = 16;
+
+/// The header's fields as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The magic (`TR01`, `TR02`).
+    pub magic: [u8; 4],
+    /// Metadata offset in the payload.
+    pub metadata_offset: u32,
+    /// Metadata size.
+    pub metadata_size: u32,
+    /// Engine offset in the payload.
+    pub engine_offset: u32,
+    /// Engine size.
+    pub engine_size: u64,
+    /// The reserved bytes.
+    pub reserved: [u8; 8],
+}
+
+/// Reads the header fields, `None` when the payload is shorter.
+pub fn header(payload: &[u8]) -> Option<Header> {
+    use crate::delegate::artifact::{array, u32_at, u64_at};
+    Some(Header {
+        magic: array(payload, 0)?,
+        metadata_offset: u32_at(payload, 4)?,
+        metadata_size: u32_at(payload, 8)?,
+        engine_offset: u32_at(payload, 12)?,
+        engine_size: u64_at(payload, 16)?,
+        reserved: array(payload, 24)?,
+    })
+}
+
+impl Header {
+    /// What the runtime's own checks (`TensorRTBlobHeader::parse`) would
+    /// refuse, in the order it checks; empty when it accepts the header.
+    /// Where its arithmetic would wrap, ptefs refuses too.
+    pub fn refusals(&self, total: u64) -> Vec<String> {
+        let mut out = Vec::new();
+        if &self.magic != b"TR01" && &self.magic != b"TR02" {
+            out.push(format!(
+                "magic {:?} is neither TR01 nor TR02",
+                String::from_utf8_lossy(&self.magic)
+            ));
+        }
+        let (mo, ms, eo) = (
+            u64::from(self.metadata_offset),
+            u64::from(self.metadata_size),
+            u64::from(self.engine_offset),
+        );
+        if mo < HEADER_LEN {
+            out.push(format!(
+                "metadata offset {mo} is inside the {HEADER_LEN}-byte header"
+            ));
+        }
+        if eo % ENGINE_ALIGNMENT != 0 {
+            out.push(format!(
+                "engine offset {eo} is not {ENGINE_ALIGNMENT}-byte aligned"
+            ));
+        }
+        if let Err(e) = crate::delegate::artifact::fits("metadata", mo, ms, total) {
+            out.push(e);
+        }
+        if let Err(e) = crate::delegate::artifact::fits("engine", eo, self.engine_size, total) {
+            out.push(e);
+        }
+        if mo + ms > eo {
+            out.push(format!(
+                "metadata ({ms} bytes at {mo}) overlaps the engine at {eo}"
+            ));
+        }
+        out
+    }
+}
