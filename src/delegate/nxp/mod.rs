@@ -137,12 +137,14 @@ impl Backend for Nxp {
         };
         let n_in = if h.version == 0 { word(11) } else { word(13) };
         let n_out = if h.version == 0 { word(12) } else { word(14) };
-        if n_in.is_some_and(|n| n != u32::from(h.inputs))
-            || n_out.is_some_and(|n| n != u32::from(h.outputs))
-        {
+        let show = |n: Option<u32>| n.map_or_else(|| "no".to_owned(), |n| n.to_string());
+        if n_in != Some(u32::from(h.inputs)) || n_out != Some(u32::from(h.outputs)) {
             a.errors.push(format!(
-                "the microcode states {n_in:?} inputs and {n_out:?} outputs, the header {} and {}: the runtime would refuse it",
-                h.inputs, h.outputs
+                "the microcode states {} inputs and {} outputs, the header {} and {}: the runtime would refuse it",
+                show(n_in),
+                show(n_out),
+                h.inputs,
+                h.outputs
             ));
         }
         let (mc, w) = (u64::from(mc), u64::from(w));
@@ -160,7 +162,8 @@ impl Backend for Nxp {
         match kernels_at {
             Some(at) if at <= total => a.payload_file("kernels.bin", at, total - at),
             _ => a.errors.push(format!(
-                "kernels: they would start at {kernels_at:?}, past the payload's {total} bytes"
+                "kernels: they would start at {}, past the payload's {total} bytes",
+                kernels_at.map_or_else(|| "an offset past 2^64".to_owned(), |k| k.to_string())
             )),
         }
         Ok(Box::new(a))
