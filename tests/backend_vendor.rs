@@ -522,3 +522,55 @@ fn hostile_payloads_leave_a_partial_tree() {
     }
     eprintln!("hostile payloads: {:?}", start.elapsed());
 }
+
+/// `diff` of two TensorRT programs whose engines differ in one byte, and
+/// whose metadata differ in size: header fields, artifact sizes, and
+/// whether the bytes are equal.
+#[test]
+fn diff_compares_headers_and_artifacts() {
+    use writer::payloads::one_delegate;
+    let a = payload("tensorrt", "forward");
+    let mut b = a.clone();
+    let last = b.len() - 1;
+    b[last] ^= 1;
+    let c = payload("tensorrt", "kv");
+    let dir = tempfile::tempdir().unwrap();
+    let specs = || vec![("level".to_owned(), b"1".to_vec())];
+    let pa = write_file(
+        dir.path(),
+        "a.pte",
+        &one_delegate("TensorRTBackend", a, specs(), vec![]),
+    );
+    let pb = write_file(
+        dir.path(),
+        "b.pte",
+        &one_delegate("TensorRTBackend", b, specs(), vec![]),
+    );
+    let pc = write_file(
+        dir.path(),
+        "c.pte",
+        &one_delegate("TensorRTBackend", c, specs(), vec![]),
+    );
+    let out = |x: &std::path::Path, y: &std::path::Path| {
+        let o = Command::new(ptefs_bin())
+            .args(["diff", x.to_str().unwrap(), y.to_str().unwrap()])
+            .output()
+            .unwrap();
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let text = out(&pa, &pb);
+    assert!(
+        text.contains("  engine.plan: 100 bytes -> 100 bytes, bytes differ\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  metadata.json: 258 bytes -> 258 bytes, bytes equal\n"),
+        "{text}"
+    );
+    let text = out(&pa, &pc);
+    assert!(text.contains("  header magic: TR01 -> TR02\n"), "{text}");
+    assert!(
+        text.contains("  metadata.json: 258 bytes -> 469 bytes, bytes differ\n"),
+        "{text}"
+    );
+}
