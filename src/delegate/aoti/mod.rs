@@ -119,6 +119,13 @@ impl Backend for Aoti {
                 for e in &m.entries {
                     a.weights.push(weight(e, named));
                 }
+                let stored: u64 = a
+                    .weights
+                    .iter()
+                    .filter_map(|w| w.bytes.as_ref().ok())
+                    .map(|b| b.len())
+                    .sum();
+                a.sizes.insert("weights/".to_owned(), stored);
                 m.so_key
             }
         };
