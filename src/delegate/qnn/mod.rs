@@ -14,7 +14,7 @@ use crate::delegate::artifact::{
     Artifact, Specs, field, fits, hex, i64_at, region, spec, u32_at, u64_at,
 };
 use crate::delegate::{Backend, Decoded, Lookup};
-use crate::format::Result;
+use crate::format::{Error, Result};
 
 /// The backend id this module decodes.
 pub const BACKEND_ID: &str = "QnnBackend";
@@ -61,6 +61,11 @@ impl Backend for Qnn {
         _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         let total = payload.len() as u64;
+        if u32_at(payload, 0) == Some(MAGIC) && protocol(payload).is_none() {
+            return Err(Error::new(format!(
+                "QNN custom protocol: payload of {total} bytes has the magic but ends inside the 20 bytes of header fields"
+            )));
+        }
         let mut a = Artifact::new(BACKEND_ID);
         match protocol(payload) {
             Some((signature, size)) => {
@@ -109,6 +114,9 @@ impl Backend for Qnn {
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
         let total = payload.len() as u64;
+        if u32_at(payload, 0) == Some(MAGIC) && protocol(payload).is_none() {
+            return None;
+        }
         Some(match protocol(payload) {
             Some((signature, size)) => json!({
                 "format": "QNN context custom protocol",

@@ -48,6 +48,7 @@ impl Backend for TensorRt {
             "engine": fits("", eo, h.engine_size, total).is_ok().then(|| region(at, eo, h.engine_size)),
             "runtime_accepts": refusals.is_empty(),
             "runtime_refuses": refusals,
+            "wraps": h.wraps(),
         }))
     }
 }
@@ -67,6 +68,7 @@ fn decode(payload: &[u8]) -> Result<Artifact<'_>> {
         .into_iter()
         .map(|r| format!("the runtime would refuse this blob: {r}"))
         .collect();
+    a.errors.extend(h.wraps());
     let (mo, ms) = (u64::from(h.metadata_offset), u64::from(h.metadata_size));
     if fits("metadata", mo, ms, total).is_ok() {
         a.payload_file("metadata.json", mo, ms);

@@ -77,8 +77,14 @@ impl Header {
         if let Err(e) = crate::delegate::artifact::fits("metadata", mo, ms, total) {
             out.push(e);
         }
-        if let Err(e) = crate::delegate::artifact::fits("engine", eo, self.engine_size, total) {
-            out.push(e);
+        // The runtime adds the engine's offset and size in `size_t`: a size
+        // that wraps past 2^64 passes its check, so only a plain overrun is
+        // its refusal (ptefs names the wrap as its own, see `wraps`).
+        if let Some(end) = eo.checked_add(self.engine_size).filter(|&end| end > total) {
+            out.push(format!(
+                "engine: {} bytes at payload offset {eo} end at {end}, past the payload's {total} bytes",
+                self.engine_size
+            ));
         }
         if mo + ms > eo {
             out.push(format!(
@@ -86,5 +92,19 @@ impl Header {
             ));
         }
         out
+    }
+
+    /// Where the engine's offset plus size wraps past 2^64: the runtime's
+    /// check wraps with it and lets the blob through, to read far past it.
+    pub fn wraps(&self) -> Option<String> {
+        u64::from(self.engine_offset)
+            .checked_add(self.engine_size)
+            .is_none()
+            .then(|| {
+                format!(
+                    "engine: {} bytes at payload offset {} wrap past 2^64; the runtime's own check wraps too and would let the blob through",
+                    self.engine_size, self.engine_offset
+                )
+            })
     }
 }
