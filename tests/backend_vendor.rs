@@ -310,6 +310,38 @@ fn aoti_libraries_and_weights() {
         .find(|e| e["fqn"] == "ghost")
         .unwrap();
     assert!(ghost["missing"].is_string(), "{ghost}");
+    // Every weight the manifest holds, in index.json and in header.json's
+    // fields, as the writer gave it to ExecuTorch's encoder.
+    let header = json(&v, "methods/cuda/delegates/0-CudaBackend/aoti/header.json");
+    let fields: Vec<&Value> = header["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["field"] == "weight")
+        .collect();
+    let named = o["methods"]["cuda"]["named"].as_object().unwrap();
+    let mut seen = 0;
+    for (path, n) in named.iter().filter(|(p, _)| p.starts_with("weights/")) {
+        let fqn = &path["weights/".len()..path.len() - ".bin".len()];
+        let e = index
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["fqn"] == fqn)
+            .unwrap_or_else(|| panic!("{fqn} not in index.json"));
+        let f = fields.iter().find(|f| f["fqn"] == fqn).unwrap();
+        for x in [e, *f] {
+            assert_eq!(x["storage_key"], n["key"], "{fqn}");
+            assert_eq!(x["sizes"], n["sizes"], "{fqn}");
+            assert_eq!(x["strides"], n["strides"], "{fqn}");
+            assert_eq!(x["storage_nbytes"], n["size"], "{fqn}");
+        }
+        assert_eq!(e["dtype_code"], n["dtype_code"], "{fqn}");
+        assert_eq!(f["dtype"], n["dtype_code"], "{fqn}");
+        assert_eq!(f["device_type"], json!(1), "{fqn}");
+        seen += 1;
+    }
+    assert_eq!(seen, 6);
     let keys = json(&v, "methods/missing/delegates/0-CudaBackend/aoti/keys.json");
     assert_eq!(keys[0]["found"], json!(false));
 }

@@ -325,3 +325,28 @@ pub type Specs<'s, 'a> = &'s [(&'a str, &'a [u8])];
 pub fn spec<'a>(specs: Specs<'_, 'a>, key: &str) -> Option<&'a [u8]> {
     specs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_stop_at_the_end_and_sums_do_not_wrap() {
+        let b = [1u8, 0, 0, 0, 2];
+        assert_eq!(u32_at(&b, 0), Some(1));
+        assert_eq!(u32_at(&b, 2), None);
+        assert_eq!(u64_at(&b, u64::MAX), None);
+        assert_eq!(slice(&b, 4, 1), Some(&[2u8][..]));
+        assert_eq!(slice(&b, 4, u64::MAX), None);
+        assert!(fits("x", 1, 4, 5).is_ok());
+        assert!(fits("x", 2, 4, 5).unwrap_err().contains("end at 6"));
+        assert!(fits("x", 8, u64::MAX, 5).unwrap_err().contains("wrap"));
+    }
+
+    #[test]
+    fn interned_keys_are_kept_once() {
+        let a = intern("m_so_blob".to_owned());
+        let b = intern(String::from("m_so_blob"));
+        assert!(std::ptr::eq(a, b));
+    }
+}

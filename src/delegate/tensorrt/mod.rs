@@ -108,3 +108,34 @@ impl Header {
             })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(engine_offset: u32, engine_size: u64) -> Vec<u8> {
+        let mut b = b"TR01".to_vec();
+        for v in [32u32, 2, engine_offset] {
+            b.extend(v.to_le_bytes());
+        }
+        b.extend(engine_size.to_le_bytes());
+        b.extend([1, 0, 0, 0, 0, 0, 0, 0]);
+        b.extend(b"{}");
+        b.resize(48, 0);
+        b
+    }
+
+    #[test]
+    fn the_runtime_checks_and_the_wrap_they_miss() {
+        let ok = blob(48, 0);
+        let h = header(&ok).unwrap();
+        assert!(h.refusals(ok.len() as u64).is_empty());
+        let odd = blob(40, 0);
+        assert!(header(&odd).unwrap().refusals(48)[0].contains("aligned"));
+        let wrap = blob(48, u64::MAX - 8);
+        let h = header(&wrap).unwrap();
+        assert!(h.refusals(48).is_empty());
+        assert!(h.wraps().unwrap().contains("2^64"));
+        assert!(header(&ok[..31]).is_none());
+    }
+}
