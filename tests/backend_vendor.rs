@@ -602,3 +602,78 @@ fn diff_compares_headers_and_artifacts() {
         "{text}"
     );
 }
+
+/// The image a remote source builds of `bytes` from its fetch plan: the
+/// planned ranges, zeros elsewhere; and how many bytes it fetched.
+fn planned(bytes: &[u8]) -> (Vec<u8>, u64) {
+    use ptefs::format::Ranges;
+    let mut image = vec![0u8; bytes.len()];
+    let mut have = Ranges::default();
+    let mut fetched = 0;
+    for round in 0.. {
+        assert!(round < 64, "the plan does not converge");
+        let want: Vec<std::ops::Range<u64>> = ptefs::tree::fetch_plan(&image, &have)
+            .iter()
+            .map(|r| r.start.min(r.end)..r.end.min(bytes.len() as u64))
+            .flat_map(|r| have.missing(&r))
+            .collect();
+        if want.is_empty() {
+            return (image, fetched);
+        }
+        for r in want {
+            let (a, b) = (r.start as usize, r.end as usize);
+            image[a..b].copy_from_slice(&bytes[a..b]);
+            fetched += r.end - r.start;
+            have.insert(r);
+        }
+    }
+    unreachable!()
+}
+
+/// Every path of `t` with what it holds: generated or rendered bytes, or
+/// where its source bytes are.
+fn shape(t: &ptefs::tree::Tree) -> std::collections::BTreeMap<String, String> {
+    use ptefs::tree::{Content, ROOT};
+    t.walk(ROOT)
+        .map(|(path, ino)| {
+            let what = match t.file(ino) {
+                None => "dir".to_owned(),
+                Some(f) => match &*f.content {
+                    Content::Generated(b) => format!("generated {}", sha256(b)),
+                    Content::Lazy(l) => format!("lazy {}", sha256(&l.rendered())),
+                    other => format!("{:?}", std::mem::discriminant(other)),
+                },
+            };
+            (path, what)
+        })
+        .collect()
+}
+
+/// A remote source reads each vendor program from its fetch plan alone
+/// and gets the same tree: headers and metadata are fetched, the
+/// artifacts (a 1.3 MB QNN context here) are not.
+#[test]
+fn fetch_plans_read_headers_not_artifacts() {
+    for name in [
+        "tensorrt",
+        "mediatek",
+        "nxp",
+        "qnn",
+        "aoti",
+        "stories260k_hybrid_llama_qnn",
+    ] {
+        let bytes = std::fs::read(fixture(&format!("vendor/{name}.pte"))).unwrap();
+        let (image, fetched) = planned(&bytes);
+        let whole = ptefs::tree::Tree::from_bytes("f.pte", &bytes).unwrap();
+        let part = ptefs::tree::Tree::from_bytes("f.pte", &image).unwrap();
+        let (w, p) = (shape(&whole), shape(&part));
+        for (path, s) in &w {
+            assert_eq!(p.get(path), Some(s), "{name}: {path}");
+        }
+        assert_eq!(w.len(), p.len(), "{name}: paths");
+        assert_eq!(whole.warnings, part.warnings, "{name}");
+        if name.starts_with("stories") {
+            assert!(fetched < 64 * 1024, "{name}: fetched {fetched} bytes");
+        }
+    }
+}

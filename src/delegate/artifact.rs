@@ -34,7 +34,13 @@ pub struct Artifact<'a> {
     /// The named-data keys the payload refers to, found or not
     /// (`keys.json` when there are any).
     pub keys: Vec<Value>,
+    /// Files rendered when first read, from bytes the payload refers to
+    /// (a remote source fetches them only then): path, bytes, renderer.
+    pub lazy: Vec<(String, &'a [u8], Render)>,
 }
+
+/// Renders a lazily made file from the bytes it reads.
+pub type Render = fn(&[u8]) -> String;
 
 /// A weight the payload names, kept in a form the layout is made from.
 #[derive(Debug, Clone)]
@@ -205,6 +211,9 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                 .collect(),
         });
         let mut files: Vec<File<'a>> = self.files.iter().map(clone_file).collect();
+        for (path, _, _) in &self.lazy {
+            files.push(File::Rendered { path: path.clone() });
+        }
         if !self.keys.is_empty() {
             files.push(File::Json {
                 path: "keys.json".into(),
@@ -218,8 +227,11 @@ impl<'a> Decoded<'a> for Artifact<'a> {
         }
     }
 
-    fn render<'r>(&'r self, _path: &str, _paths: &'r Paths) -> Rendered<'r> {
-        Rendered::None
+    fn render<'r>(&'r self, path: &str, _paths: &'r Paths) -> Rendered<'r> {
+        self.lazy
+            .iter()
+            .find(|(p, _, _)| p == path)
+            .map_or(Rendered::None, |(_, bytes, f)| Rendered::text(f(bytes)))
     }
 
     fn facts(&self) -> Vec<(String, String)> {

@@ -64,6 +64,13 @@ pub trait Backend: Sync {
         Ok(Vec::new())
     }
 
+    /// The named-data entries a rendered file reads whole (AOTInductor's
+    /// library, for `symbols.txt`), for sources fetched in ranges: the
+    /// program's own entries of these keys are fetched with the payload.
+    fn reads_named<'a>(&self, _payload: &'a [u8], _specs: Specs<'_, 'a>) -> Vec<&'a str> {
+        Vec::new()
+    }
+
     /// The payload ranges decoding reads, for sources fetched in ranges:
     /// `payload` is the payload as held so far (bytes not yet fetched read
     /// as zeros) and `have` says whether a range is held. Called again

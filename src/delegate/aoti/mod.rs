@@ -132,10 +132,7 @@ impl Backend for Aoti {
         a.fact("so_key", so);
         if a.named_entry("model.so", so, named) {
             let lib = named.bytes(so).unwrap_or_default();
-            match symbols(lib) {
-                Ok(s) => a.text("symbols.txt", s),
-                Err(e) => a.errors.push(format!("model.so: {e}")),
-            }
+            a.lazy.push(("symbols.txt".to_owned(), lib, symbols));
         }
         Ok(Box::new(a))
     }
@@ -158,6 +155,16 @@ impl Backend for Aoti {
                 keys
             }
         })
+    }
+
+    /// The library, whose dynamic symbols `symbols.txt` lists.
+    fn reads_named<'a>(&self, payload: &'a [u8], specs: Specs<'_, 'a>) -> Vec<&'a str> {
+        match form(payload, specs) {
+            Ok(Form::Text { so, .. }) => vec![so],
+            Ok(Form::Empty { so, .. }) => vec![so],
+            Ok(Form::Manifest(m)) => vec![m.so_key],
+            Err(_) => Vec::new(),
+        }
     }
 
     fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
@@ -240,10 +247,13 @@ fn weight<'a>(e: &Entry<'a>, named: &dyn Lookup<'a>) -> Named<'a> {
 }
 
 /// The dynamic symbols a shared library exports and imports, one a line:
-/// `T name` for defined, `U name` for undefined.
-fn symbols(lib: &[u8]) -> std::result::Result<String, String> {
+/// `T name` for defined, `U name` for undefined; or why there are none.
+fn symbols(lib: &[u8]) -> String {
     use object::{Object, ObjectSymbol};
-    let file = object::File::parse(lib).map_err(|e| format!("not a shared library object: {e}"))?;
+    let file = match object::File::parse(lib) {
+        Ok(f) => f,
+        Err(e) => return format!("cannot read model.so as an object file: {e}\n"),
+    };
     let mut lines: Vec<String> = file
         .dynamic_symbols()
         .filter(|s| !s.name().unwrap_or("").is_empty())
@@ -256,5 +266,5 @@ fn symbols(lib: &[u8]) -> std::result::Result<String, String> {
     lines.dedup();
     let mut out = lines.join("\n");
     out.push('\n');
-    Ok(out)
+    out
 }

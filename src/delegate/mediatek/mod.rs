@@ -3,6 +3,8 @@
 //! the compiled model. With the `ExtractSharedBlobKey` compile spec the
 //! weights several models share sit in named data under that key.
 
+use std::ops::Range;
+
 use serde_json::{Value, json};
 
 use crate::delegate::artifact::{Artifact, Specs, field, fits, region, spec, u8_at, u32_at};
@@ -102,6 +104,11 @@ impl Backend for MediaTek {
         specs: Specs<'_, 'a>,
     ) -> Result<Vec<&'a str>> {
         Ok(shared_key(specs).into_iter().collect())
+    }
+
+    /// The header; never the model.
+    fn fetch(&self, payload: &[u8], _have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        std::iter::once(0..HEADER_LEN.min(payload.len() as u64)).collect()
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

@@ -7,6 +7,8 @@
 //! the regions, as the runtime reads it; the kernels run to the end of the
 //! payload.
 
+use std::ops::Range;
+
 use serde_json::{Value, json};
 
 use crate::delegate::artifact::{Artifact, field, fits, region, slice, u8_at, u32_at};
@@ -21,6 +23,9 @@ pub const ALIGNMENT: u64 = 16;
 
 /// The microcode's magic word, little-endian (`nMCd`).
 pub const MICROCODE_MAGIC: u32 = 0x6443_4D6E;
+
+/// Bytes of the microcode's header the runtime reads (words 0 to 14).
+pub const MICROCODE_HEADER: u64 = 64;
 
 /// `NeutronBackend`.
 pub struct Nxp;
@@ -167,6 +172,22 @@ impl Backend for Nxp {
             )),
         }
         Ok(Box::new(a))
+    }
+
+    /// The counts, then the header they size and the microcode's own
+    /// header; never the regions.
+    fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        let total = payload.len() as u64;
+        let counts = 0..2.min(total);
+        if !have(&counts) {
+            return vec![counts];
+        }
+        let (i, o) = (
+            u64::from(u8_at(payload, 0).unwrap_or(0)),
+            u64::from(u8_at(payload, 1).unwrap_or(0)),
+        );
+        let start = align(4 + 2 * i + 2 * o).unwrap_or(u64::MAX);
+        vec![counts, 0..start.saturating_add(MICROCODE_HEADER).min(total)]
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

@@ -8,6 +8,8 @@
 
 pub mod options;
 
+use std::ops::Range;
+
 use serde_json::{Value, json};
 
 use crate::delegate::artifact::{
@@ -110,6 +112,11 @@ impl Backend for Qnn {
             }
         }
         Ok(Box::new(a))
+    }
+
+    /// The custom-protocol header and its padding; never the context.
+    fn fetch(&self, payload: &[u8], _have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        std::iter::once(0..ALIGNMENT.min(payload.len() as u64)).collect()
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

@@ -1,6 +1,8 @@
 //! `tensorrt/` in a TensorRT delegate's directory: `header.json`,
 //! `metadata.json` and `engine.plan`, each a byte range of the payload.
 
+use std::ops::Range;
+
 use serde_json::{Value, json};
 
 use super::{BACKEND_ID, HEADER_LEN, header};
@@ -26,6 +28,23 @@ impl Backend for TensorRt {
         _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(decode(payload)?))
+    }
+
+    /// The header, then the metadata it bounds; never the engine.
+    fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
+        let total = payload.len() as u64;
+        let head = 0..HEADER_LEN.min(total);
+        if !have(&head) {
+            return vec![head];
+        }
+        let mut out = vec![head];
+        if let Some(h) = header(payload) {
+            let (mo, ms) = (u64::from(h.metadata_offset), u64::from(h.metadata_size));
+            if fits("", mo, ms, total).is_ok() {
+                out.push(mo..mo + ms);
+            }
+        }
+        out
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

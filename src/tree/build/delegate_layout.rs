@@ -218,6 +218,11 @@ impl Builder {
             .filter_map(|(s, _)| Some((*s, self.source_bytes.get(s)?.clone())))
             .collect();
         let at = place.origin.shifted(place.processed);
+        let specs: Vec<(String, Vec<u8>)> = place
+            .specs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.to_vec()))
+            .collect();
         let renderer = move |bytes: &[u8], out: &mut dyn Write| {
             let Some(payload) = usize::try_from(at.offset)
                 .ok()
@@ -231,7 +236,11 @@ impl Builder {
                 spans: &spans,
                 others: &others,
             };
-            match backend.decode(payload, &lookup) {
+            let specs: Vec<(&str, &[u8])> = specs
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_slice()))
+                .collect();
+            match backend.decode_with_specs(payload, &specs, &lookup) {
                 Ok(d) => write_rendered(d.render(&path, &paths), out),
                 Err(e) => writeln!(out, "cannot render: {e}"),
             }
@@ -240,39 +249,26 @@ impl Builder {
     }
 }
 
-/// The other delegates of the program whose payload is the same bytes
-/// (one shared context or engine), by method and index: their byte-range
-/// files are the same inodes as this one's.
+/// The other delegates of the program whose payload is the same bytes of
+/// the file (one shared context or engine, stored once), by method and
+/// index: their byte-range files are the same inodes as this one's.
 fn shared_with(place: &Place<'_, '_>) -> Vec<Value> {
-    let p = place.program;
-    let mine = place.processed.bytes(p.bytes);
+    let me = |m: &str, index: usize| {
+        place
+            .dir_path
+            .strip_prefix(&format!("methods/{}/delegates/", encode(m)))
+            .and_then(|d| d.split('-').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            == Some(index)
+    };
     let mut out = Vec::new();
-    for m in &p.methods {
+    for m in &place.program.methods {
+        let name = m.name.to_string();
         for d in &m.delegates {
-            let Some(span) = d.processed else { continue };
-            if span.bytes(p.bytes) == mine {
-                out.push(json!({
-                    "method": m.name.to_string(),
-                    "delegate": d.index,
-                    "same_bytes_at": place.origin.shifted(span).offset,
-                }));
+            if d.processed == Some(place.processed) && !me(&name, d.index) {
+                out.push(json!({"method": name, "delegate": d.index}));
             }
         }
-    }
-    let me = out.iter().position(|v| {
-        place.dir_path.starts_with(&format!(
-            "methods/{}/",
-            encode(v["method"].as_str().unwrap_or(""))
-        )) && place
-            .dir_path
-            .rsplit('/')
-            .next()
-            .and_then(|n| n.split('-').next())
-            .and_then(|n| n.parse::<u64>().ok())
-            == v["delegate"].as_u64()
-    });
-    if let Some(i) = me {
-        out.remove(i);
     }
     out
 }
