@@ -15,7 +15,9 @@ size and sha256, found in the written file by searching for the payload's
 own bytes (the writer's record, not a parser's reading).
 
 Run once in a virtual environment with `pip install executorch==1.5.1
-flatbuffers`; the fixtures are committed and the tests never run this.
+flatbuffers torch==2.13.0` (the executorch wheel does not pull torch in
+itself) and a C compiler; the fixtures are committed and the tests never
+run this. Its output is the same on every run.
 """
 
 import hashlib
