@@ -399,6 +399,7 @@ def aoti_preprocess(backend, edge_program, compile_specs):
                 "key": k, "size": len(data), "sha256": sha(data), "missing": fqn == "ghost",
                 "dtype_code": scalar_type_enum(t.dtype), "sizes": sizes, "strides": strides,
                 "npy": fqn in ("l1.weight", "l1.bias", "half"),
+                "values": t.float().flatten().tolist() if fqn == "bf" else None,
             }
         named["model.so"] = {"key": so_key, "size": len(SO), "sha256": sha(SO)}
         blob = encode_cuda_weight_metadata(so_key, out)

@@ -280,6 +280,14 @@ fn aoti_libraries_and_weights() {
             if n["npy"] == json!(true) {
                 let npy = read(&v, &p.replace(".bin", ".npy"));
                 assert!(npy.ends_with(&got), "{p}: .npy");
+            } else if let Some(values) = n.get("values").and_then(Value::as_array) {
+                // bfloat16, widened to float32 in the .npy.
+                let npy = read(&v, &p.replace(".bin", ".npy"));
+                let want: Vec<u8> = values
+                    .iter()
+                    .flat_map(|x| (x.as_f64().unwrap() as f32).to_le_bytes())
+                    .collect();
+                assert!(npy.ends_with(&want), "{p}: widened .npy");
             } else if n.get("npy").is_some() {
                 assert!(!exists(&v, &p.replace(".bin", ".npy")), "{p}");
             }

@@ -57,6 +57,9 @@ pub struct Named<'a> {
     pub descr: Option<&'static str>,
     /// Bytes the NumPy view needs.
     pub npy_bytes: u64,
+    /// True when the stored values are bfloat16, widened to float32 in
+    /// the `.npy`.
+    pub widen: bool,
     /// The backend's fields of the `index.json` entry.
     pub entry: serde_json::Map<String, Value>,
 }
@@ -201,7 +204,7 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                         descr,
                         shape: w.dims.iter().map(|&d| d.max(0) as u64).collect(),
                         nbytes: w.npy_bytes,
-                        widen: false,
+                        widen: w.widen,
                     }),
                     id: u32::try_from(i).unwrap_or(u32::MAX),
                     value: Some(i),

@@ -235,13 +235,19 @@ fn weight<'a>(e: &Entry<'a>, named: &dyn Lookup<'a>) -> Named<'a> {
     entry.insert("storage_offset".into(), json!(e.storage_offset));
     entry.insert("sizes".into(), json!(e.sizes));
     entry.insert("strides".into(), json!(e.strides));
+    let widen = e.dtype == 15;
     Named {
         stem: e.fqn.to_owned(),
         bytes,
         dtype,
         dims: e.sizes.clone(),
-        descr: if whole { descr } else { None },
+        descr: if whole {
+            descr.or(widen.then_some("<f4"))
+        } else {
+            None
+        },
         npy_bytes: e.nbytes,
+        widen,
         entry,
     }
 }

@@ -140,6 +140,7 @@ impl Backend for Qnn {
                 "format": "no custom-protocol magic",
                 "payload": region(at, 0, total),
                 "first_word": u32_at(payload, 0).map(|w| format!("{w:#010x}")),
+                "zip_archive": payload.starts_with(b"PK\x03\x04"),
                 "context_binary": region(at, 0, total),
                 "runtime_reads_it_as": "a raw context binary first (pre-generated, e.g. from AI Hub), then as a DLC prepared online",
             }),
