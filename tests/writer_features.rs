@@ -74,8 +74,11 @@ fn legacy_inline_constants_without_extended_header() {
     assert_eq!(json(&v, "header.json")["extended_header"], Value::Null);
     assert_eq!(read(&v, "methods/forward/tensors/0.bin"), a);
     assert_eq!(read(&v, "methods/forward/tensors/1.bin"), b);
-    assert_eq!(ls(&v, "constants"), ["1.bin", "2.bin"]);
+    assert_eq!(ls(&v, "constants"), ["1.bin", "2.bin", "index.json"]);
     assert_eq!(read(&v, "constants/2.bin"), b);
+    // Inline buffers are their own slots: no padding.
+    let index = json(&v, "constants/index.json");
+    assert_eq!(index[1]["nbytes"], index[1]["slot_nbytes"]);
     assert_eq!(json(&v, "program.json")["constant_buffer_count"], 3);
 }
 
@@ -137,11 +140,9 @@ fn delegate_blobs_inline_and_in_segments() {
         &v,
         "methods/forward/delegates/0-InlineBackend/compile_specs.json",
     );
-    assert_eq!(
-        specs[0],
-        json!({"key": "level", "value": [51], "text": "3"})
-    );
+    assert_eq!(specs[0], json!({"key": "level", "size": 1, "text": "3"}));
     assert_eq!(specs[1]["text"], Value::Null);
+    assert!(specs[1]["hex"].is_string());
     let code = String::from_utf8(read(&v, "methods/forward/code.txt")).unwrap();
     assert!(
         code.contains(
@@ -351,7 +352,12 @@ fn many_tensors_of_given_sizes() {
             want
         );
     }
-    assert_eq!(ls(&v, "constants").len(), n);
+    // A file per buffer, and index.json.
+    assert_eq!(ls(&v, "constants").len(), n + 1);
+    assert_eq!(
+        json(&v, "constants/index.json").as_array().unwrap().len(),
+        n
+    );
 }
 
 #[test]

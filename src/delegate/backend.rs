@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
+use super::artifact::Specs;
 use super::layout::{Layout, Paths};
 use super::{Bytes, Lookup, Summary, WeightName};
 use crate::format::Result;
@@ -30,6 +31,27 @@ pub trait Backend: Sync {
         named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>>;
 
+    /// [`Backend::decode`] with the delegate's compile specs at hand, for
+    /// backends whose payload is read with them (AOTInductor's keys by
+    /// method name, QNN's options). By default they are not needed.
+    fn decode_with_specs<'a>(
+        &self,
+        payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
+        named: &dyn Lookup<'a>,
+    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
+        self.decode(payload, named)
+    }
+
+    /// [`Backend::named_keys`] with the delegate's compile specs at hand.
+    fn named_keys_with_specs<'a>(
+        &self,
+        payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
+    ) -> Result<Vec<&'a str>> {
+        self.named_keys(payload)
+    }
+
     /// `header.json`, with offsets in the file (`at`: the payload's file
     /// offset), when the payload's header reads, decoded or not.
     fn header(&self, _payload: &[u8], _at: u64) -> Option<Value> {
@@ -40,6 +62,13 @@ pub trait Backend: Sync {
     /// little decoding as possible (to find the data files holding them).
     fn named_keys<'a>(&self, _payload: &'a [u8]) -> Result<Vec<&'a str>> {
         Ok(Vec::new())
+    }
+
+    /// The named-data entries a rendered file reads whole (AOTInductor's
+    /// library, for `symbols.txt`), for sources fetched in ranges: the
+    /// program's own entries of these keys are fetched with the payload.
+    fn reads_named<'a>(&self, _payload: &'a [u8], _specs: Specs<'_, 'a>) -> Vec<&'a str> {
+        Vec::new()
     }
 
     /// The payload ranges decoding reads, for sources fetched in ranges:
@@ -66,6 +95,12 @@ pub trait Decoded<'a>: std::fmt::Debug {
     /// The contents of lazily rendered file `path` ([`Layout`]'s
     /// `File::Rendered`); `paths` holds each weight's path in the tree.
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r>;
+
+    /// Key header fields and what they say, for `inspect` and `diff`
+    /// (none by default).
+    fn facts(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// A rendered file's contents.

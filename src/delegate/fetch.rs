@@ -13,12 +13,38 @@ use crate::format::{Ranges, Span};
 pub fn needed(image: &[u8], have: &Ranges) -> Vec<Range<u64>> {
     let p = plan(image, have);
     let mut out = p.ranges;
+    let reads_named = !p.payloads.is_empty();
     for (id, span) in p.payloads {
         if let Some(backend) = super::backend(&id) {
             payload(backend, image, span, have, &mut out);
         }
     }
+    if reads_named {
+        named(image, &mut out);
+    }
     out
+}
+
+/// The program's own named-data entries that backends render files from
+/// ([`super::Backend::reads_named`]), read from payloads as held so far.
+fn named(image: &[u8], out: &mut Vec<Range<u64>>) {
+    let Ok(file) = crate::format::ProgramFile::parse(image) else {
+        return;
+    };
+    for d in file.methods.iter().flat_map(|m| &m.delegates) {
+        let (Some(id), Some(span)) = (d.id.as_str(), d.processed) else {
+            continue;
+        };
+        let Some(backend) = super::backend(id) else {
+            continue;
+        };
+        let specs = super::text_specs(&d.compile_specs);
+        for key in backend.reads_named(span.bytes(image), &specs) {
+            if let Some(n) = file.named.iter().find(|n| n.key.bytes() == key.as_bytes()) {
+                out.push(n.span.offset..n.span.end());
+            }
+        }
+    }
 }
 
 /// What `backend` asks of the payload at `span`, as file ranges.

@@ -3,6 +3,8 @@
 //! named data, and returns a decoded view, an error, or nothing for a
 //! backend without a decoder (whose payload stays opaque).
 
+pub mod aoti;
+pub mod artifact;
 mod backend;
 mod bytes;
 pub mod coreml;
@@ -12,9 +14,13 @@ pub mod fetch;
 pub mod flatbuffer;
 pub mod header;
 pub mod layout;
+pub mod mediatek;
 pub mod mlx;
+pub mod nxp;
 pub mod openvino;
 mod program;
+pub mod qnn;
+pub mod tensorrt;
 pub mod tosa;
 pub mod vgf;
 pub mod vulkan;
@@ -41,6 +47,13 @@ static BACKENDS: &[&dyn Backend] = &[
     &mlx::Mlx,
     &tosa::Tosa,
     &vgf::Vgf,
+    &qnn::Qnn,
+    &tensorrt::TensorRt,
+    &aoti::Aoti::CUDA,
+    &aoti::Aoti::METAL,
+    &aoti::Aoti::BASE,
+    &mediatek::MediaTek,
+    &nxp::Nxp,
 ];
 
 /// The backend that decodes delegates of id `id`.
@@ -63,11 +76,38 @@ pub fn decode<'a>(
     backend(id).map(|b| b.decode(payload, named))
 }
 
+/// [`decode`] with the delegate's compile specs at hand.
+pub fn decode_with_specs<'a>(
+    id: &str,
+    payload: &'a [u8],
+    specs: artifact::Specs<'_, 'a>,
+    named: &dyn Lookup<'a>,
+) -> Option<Result<Box<dyn Decoded<'a> + 'a>>> {
+    backend(id).map(|b| b.decode_with_specs(payload, specs, named))
+}
+
+/// Compile specs whose keys are text, as the seam hands them.
+pub fn text_specs<'a>(specs: &[(crate::format::Name<'a>, &'a [u8])]) -> Vec<(&'a str, &'a [u8])> {
+    specs
+        .iter()
+        .filter_map(|(k, v)| k.as_str().map(|k| (k, *v)))
+        .collect()
+}
+
 /// The named-data keys a payload of backend `id` refers to, so that the
 /// data files holding them can be found. `None`: no decoder for that
 /// backend.
 pub fn named_keys<'a>(id: &str, payload: &'a [u8]) -> Option<Result<Vec<&'a str>>> {
     backend(id).map(|b| b.named_keys(payload))
+}
+
+/// [`named_keys`] with the delegate's compile specs at hand.
+pub fn named_keys_with_specs<'a>(
+    id: &str,
+    payload: &'a [u8],
+    specs: artifact::Specs<'_, 'a>,
+) -> Option<Result<Vec<&'a str>>> {
+    backend(id).map(|b| b.named_keys_with_specs(payload, specs))
 }
 
 /// What a delegate holds, for reports (`inspect`).

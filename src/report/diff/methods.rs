@@ -180,11 +180,92 @@ pub struct DelegateChange {
     /// Payload sizes of A and B, when the payloads differ.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<(u64, u64)>,
+    /// Header fields of a vendor artifact that differ (as `inspect` names
+    /// them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub header: Vec<SpecChange>,
+    /// Each file of a vendor artifact (`engine.plan`, `context.bin`, …):
+    /// its sizes in A and B and whether the bytes are equal.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<ArtifactChange>,
     /// For a decoded payload (XNNPACK): its `xnnpack/code.txt`, one line
     /// per node, of A against B as a unified diff; empty when the nodes
     /// are the same.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<String>,
+}
+
+/// One file of a vendor artifact in A and B.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArtifactChange {
+    /// Its path in the backend's folder.
+    pub name: String,
+    /// Its size in A and in B (`None`: not there).
+    pub size: (Option<u64>, Option<u64>),
+    /// Whether the bytes are the same.
+    pub equal: bool,
+}
+
+/// Header fields and artifact files of a vendor delegate: `None` for a
+/// delegate whose backend states no header fields.
+type Vendor<'a> = (BTreeMap<String, String>, BTreeMap<String, Option<&'a [u8]>>);
+
+fn vendor<'a>(p: &ProgramFile<'a>, d: Option<&crate::format::Delegate<'a>>) -> Option<Vendor<'a>> {
+    use crate::delegate::layout::File;
+    let d = d?;
+    let (id, span) = d.id.as_str().zip(d.processed)?;
+    let payload = span.bytes(p.bytes);
+    let named = crate::delegate::NamedData::of(p, &[]);
+    let specs = crate::delegate::text_specs(&d.compile_specs);
+    let decoded = crate::delegate::decode_with_specs(id, payload, &specs, &named)?.ok()?;
+    let facts: BTreeMap<String, String> = decoded.facts().into_iter().collect();
+    if facts.is_empty() {
+        return None;
+    }
+    let files = decoded
+        .layout()
+        .files
+        .into_iter()
+        .filter_map(|f| match f {
+            File::Bytes { path, bytes } => Some((path, bytes.resolve(payload, &named))),
+            _ => None,
+        })
+        .collect();
+    Some((facts, files))
+}
+
+/// What differs between two vendor delegates' headers, and each artifact
+/// file's sizes and equality.
+fn vendor_changes(
+    a: Option<Vendor<'_>>,
+    b: Option<Vendor<'_>>,
+) -> (Vec<SpecChange>, Vec<ArtifactChange>) {
+    let (Some((fa, xa)), Some((fb, xb))) = (a, b) else {
+        return (Vec::new(), Vec::new());
+    };
+    let keys: BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
+    let header = keys
+        .into_iter()
+        .filter(|k| fa.get(*k) != fb.get(*k))
+        .map(|k| SpecChange {
+            key: k.clone(),
+            a: fa.get(k).cloned(),
+            b: fb.get(k).cloned(),
+        })
+        .collect();
+    let names: BTreeSet<&String> = xa.keys().chain(xb.keys()).collect();
+    let artifacts = names
+        .into_iter()
+        .map(|n| {
+            let (ba, bb) = (xa.get(n).copied().flatten(), xb.get(n).copied().flatten());
+            ArtifactChange {
+                name: n.clone(),
+                size: (ba.map(|x| x.len() as u64), bb.map(|x| x.len() as u64)),
+                equal: ba.is_some() && ba == bb,
+            }
+        })
+        .collect();
+    (header, artifacts)
 }
 
 /// A compile spec whose value differs.
@@ -248,12 +329,23 @@ pub(super) fn delegates(
                 )
             });
             let backend = (id(da), id(db));
-            let changed = backend.0 != backend.1 || !compile_specs.is_empty() || payload.is_some();
+            let (header, artifacts) = if backend.0 == backend.1 {
+                vendor_changes(vendor(pa, da), vendor(pb, db))
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            let changed = backend.0 != backend.1
+                || !compile_specs.is_empty()
+                || payload.is_some()
+                || !header.is_empty()
+                || artifacts.iter().any(|x| !x.equal);
             changed.then_some(DelegateChange {
                 index: i,
                 backend,
                 compile_specs,
                 payload,
+                header,
+                artifacts,
                 nodes: None,
             })
         })

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use file::FieldChange;
-pub use methods::{DelegateChange, Instructions, SpecChange};
+pub use methods::{ArtifactChange, DelegateChange, Instructions, SpecChange};
 pub use plan::PlanChange;
 pub use tensors::{BytesChange, Changed, Moved, Ref, Side, Tensors};
 pub use values::{At, Elements, Figure, Tolerance};

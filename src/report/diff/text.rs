@@ -133,6 +133,26 @@ fn method(o: &mut String, name: &str, m: &Method) {
             let _ = write!(o, "; payload differs ({a} -> {b} bytes)");
         }
         o.push('\n');
+        for h in &d.header {
+            let _ = writeln!(
+                o,
+                "{scope}  header {}: {} -> {}",
+                escape(&h.key),
+                id(&h.a),
+                id(&h.b)
+            );
+        }
+        for x in &d.artifacts {
+            let size = |s: Option<u64>| s.map_or("none".to_owned(), |n| format!("{n} bytes"));
+            let _ = writeln!(
+                o,
+                "{scope}  {}: {} -> {}, bytes {}",
+                escape(&x.name),
+                size(x.size.0),
+                size(x.size.1),
+                if x.equal { "equal" } else { "differ" }
+            );
+        }
         if let Some(nodes) = &d.nodes {
             o.push_str(nodes);
         }

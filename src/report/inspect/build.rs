@@ -84,6 +84,7 @@ pub(super) fn program(
                 bytes: d.processed.map_or(0, |s| s.len),
                 decoded: None,
                 error: None,
+                facts: Vec::new(),
             })
         })
         .collect();

@@ -225,6 +225,9 @@ pub struct Delegate {
     /// Why its payload could not be decoded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Key header fields of a vendor artifact, and what is wrong with it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<(String, String)>,
 }
 
 /// A data file's contents.
@@ -265,6 +268,10 @@ fn decode_delegates(
         match d.decoded {
             Some(Ok(decoded)) => {
                 in_payloads += payload_weight_bytes(&decoded.weights(), entry.bytes);
+                entry.facts = decoded.facts();
+                for e in decoded.layout().errors {
+                    entry.facts.push(("problem".to_owned(), e));
+                }
                 entry.decoded = Some(decoded.summary());
             }
             Some(Err(e)) => entry.error = Some(e.to_string()),

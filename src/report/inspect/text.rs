@@ -141,7 +141,17 @@ fn program(o: &mut String, p: &Program) {
         if let Some(e) = &d.error {
             let _ = writeln!(o, "    payload not decoded: {}", escape(e));
         }
-        if let Some(s) = &d.decoded {
+        if d.decoded.is_none() && d.error.is_none() && crate::delegate::backend(&d.id).is_none() {
+            let _ = writeln!(o, "    not decoded ({} bytes)", d.bytes);
+        }
+        for (k, v) in &d.facts {
+            let _ = writeln!(o, "    {}: {}", escape(k), escape(v));
+        }
+        if let Some(s) = d.decoded.as_ref().filter(|_| !d.facts.is_empty()) {
+            for (name, bytes) in &s.constant_bytes {
+                let _ = writeln!(o, "    {bytes:>14} bytes in {}", escape(name));
+            }
+        } else if let Some(s) = &d.decoded {
             let _ = writeln!(o, "    {} nodes, {} values", s.nodes, s.values);
             let mut ops: Vec<(&String, &usize)> = s.ops.iter().collect();
             ops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));

@@ -74,6 +74,8 @@ pub(super) struct Place<'p, 'a> {
     pub program: &'p ProgramFile<'a>,
     pub file_name: &'p str,
     pub processed: Span,
+    /// The delegate's compile specs whose keys are text.
+    pub specs: Vec<(&'a str, &'a [u8])>,
 }
 
 /// A weight file's source: which file, the span, and the attached file's
@@ -175,7 +177,12 @@ pub(super) fn found<'d>(
     place: &Place<'_, '_>,
     named: &NamedIndex<'d>,
 ) -> Result<Located<'d>, String> {
-    locate(b, place, named).ok_or_else(|| VANISHED.to_owned())
+    locate(b, place, named).ok_or_else(|| match b.key() {
+        Some(k) if crate::delegate::Lookup::bytes(named, k).is_none() => {
+            format!("named-data key {k:?} is in no attached data")
+        }
+        _ => VANISHED.to_owned(),
+    })
 }
 
 /// The `source` field of an `index.json` entry for located bytes.

@@ -37,10 +37,16 @@ impl Builder {
         let payload = place.processed.bytes(place.program.bytes);
         let at = place.origin.shifted(place.processed).offset;
         let mut x = self.subdir(ddir, backend.folder());
-        if let Some(h) = backend.header(payload, at) {
+        if let Some(mut h) = backend.header(payload, at) {
+            if let Some(o) = h.as_object_mut() {
+                let shared = shared_with(place);
+                if !shared.is_empty() {
+                    o.insert("shared_with".into(), Value::Array(shared));
+                }
+            }
             self.json(&mut x, "header.json", &h);
         }
-        let layout = match backend.decode(payload, named) {
+        let layout = match backend.decode_with_specs(payload, &place.specs, named) {
             Ok(d) => d.layout(),
             Err(e) => return self.not_decoded(&mut x, place, &[e.to_string()]),
         };
@@ -212,6 +218,11 @@ impl Builder {
             .filter_map(|(s, _)| Some((*s, self.source_bytes.get(s)?.clone())))
             .collect();
         let at = place.origin.shifted(place.processed);
+        let specs: Vec<(String, Vec<u8>)> = place
+            .specs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.to_vec()))
+            .collect();
         let renderer = move |bytes: &[u8], out: &mut dyn Write| {
             let Some(payload) = usize::try_from(at.offset)
                 .ok()
@@ -225,13 +236,41 @@ impl Builder {
                 spans: &spans,
                 others: &others,
             };
-            match backend.decode(payload, &lookup) {
+            let specs: Vec<(&str, &[u8])> = specs
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_slice()))
+                .collect();
+            match backend.decode_with_specs(payload, &specs, &lookup) {
                 Ok(d) => write_rendered(d.render(&path, &paths), out),
                 Err(e) => writeln!(out, "cannot render: {e}"),
             }
         };
         self.lazy(dir, name, place.origin.source, Box::new(renderer));
     }
+}
+
+/// The other delegates of the program whose payload is the same bytes of
+/// the file (one shared context or engine, stored once), by method and
+/// index: their byte-range files are the same inodes as this one's.
+fn shared_with(place: &Place<'_, '_>) -> Vec<Value> {
+    let me = |m: &str, index: usize| {
+        place
+            .dir_path
+            .strip_prefix(&format!("methods/{}/delegates/", encode(m)))
+            .and_then(|d| d.split('-').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            == Some(index)
+    };
+    let mut out = Vec::new();
+    for m in &place.program.methods {
+        let name = m.name.to_string();
+        for d in &m.delegates {
+            if d.processed == Some(place.processed) && !me(&name, d.index) {
+                out.push(json!({"method": name, "delegate": d.index}));
+            }
+        }
+    }
+    out
 }
 
 fn write_rendered(r: Rendered<'_>, out: &mut dyn Write) -> io::Result<()> {

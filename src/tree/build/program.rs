@@ -318,7 +318,12 @@ impl Builder {
             let specs: Vec<Value> = d
                 .compile_specs
                 .iter()
-                .map(|(k, v)| json!({"key": k, "value": v, "text": std::str::from_utf8(v).ok()}))
+                .map(|(k, v)| match std::str::from_utf8(v) {
+                    Ok(text) => json!({"key": k, "size": v.len(), "text": text}),
+                    Err(_) => {
+                        json!({"key": k, "size": v.len(), "hex": crate::delegate::artifact::hex(v)})
+                    }
+                })
                 .collect();
             self.json(&mut one, "compile_specs.json", &specs);
             // A delegate whose payload is not located, or whose backend id
@@ -330,6 +335,7 @@ impl Builder {
                     program: shown.program,
                     file_name: shown.file_name,
                     processed,
+                    specs: crate::delegate::text_specs(&d.compile_specs),
                 };
                 self.decoded_delegate(&mut one, id, &place, named);
             }
