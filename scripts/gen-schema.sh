@@ -23,6 +23,8 @@ flatc --rust -o "$out" schema/xnnpack.fbs schema/vulkan.fbs
 # each, renders them all alike (graph.json, code.txt) without a hand-written
 # printer per op.
 flatc --rust --rust-serialize -o "$out" schema/mlx.fbs
+# MPS: every node kind rendered the same way too (graph.json), through serde.
+flatc --rust --rust-serialize -o "$out" schema/mps.fbs
 # native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
 # its own, numbered like the program's but with fewer names.
 flatc --rust -o "$out" schema/native_graph.fbs

@@ -3,6 +3,7 @@
 pub use crate::bundled_program_generated::bundled_program_flatbuffer as bundled;
 pub use crate::flat_tensor_generated::flat_tensor_flatbuffer as flat_tensor;
 pub use crate::mlx_generated::mlx_flatbuffer as mlx;
+pub use crate::mps_generated::mps_flatbuffer as mps;
 pub use crate::native_graph_generated::native_graph;
 pub use crate::program_generated::executorch_flatbuffer as program;
 pub use crate::program_generated::executorch_flatbuffer::ScalarType;
