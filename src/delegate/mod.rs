@@ -13,6 +13,7 @@ pub mod flatbuffer;
 pub mod header;
 pub mod layout;
 pub mod mlx;
+pub mod mps;
 pub mod openvino;
 mod program;
 pub mod vulkan;
@@ -37,6 +38,7 @@ static BACKENDS: &[&dyn Backend] = &[
     &ethosu::EthosU,
     &openvino::Openvino,
     &mlx::Mlx,
+    &mps::Mps,
 ];
 
 /// The backend that decodes delegates of id `id`.
