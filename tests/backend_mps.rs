@@ -298,7 +298,8 @@ fn weights_are_the_stored_bytes_wherever_they_are() {
         serde_json::json!([{"node": 0, "op": "MPSConv2D", "role": "input2"}])
     );
     let h = json(&v, &format!("{MPS}/header.json"));
-    assert_eq!(e[0]["offset"], h["constant_data_offset"]);
+    assert_eq!(e[0]["payload_offset"], h["constant_data_offset"]);
+    assert_eq!(e[0]["source"]["offset"], h["constant_data_file_offset"]);
     assert_eq!(e[1]["stored_in"], "flatbuffer");
     assert_eq!(e[2]["segment_offset"], 224);
     assert_eq!(e[2]["numpy_dtype"], "<f2");

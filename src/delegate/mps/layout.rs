@@ -139,7 +139,7 @@ fn constant<'a>(k: usize, c: &Constant<'a>) -> layout::Weight<'a> {
     put("segment_offset", json!(c.segment_offset));
     put("constant_buffer_size", json!(c.size));
     put(
-        "offset",
+        "payload_offset",
         json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
     );
     put("key", Value::Null);
