@@ -393,7 +393,39 @@ fn a_mount_serves_the_folder_byte_for_byte() {
 
 #[test]
 fn a_remote_source_builds_the_same_folder_from_its_plan() {
-    common::fetched::same_from_plan(&program(payload()), MPS);
+    let bytes = program(payload());
+    let image = common::fetched::same_from_plan(&bytes, MPS);
+    // The header and graph are fetched, the constant data is not.
+    let (_d, v) = open(payload());
+    let h = json(&v, &format!("{MPS}/header.json"));
+    let at = |k: &str| h[k].as_u64().unwrap() as usize;
+    let fb = at("flatbuffer_file_offset")..at("constant_data_file_offset");
+    assert_eq!(
+        image[at("payload_file_offset")..fb.end],
+        bytes[at("payload_file_offset")..fb.end]
+    );
+    let data = at("constant_data_file_offset")..at("constant_data_file_offset") + 240;
+    assert_ne!(bytes[data.clone()], [0u8; 240]);
+    assert_eq!(image[data], [0u8; 240]);
+}
+
+#[test]
+fn bfloat16_constants_are_widened_in_their_npy() {
+    let mut g = graph();
+    // %8 as three bfloat16 values (1.0, -2.0, 0.5), read by the cast.
+    g.values[8] = Tensor::at(Dt::mps_data_type_bfloat16, &[3], 232, 6);
+    g.nodes[5] = Op::Cast(8, 10, 8).into();
+    let mut data = constant_data();
+    data[232..238].copy_from_slice(&[0x80, 0x3f, 0x00, 0xc0, 0x00, 0x3f]);
+    let (_d, v) = open(g.payload(&data));
+    let w = format!("{MPS}/weights/005-MPSCast.input1");
+    assert_eq!(
+        read(&v, &format!("{w}.bin")),
+        [0x80, 0x3f, 0x00, 0xc0, 0x00, 0x3f]
+    );
+    let npy = read(&v, &format!("{w}.npy"));
+    assert!(String::from_utf8_lossy(&npy[..128]).contains("'descr': '<f4'"));
+    assert!(npy.ends_with(&f32s([1.0, -2.0, 0.5])));
 }
 
 #[test]
