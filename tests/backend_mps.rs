@@ -484,6 +484,17 @@ fn hostile_payloads_are_reported_with_offsets() {
         e.contains("MPSGraph flatbuffer at payload offset 24"),
         "{e}"
     );
+    // A bare graph without the header: its identifier sits where the
+    // magic would, so what follows is read as offsets, and is wrong.
+    let e = error_of(graph().flatbuffer());
+    assert!(
+        e.contains("MPS header (offsets 8..24): constant data"),
+        "{e}"
+    );
+    assert!(
+        e.contains("(bytes 0..4 are not zero: an MPSGraph flatbuffer without the MP00 header?)"),
+        "{e}"
+    );
     // A header readable, the rest not: header.json is still there.
     let (_d, v) = open({
         let mut m = p.clone();

@@ -50,17 +50,29 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
             String::from_utf8_lossy(&payload[4..8])
         )));
     }
+    let mut lead = [0u8; 4];
+    lead.copy_from_slice(&payload[..4]);
+    // A bare graph has its identifier where the magic is: its first bytes
+    // (a root offset) then tell it from a header, which writes zeros.
+    let hint = |e: Error| {
+        if lead == [0; 4] {
+            e
+        } else {
+            Error::new(format!(
+                "{e} (bytes 0..4 are not zero: an MPSGraph flatbuffer without the MP00 header?)"
+            ))
+        }
+    };
     let (offset, size) = (u64_at(payload, 8), u64_at(payload, 16));
     let constant_data = Span::checked(offset, size, total, || {
         "MPS header (offsets 8..24): constant data".to_owned()
-    })?;
+    })
+    .map_err(hint)?;
     if offset < LEN + MIN_GRAPH {
-        return Err(Error::new(format!(
+        return Err(hint(Error::new(format!(
             "MPS header (offset 8): constant data offset {offset} leaves no room for the graph after the {LEN}-byte header"
-        )));
+        ))));
     }
-    let mut lead = [0u8; 4];
-    lead.copy_from_slice(&payload[..4]);
     Ok(Header {
         leading: u32::from_le_bytes(lead),
         flatbuffer: Span {

@@ -213,3 +213,18 @@ pub fn json(n: fb::MPSNode<'_>, node: &Node) -> Value {
     }
     Value::Object(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_that_are_not_finite_are_strings() {
+        assert_eq!(float(f32::INFINITY), json!("inf"));
+        assert_eq!(float(f32::NEG_INFINITY), json!("-inf"));
+        assert_eq!(float(f32::NAN), json!("nan"));
+        assert_eq!(float(0.5), json!(0.5));
+        assert_eq!(enum_json(None, 77), json!(77));
+        assert_eq!(enum_json(Some("mps_graph"), 0), json!("mps_graph"));
+    }
+}
