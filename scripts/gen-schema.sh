@@ -26,6 +26,8 @@ flatc --rust --rust-serialize -o "$out" schema/mlx.fbs
 # Arm's TOSA graph (the whole payload of a TOSABackend delegate) and the
 # tables of a VGF file stand alone too.
 flatc --rust -o "$out" schema/tosa.fbs schema/vgf.fbs
+# MPS: every node kind rendered the same way too (graph.json), through serde.
+flatc --rust --rust-serialize -o "$out" schema/mps.fbs
 # native_graph.fbs (the graph inside a .ptn) stands alone: its ScalarType is
 # its own, numbered like the program's but with fewer names.
 flatc --rust -o "$out" schema/native_graph.fbs

@@ -52,6 +52,7 @@ pub(crate) mod generated {
     pub mod bundled_program_verify_generated;
     pub mod flat_tensor_generated;
     pub mod mlx_generated;
+    pub mod mps_generated;
     pub mod native_graph_generated;
     pub mod flat_tensor_verify_generated;
     pub mod program_generated;
@@ -67,8 +68,8 @@ pub(crate) mod generated {
 // `ScalarType` through `scalar_type_generated`, which the program's module
 // carries.
 use generated::{
-    bundled_program_generated, flat_tensor_generated, mlx_generated, native_graph_generated,
-    program_generated, vulkan_generated, xnnpack_generated,
+    bundled_program_generated, flat_tensor_generated, mlx_generated, mps_generated,
+    native_graph_generated, program_generated, vulkan_generated, xnnpack_generated,
 };
 mod scalar_type_generated {
     pub use crate::program_generated::*;

@@ -5,6 +5,7 @@ pub use crate::flat_tensor_generated::flat_tensor_flatbuffer as flat_tensor;
 pub use crate::generated::tosa_generated::tosa_flatbuffer as tosa;
 pub use crate::generated::vgf_generated::vgf_flatbuffer as vgf;
 pub use crate::mlx_generated::mlx_flatbuffer as mlx;
+pub use crate::mps_generated::mps_flatbuffer as mps;
 pub use crate::native_graph_generated::native_graph;
 pub use crate::program_generated::executorch_flatbuffer as program;
 pub use crate::program_generated::executorch_flatbuffer::ScalarType;

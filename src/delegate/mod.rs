@@ -16,6 +16,7 @@ pub mod header;
 pub mod layout;
 pub mod mediatek;
 pub mod mlx;
+pub mod mps;
 pub mod nxp;
 pub mod openvino;
 mod program;
@@ -45,6 +46,7 @@ static BACKENDS: &[&dyn Backend] = &[
     &ethosu::EthosU,
     &openvino::Openvino,
     &mlx::Mlx,
+    &mps::Mps,
     &tosa::Tosa,
     &vgf::Vgf,
     &qnn::Qnn,

@@ -7,6 +7,7 @@
 //! to build large programs for the benchmarks.
 #![allow(dead_code)]
 
+pub mod mps;
 pub mod nptg;
 pub mod package;
 pub mod payloads;
