@@ -224,3 +224,24 @@ fn control_characters_in_names_are_escaped_in_text_and_exact_in_json() {
         "{text:?}"
     );
 }
+
+/// README's table of delegate backends names every backend ptefs decodes,
+/// with its folder.
+#[test]
+fn the_readme_backend_table_lists_every_backend() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let start = readme.find("### Delegate backends at a glance").unwrap();
+    let table = &readme[start
+        ..readme[start..]
+            .find("\n\n### ")
+            .map_or(readme.len(), |e| start + e)];
+    for b in ptefs::delegate::backends() {
+        let row = table
+            .lines()
+            .find(|l| l.contains(&format!("`{}`", b.id())))
+            .unwrap_or_else(|| panic!("README's backend table lacks {}", b.id()));
+        assert!(row.contains(&format!("`{}/`", b.folder())), "{row}");
+    }
+}
