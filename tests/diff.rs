@@ -769,3 +769,27 @@ fn a_package_and_a_program_compare_methods_by_name() {
         assert_eq!(counts[&op][0], *n, "{op}: {counts}");
     }
 }
+
+/// Every decoded backend's `code.txt` is diffed, not only XNNPACK's.
+#[test]
+fn a_decoded_delegate_of_any_backend_diffs_its_code() {
+    let r = ptefs(
+        &[],
+        &[
+            &fixture("backends/coreml_mlp.pte"),
+            &fixture("backends/coreml_multimethod.pte"),
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(
+        r.out
+            .contains("--- a/methods/forward/delegates/0-CoreMLBackend/coreml/code.txt\n"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.contains("+function forward(%x: fp32[1,16])"),
+        "{}",
+        r.out
+    );
+}

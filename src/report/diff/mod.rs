@@ -136,8 +136,9 @@ fn program<'p, 'a>(p: &'p Parsed<'a>) -> Option<&'p ProgramFile<'a>> {
     }
 }
 
-/// The path and text of the `xnnpack/code.txt` of delegate `index` of
-/// method `method` in `tree`, where its payload was decoded.
+/// The path and text of the `code.txt` in the backend folder
+/// (`xnnpack/`, `coreml/`, ...) of delegate `index` of method `method` in
+/// `tree`, where its payload was decoded.
 fn delegate_code(tree: &crate::tree::Tree, method: &str, index: usize) -> Option<(String, String)> {
     use crate::tree::Content;
     let dir = tree.resolve(&format!(
@@ -145,8 +146,10 @@ fn delegate_code(tree: &crate::tree::Tree, method: &str, index: usize) -> Option
         crate::tree::names::encode(method)
     ))?;
     let one = tree.entries(dir)?.nth(index)?.ino;
-    let xnn = tree.lookup(one, b"xnnpack")?;
-    let code = tree.lookup(xnn, b"code.txt")?;
+    let folder = crate::delegate::backends()
+        .iter()
+        .find_map(|b| tree.lookup(one, b.folder().as_bytes()))?;
+    let code = tree.lookup(folder, b"code.txt")?;
     let text = match &*tree.file(code)?.content {
         Content::Generated(b) => String::from_utf8_lossy(b).into_owned(),
         Content::Lazy(l) => String::from_utf8_lossy(&l.rendered()).into_owned(),
