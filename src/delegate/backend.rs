@@ -22,35 +22,17 @@ pub trait Backend: Sync {
     /// The folder its decoded payloads get (`xnnpack`).
     fn folder(&self) -> &'static str;
 
-    /// Decodes `payload`, finding the named data it refers to in `named`.
-    /// Errors name what is wrong and where; a weight whose bytes cannot be
-    /// found is not an error but a weight that says why.
+    /// Decodes `payload`, with the delegate's compile specs at hand (some
+    /// backends read the payload with them: AOTInductor's keys by method
+    /// name, QNN's options), finding the named data it refers to in
+    /// `named`. Errors name what is wrong and where; a weight whose bytes
+    /// cannot be found is not an error but a weight that says why.
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        specs: Specs<'_, 'a>,
         named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>>;
-
-    /// [`Backend::decode`] with the delegate's compile specs at hand, for
-    /// backends whose payload is read with them (AOTInductor's keys by
-    /// method name, QNN's options). By default they are not needed.
-    fn decode_with_specs<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        self.decode(payload, named)
-    }
-
-    /// [`Backend::named_keys`] with the delegate's compile specs at hand.
-    fn named_keys_with_specs<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-    ) -> Result<Vec<&'a str>> {
-        self.named_keys(payload)
-    }
 
     /// `header.json`, with offsets in the file (`at`: the payload's file
     /// offset), when the payload's header reads, decoded or not.
@@ -58,9 +40,10 @@ pub trait Backend: Sync {
         None
     }
 
-    /// The named-data keys `payload` refers to, each once, read with as
-    /// little decoding as possible (to find the data files holding them).
-    fn named_keys<'a>(&self, _payload: &'a [u8]) -> Result<Vec<&'a str>> {
+    /// The named-data keys `payload` (with its compile specs) refers to,
+    /// each once, read with as little decoding as possible (to find the
+    /// data files holding them).
+    fn named_keys<'a>(&self, _payload: &'a [u8], _specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
         Ok(Vec::new())
     }
 

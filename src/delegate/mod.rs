@@ -68,24 +68,16 @@ pub fn backends() -> &'static [&'static dyn Backend] {
     BACKENDS
 }
 
-/// Decodes the payload of a delegate of backend `id`, finding named data
-/// in `named`. `None`: no decoder for that backend.
+/// Decodes the payload of a delegate of backend `id` with its compile
+/// specs, finding named data in `named`. `None`: no decoder for that
+/// backend.
 pub fn decode<'a>(
-    id: &str,
-    payload: &'a [u8],
-    named: &dyn Lookup<'a>,
-) -> Option<Result<Box<dyn Decoded<'a> + 'a>>> {
-    backend(id).map(|b| b.decode(payload, named))
-}
-
-/// [`decode`] with the delegate's compile specs at hand.
-pub fn decode_with_specs<'a>(
     id: &str,
     payload: &'a [u8],
     specs: artifact::Specs<'_, 'a>,
     named: &dyn Lookup<'a>,
 ) -> Option<Result<Box<dyn Decoded<'a> + 'a>>> {
-    backend(id).map(|b| b.decode_with_specs(payload, specs, named))
+    backend(id).map(|b| b.decode(payload, specs, named))
 }
 
 /// Compile specs whose keys are text, as the seam hands them.
@@ -96,20 +88,15 @@ pub fn text_specs<'a>(specs: &[(crate::format::Name<'a>, &'a [u8])]) -> Vec<(&'a
         .collect()
 }
 
-/// The named-data keys a payload of backend `id` refers to, so that the
-/// data files holding them can be found. `None`: no decoder for that
-/// backend.
-pub fn named_keys<'a>(id: &str, payload: &'a [u8]) -> Option<Result<Vec<&'a str>>> {
-    backend(id).map(|b| b.named_keys(payload))
-}
-
-/// [`named_keys`] with the delegate's compile specs at hand.
-pub fn named_keys_with_specs<'a>(
+/// The named-data keys a payload of backend `id` (with its compile specs)
+/// refers to, so that the data files holding them can be found. `None`:
+/// no decoder for that backend.
+pub fn named_keys<'a>(
     id: &str,
     payload: &'a [u8],
     specs: artifact::Specs<'_, 'a>,
 ) -> Option<Result<Vec<&'a str>>> {
-    backend(id).map(|b| b.named_keys_with_specs(payload, specs))
+    backend(id).map(|b| b.named_keys(payload, specs))
 }
 
 /// What a delegate holds, for reports (`inspect`).

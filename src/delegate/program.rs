@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Decoded, Lookup, WeightName, decode_with_specs, text_specs};
+use super::{Decoded, Lookup, WeightName, decode, text_specs};
 use crate::format::{DataFile, Name, ProgramFile, Result};
 
 /// Named-data blobs by key: the program's own first, then each attached
@@ -73,7 +73,7 @@ pub fn decode_program<'a>(
                 payload: d.processed.map_or(&[][..], |s| s.bytes(program.bytes)),
                 decoded: d.id.as_str().zip(d.processed).and_then(|(id, span)| {
                     let specs = text_specs(&d.compile_specs);
-                    decode_with_specs(id, span.bytes(program.bytes), &specs, named)
+                    decode(id, span.bytes(program.bytes), &specs, named)
                 }),
             });
         }
@@ -93,7 +93,7 @@ pub fn referenced_named_keys<'a>(program: &ProgramFile<'a>) -> Vec<(Name<'a>, &'
         };
         let specs = text_specs(&d.compile_specs);
         let payload = span.bytes(program.bytes);
-        if let Some(Ok(keys)) = super::named_keys_with_specs(id, payload, &specs) {
+        if let Some(Ok(keys)) = super::named_keys(id, payload, &specs) {
             out.extend(keys.into_iter().map(|k| (Name::new(k.as_bytes()), id)));
         }
     }

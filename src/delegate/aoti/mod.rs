@@ -85,14 +85,6 @@ impl Backend for Aoti {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        self.decode_with_specs(payload, &[], named)
-    }
-
-    fn decode_with_specs<'a>(
-        &self,
-        payload: &'a [u8],
         specs: Specs<'_, 'a>,
         named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
@@ -137,11 +129,7 @@ impl Backend for Aoti {
         Ok(Box::new(a))
     }
 
-    fn named_keys_with_specs<'a>(
-        &self,
-        payload: &'a [u8],
-        specs: Specs<'_, 'a>,
-    ) -> Result<Vec<&'a str>> {
+    fn named_keys<'a>(&self, payload: &'a [u8], specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
         Ok(match form(payload, specs)? {
             Form::Text { so, weights } => vec![so, weights],
             Form::Empty { so, weights, .. } => vec![so, weights],
@@ -165,10 +153,6 @@ impl Backend for Aoti {
             Ok(Form::Manifest(m)) => vec![m.so_key],
             Err(_) => Vec::new(),
         }
-    }
-
-    fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
-        self.named_keys_with_specs(payload, &[])
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

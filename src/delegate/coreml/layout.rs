@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::weights::Stored;
 use super::{Payload, Weight, blob, flattened, mil, reference};
+use crate::delegate::artifact::Specs;
 use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
@@ -28,6 +29,7 @@ impl Backend for CoreMl {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(super::decode(payload, named)?))
@@ -61,7 +63,7 @@ impl Backend for CoreMl {
         }))
     }
 
-    fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
+    fn named_keys<'a>(&self, payload: &'a [u8], _specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
         super::named_keys(payload)
     }
 }

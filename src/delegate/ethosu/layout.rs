@@ -8,6 +8,7 @@ use std::ops::Range;
 use serde_json::{Map, Value, json};
 
 use super::{Block, Payload, WEIGHTS, stream};
+use crate::delegate::artifact::Specs;
 use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
@@ -31,6 +32,7 @@ impl Backend for EthosU {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(super::decode(payload, named)?))
@@ -67,7 +69,7 @@ impl Backend for EthosU {
         }))
     }
 
-    fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
+    fn named_keys<'a>(&self, payload: &'a [u8], _specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
         super::named_keys(payload)
     }
 

@@ -58,14 +58,6 @@ impl Backend for MediaTek {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        self.decode_with_specs(payload, &[], named)
-    }
-
-    fn decode_with_specs<'a>(
-        &self,
-        payload: &'a [u8],
         specs: Specs<'_, 'a>,
         named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
@@ -98,11 +90,7 @@ impl Backend for MediaTek {
         Ok(Box::new(a))
     }
 
-    fn named_keys_with_specs<'a>(
-        &self,
-        _payload: &'a [u8],
-        specs: Specs<'_, 'a>,
-    ) -> Result<Vec<&'a str>> {
+    fn named_keys<'a>(&self, _payload: &'a [u8], specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
         Ok(shared_key(specs).into_iter().collect())
     }
 

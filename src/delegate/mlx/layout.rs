@@ -8,6 +8,7 @@ use std::ops::Range;
 use serde_json::{Map, Value, json};
 
 use super::{Constant, Payload, render};
+use crate::delegate::artifact::Specs;
 use crate::delegate::layout::{self, File, Layout, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::{Result, scalar};
@@ -27,6 +28,7 @@ impl Backend for Mlx {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(super::decode(payload, named)?))
@@ -36,7 +38,7 @@ impl Backend for Mlx {
         super::header::json(payload, at)
     }
 
-    fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
+    fn named_keys<'a>(&self, payload: &'a [u8], _specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
         super::named_keys(payload)
     }
 

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::constants::{Constant, dtype_name};
 use super::{Payload, render};
+use crate::delegate::artifact::Specs;
 use crate::delegate::layout::{self, File, Layout, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
@@ -27,6 +28,7 @@ impl Backend for Mps {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(super::decode(payload)?))

@@ -11,6 +11,7 @@ use std::ops::Range;
 
 use serde_json::{Value, json};
 
+use crate::delegate::artifact::Specs;
 use crate::delegate::artifact::{Artifact, field, fits, region, slice, u8_at, u32_at};
 use crate::delegate::{Backend, Decoded, Lookup};
 use crate::format::{Error, Result};
@@ -101,6 +102,7 @@ impl Backend for Nxp {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         let total = payload.len() as u64;

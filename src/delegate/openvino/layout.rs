@@ -10,6 +10,7 @@ use std::ops::Range;
 use serde_json::{Map, Value, json};
 
 use super::{Const, Payload, obfuscation, render};
+use crate::delegate::artifact::Specs;
 use crate::delegate::layout::{self, File, Layout, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
@@ -29,6 +30,7 @@ impl Backend for Openvino {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(super::decode(payload)?))

@@ -51,14 +51,6 @@ impl Backend for Qnn {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        self.decode_with_specs(payload, &[], named)
-    }
-
-    fn decode_with_specs<'a>(
-        &self,
-        payload: &'a [u8],
         specs: Specs<'_, 'a>,
         _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {

@@ -6,6 +6,7 @@ use std::ops::Range;
 use serde_json::{Value, json};
 
 use super::{BACKEND_ID, HEADER_LEN, header};
+use crate::delegate::artifact::Specs;
 use crate::delegate::artifact::{Artifact, field, fits, hex, region, slice};
 use crate::delegate::{Backend, Decoded, Lookup};
 use crate::format::{Error, Result};
@@ -25,6 +26,7 @@ impl Backend for TensorRt {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(decode(payload)?))

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Constant, Payload, dtype, graph};
+use crate::delegate::artifact::Specs;
 use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
@@ -25,6 +26,7 @@ impl Backend for Tosa {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(super::decode(payload)?))

@@ -7,6 +7,7 @@ use std::ops::Range;
 use serde_json::{Map, Value, json};
 
 use super::{Payload, Scales, Weight, datatype, header};
+use crate::delegate::artifact::Specs;
 use crate::delegate::dot;
 use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
@@ -31,6 +32,7 @@ impl Backend for Xnnpack {
     fn decode<'a>(
         &self,
         payload: &'a [u8],
+        _specs: Specs<'_, 'a>,
         named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
         Ok(Box::new(super::decode(payload, named)?))
@@ -43,7 +45,7 @@ impl Backend for Xnnpack {
             .value()
     }
 
-    fn named_keys<'a>(&self, payload: &'a [u8]) -> Result<Vec<&'a str>> {
+    fn named_keys<'a>(&self, payload: &'a [u8], _specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
         super::named_keys(payload)
     }
 

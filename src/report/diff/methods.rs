@@ -217,7 +217,7 @@ fn vendor<'a>(p: &ProgramFile<'a>, d: Option<&crate::format::Delegate<'a>>) -> O
     let payload = span.bytes(p.bytes);
     let named = crate::delegate::NamedData::of(p, &[]);
     let specs = crate::delegate::text_specs(&d.compile_specs);
-    let decoded = crate::delegate::decode_with_specs(id, payload, &specs, &named)?.ok()?;
+    let decoded = crate::delegate::decode(id, payload, &specs, &named)?.ok()?;
     let facts: BTreeMap<String, String> = decoded.facts().into_iter().collect();
     if facts.is_empty() {
         return None;

@@ -46,7 +46,7 @@ impl Builder {
             }
             self.json(&mut x, "header.json", &h);
         }
-        let layout = match backend.decode_with_specs(payload, &place.specs, named) {
+        let layout = match backend.decode(payload, &place.specs, named) {
             Ok(d) => d.layout(),
             Err(e) => return self.not_decoded(&mut x, place, &[e.to_string()]),
         };
@@ -240,7 +240,7 @@ impl Builder {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_slice()))
                 .collect();
-            match backend.decode_with_specs(payload, &specs, &lookup) {
+            match backend.decode(payload, &specs, &lookup) {
                 Ok(d) => write_rendered(d.render(&path, &paths), out),
                 Err(e) => writeln!(out, "cannot render: {e}"),
             }
