@@ -245,6 +245,7 @@ pub(super) fn bundled(
         composition,
         package: None,
         checkpoint: None,
+        profile: None,
         largest: None,
     }
 }
@@ -287,6 +288,7 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
         composition: comp.finish(size),
         package: None,
         checkpoint: None,
+        profile: None,
         largest: None,
     }
 }

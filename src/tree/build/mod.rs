@@ -8,6 +8,7 @@ mod delegate_layout;
 mod index;
 mod meta;
 mod package;
+mod profile;
 mod program;
 mod tables;
 mod tensor_index;
@@ -550,6 +551,7 @@ impl Builder {
             Parsed::Data(d) => self.data(&mut dir, origin, d),
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
             Parsed::Package(p) => self.package(&mut dir, origin, p),
+            Parsed::Profile(p) => self.profile(&mut dir, p),
         }
     }
 }
