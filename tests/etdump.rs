@@ -1,0 +1,489 @@
+//! ETDump profiles (`.etdp`) as trees, against what ExecuTorch's own
+//! readers make of the same files (tests/fixtures/etdump/README.md).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::mounted::{Mounted, fuse_or_skip};
+use common::*;
+use ptefs::format::{self, Parsed};
+use ptefs::report::inspect::inspect;
+use ptefs::tree::{ROOT, Tree};
+use serde_json::Value;
+
+const FIXTURES: [&str; 2] = ["portable_mlp", "xnnpack_mobilenetish_debug"];
+
+fn etdp(name: &str) -> std::path::PathBuf {
+    fixture(&format!("etdump/{name}.etdp"))
+}
+
+fn oracle(name: &str) -> Value {
+    let text = std::fs::read(fixture(&format!("etdump/{name}.oracle.json"))).unwrap();
+    serde_json::from_slice(&text).unwrap()
+}
+
+/// The oracle writes -1 for "no integer delegate id"; events.json null.
+fn delegate_int(v: &Value) -> Value {
+    if v == &Value::from(-1) {
+        Value::Null
+    } else {
+        v.clone()
+    }
+}
+
+#[test]
+fn every_event_equals_the_oracle() {
+    for name in FIXTURES {
+        let o = oracle(name);
+        let v = view_of(&[etdp(name)], &[]);
+        let runs = o["run_data"].as_array().unwrap();
+        assert_eq!(ls(&v, "runs").len(), runs.len(), "{name}: run blocks");
+        let header = json(&v, "header.json");
+        assert_eq!(header["version"], o["etdump_version"], "{name}");
+        assert_eq!(
+            header["size_prefix"].as_u64().unwrap() + 4,
+            o["size"].as_u64().unwrap()
+        );
+        for (r, want) in runs.iter().enumerate() {
+            let got = json(&v, &format!("runs/{r}/events.json"));
+            assert_eq!(got["name"], want["name"], "{name} run {r}");
+            assert_eq!(got["bundled_input_index"], want["bundled_input_index"]);
+            let (got, want) = (
+                got["events"].as_array().unwrap(),
+                want["events"].as_array().unwrap(),
+            );
+            assert_eq!(got.len(), want.len(), "{name} run {r}: events");
+            for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                let at = format!("{name} run {r} event {i}");
+                assert_eq!(g["kind"], w["kind"], "{at}");
+                assert_eq!(g["name"], w["name"], "{at}");
+                assert_eq!(g["chain_index"], w["chain_index"], "{at}");
+                assert_eq!(g["instruction_id"], w["instruction_id"], "{at}");
+                assert_eq!(
+                    g["delegate_debug_id_int"],
+                    delegate_int(&w["delegate_debug_id_int"]),
+                    "{at}"
+                );
+                assert_eq!(
+                    g["delegate_debug_id_str"], w["delegate_debug_id_str"],
+                    "{at}"
+                );
+                if w["kind"] == "profile" {
+                    assert_eq!(g["start_ticks"], w["start_time"], "{at}");
+                    assert_eq!(g["end_ticks"], w["end_time"], "{at}");
+                    assert_eq!(g["duration_ticks"], w["duration"], "{at}");
+                } else {
+                    let (gt, wt) = (&g["value"]["tensor"], &w["debug_entry"]["tensor"]);
+                    assert_eq!(g["value"]["type"], w["debug_entry"]["val"], "{at}");
+                    assert_eq!(gt["sizes"], wt["sizes"], "{at}");
+                    assert_eq!(gt["strides"], wt["strides"], "{at}");
+                    assert_eq!(gt["offset"], wt["offset"], "{at}");
+                    assert_eq!(gt["scalar_type"], "FLOAT", "{at}");
+                    assert_eq!(wt["scalar_type"], 6, "{at}");
+                    let out = w["debug_entry"]["output"]["bool_val"].as_bool();
+                    assert_eq!(g["output"].as_bool(), out, "{at}");
+                }
+            }
+        }
+    }
+}
+
+/// Per block and event (name and instruction), the durations over the
+/// runs as Inspector gives them in ms (a tick taken as 1 ns).
+#[test]
+fn durations_equal_inspectors() {
+    for name in FIXTURES {
+        let o = oracle(name);
+        let bytes = std::fs::read(etdp(name)).unwrap();
+        let parsed = format::parse(&bytes).unwrap();
+        let report = serde_json::to_value(inspect(name, &parsed, &[])).unwrap();
+        let events = report["profile"]["events"].as_array().unwrap();
+        let mut got = BTreeMap::new();
+        for e in events {
+            let key = (
+                e["block"].as_str().unwrap().to_owned(),
+                e["name"].as_str().unwrap().to_owned(),
+                e["instruction_id"].as_i64().unwrap(),
+            );
+            assert!(got.insert(key, e.clone()).is_none(), "{name}: {e} twice");
+        }
+        let mut seen = 0;
+        for block in o["inspector_event_blocks"].as_array().unwrap() {
+            let bname = block["name"].as_str().unwrap();
+            for w in block["events"].as_array().unwrap() {
+                let key = (
+                    bname.to_owned(),
+                    w["name"].as_str().unwrap().to_owned(),
+                    w["instruction_id"].as_i64().unwrap(),
+                );
+                let g = got
+                    .get(&key)
+                    .unwrap_or_else(|| panic!("{name}: no {key:?}"));
+                let raw: Vec<f64> = w["raw_durations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect();
+                let min = raw.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let mean = raw.iter().sum::<f64>() / raw.len() as f64;
+                let close = |a: &Value, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-9;
+                assert_eq!(g["count"].as_u64().unwrap() as usize, raw.len(), "{key:?}");
+                assert!(close(&g["min_ms"], min), "{name} {key:?}: min {g}");
+                assert!(close(&g["max_ms"], max), "{name} {key:?}: max {g}");
+                assert!(close(&g["mean_ms"], mean), "{name} {key:?}: mean {g}");
+                assert_eq!(
+                    g["delegated"], w["is_delegated_op"],
+                    "{name} {key:?}: delegated"
+                );
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, got.len(), "{name}: events Inspector does not list");
+        // The slowest instruction of the portable MLP is the first addmm.
+        if name == "portable_mlp" {
+            let top = &report["profile"]["top_instructions"][0];
+            assert_eq!(top["instruction_id"], 1);
+            assert_eq!(top["name"], "native_call_addmm.out");
+        }
+    }
+}
+
+/// trace.json follows Chrome's trace-event format as Perfetto and
+/// chrome://tracing load it.
+#[test]
+fn trace_follows_the_trace_event_format() {
+    for name in FIXTURES {
+        let v = view_of(&[etdp(name)], &[]);
+        let t = json(&v, "trace.json");
+        let events = t["traceEvents"].as_array().expect("traceEvents");
+        let o = oracle(name);
+        let profile_events: usize = o["run_data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["events"].as_array().unwrap())
+            .filter(|e| e["kind"] == "profile")
+            .count();
+        let complete: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(complete.len(), profile_events, "{name}");
+        for e in events {
+            assert!(e["name"].is_string(), "{e}");
+            assert!(e["pid"].is_u64() && e["tid"].is_u64(), "{e}");
+            let ph = e["ph"].as_str().unwrap();
+            assert!(ph == "X" || ph == "M", "{e}");
+            if ph == "X" {
+                assert!(e["ts"].as_f64().unwrap() >= 0.0, "{e}");
+                assert!(e["dur"].as_f64().unwrap() >= 0.0, "{e}");
+                // Microseconds: ticks (ns) / 1000.
+                let ticks = e["args"]["end_ticks"].as_u64().unwrap()
+                    - e["args"]["start_ticks"].as_u64().unwrap();
+                assert!((e["dur"].as_f64().unwrap() - ticks as f64 / 1e3).abs() < 1e-6);
+            } else {
+                assert!(e["args"]["name"].is_string() || e["args"]["sort_index"].is_u64());
+            }
+        }
+        // A delegate's events nest within its instruction's span, on the
+        // same track.
+        let mut nested = 0;
+        for d in complete.iter().filter(|e| e["cat"] == "delegate") {
+            let outer = complete
+                .iter()
+                .find(|e| {
+                    e["cat"] == "runtime"
+                        && e["pid"] == d["pid"]
+                        && e["tid"] == d["tid"]
+                        && e["args"]["instruction_id"] == d["args"]["instruction_id"]
+                })
+                .unwrap_or_else(|| panic!("{name}: {d} has no instruction span"));
+            let (ts, dur) = (
+                outer["ts"].as_f64().unwrap(),
+                outer["dur"].as_f64().unwrap(),
+            );
+            let (dts, ddur) = (d["ts"].as_f64().unwrap(), d["dur"].as_f64().unwrap());
+            assert!(ts <= dts && dts + ddur <= ts + dur, "{d} outside {outer}");
+            nested += 1;
+        }
+        if name.starts_with("xnnpack") {
+            assert_eq!(nested, 8, "{name}: XNNPACK's events");
+        }
+    }
+}
+
+#[test]
+fn inspect_prints_runs_events_and_top_instructions() {
+    let out = std::process::Command::new(ptefs_bin())
+        .arg("inspect")
+        .arg(etdp("portable_mlp"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "ETDump",
+        "run data blocks: 4",
+        "Method::execute",
+        "top instructions by time:",
+        "native_call_addmm.out",
+    ] {
+        assert!(text.contains(want), "{want} missing from:\n{text}");
+    }
+    let out = std::process::Command::new(ptefs_bin())
+        .args(["inspect", "--json"])
+        .arg(etdp("portable_mlp"))
+        .output()
+        .unwrap();
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["kind"], "profile");
+    assert_eq!(j["profile"]["runs"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_mount_serves_the_offline_tree() {
+    if !fuse_or_skip("a_mount_serves_the_offline_tree") {
+        return;
+    }
+    for name in FIXTURES {
+        let path = etdp(name);
+        let v = view_of(std::slice::from_ref(&path), &[]);
+        let want = files(&v);
+        let m = Mounted::new(&[path.as_os_str()]);
+        let mut got = BTreeMap::new();
+        walk(&m.dir, "", &mut got);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            want.keys().collect::<Vec<_>>()
+        );
+        for (k, bytes) in &want {
+            assert!(got[k] == *bytes, "{name}: {k} differs");
+        }
+    }
+}
+
+fn walk(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Vec<u8>>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = format!("{prefix}{}", e.file_name().to_str().unwrap());
+        if e.file_type().unwrap().is_dir() {
+            walk(&e.path(), &format!("{name}/"), out);
+        } else {
+            out.insert(name, std::fs::read(e.path()).unwrap());
+        }
+    }
+}
+
+/// Opens `bytes` as the mount would and reads every file; an error must
+/// be one line.
+fn exercise(bytes: &[u8]) -> bool {
+    match Tree::from_bytes("run.etdp", bytes) {
+        Ok(tree) => {
+            for (_, ino) in tree.walk(ROOT) {
+                if let Some(f) = tree.file(ino) {
+                    let len = f.content.len();
+                    assert_eq!(f.content.read(0, len).len(), len);
+                }
+            }
+            true
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(!msg.is_empty() && !msg.contains('\n'), "{msg:?}");
+            false
+        }
+    }
+}
+
+#[test]
+fn every_truncation_and_byte_flip_opens_or_fails_in_one_line() {
+    let mut bytes = std::fs::read(etdp("portable_mlp")).unwrap();
+    let (mut opened, mut refused) = (0, 0);
+    for n in 0..bytes.len() {
+        if exercise(&bytes[..n]) {
+            opened += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    for at in 0..bytes.len() {
+        for mask in [0xffu8, 0x01, 0x80] {
+            bytes[at] ^= mask;
+            if exercise(&bytes) {
+                opened += 1;
+            } else {
+                refused += 1;
+            }
+            bytes[at] ^= mask;
+        }
+    }
+    assert!(
+        opened > 0 && refused > 0,
+        "{opened} opened, {refused} refused"
+    );
+}
+
+#[test]
+fn a_wrong_size_prefix_is_named() {
+    let mut bytes = std::fs::read(etdp("portable_mlp")).unwrap();
+    let len = bytes.len() as u32;
+    bytes[..4].copy_from_slice(&len.to_le_bytes());
+    let e = format::parse(&bytes).unwrap_err().to_string();
+    assert!(
+        e.contains("size prefix") && e.contains("past the end"),
+        "{e}"
+    );
+    // Shorter than the file: what follows is left unread, and said so.
+    bytes[..4].copy_from_slice(&(len - 4).to_le_bytes());
+    bytes.extend_from_slice(&[0; 8]);
+    match format::parse(&bytes).unwrap() {
+        Parsed::Profile(p) => assert!(p.warnings.iter().any(|w| w.contains("not read"))),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// An ETDump built here, with what a hostile or broken writer might put
+/// in it.
+fn hostile() -> Vec<u8> {
+    use ptefs::schema::etdump as fb;
+    let mut b = flatbuffers::FlatBufferBuilder::new();
+    let name = b.create_string("OPERATOR_CALL");
+    // Chain far past any a program has, ending before it starts.
+    let p = fb::ProfileEvent::create(
+        &mut b,
+        &fb::ProfileEventArgs {
+            name: Some(name),
+            chain_index: i32::MAX,
+            instruction_id: 1 << 30,
+            start_time: 100,
+            end_time: 10,
+            ..Default::default()
+        },
+    );
+    let e1 = fb::Event::create(
+        &mut b,
+        &fb::EventArgs {
+            profile_event: Some(p),
+            ..Default::default()
+        },
+    );
+    // A tensor claiming more bytes than any buffer holds.
+    let sizes = b.create_vector(&[i64::MAX, 2]);
+    let strides = b.create_vector(&[2i64, 1]);
+    let t = fb::Tensor::create(
+        &mut b,
+        &fb::TensorArgs {
+            scalar_type: ptefs::schema::ScalarType::FLOAT,
+            sizes: Some(sizes),
+            strides: Some(strides),
+            offset: -8,
+        },
+    );
+    let val = fb::Value::create(
+        &mut b,
+        &fb::ValueArgs {
+            val: fb::ValueType::Tensor,
+            tensor: Some(t),
+            ..Default::default()
+        },
+    );
+    let d = fb::DebugEvent::create(
+        &mut b,
+        &fb::DebugEventArgs {
+            chain_index: u64::MAX,
+            debug_entry: Some(val),
+            ..Default::default()
+        },
+    );
+    let e2 = fb::Event::create(
+        &mut b,
+        &fb::EventArgs {
+            debug_event: Some(d),
+            ..Default::default()
+        },
+    );
+    // An allocation from an allocator that is not there, and an empty event.
+    let a = fb::AllocationEvent::create(
+        &mut b,
+        &fb::AllocationEventArgs {
+            allocator_id: 7,
+            allocation_size: 64,
+        },
+    );
+    let e3 = fb::Event::create(
+        &mut b,
+        &fb::EventArgs {
+            allocation_event: Some(a),
+            ..Default::default()
+        },
+    );
+    let e4 = fb::Event::create(&mut b, &fb::EventArgs::default());
+    let events = b.create_vector(&[e1, e2, e3, e4]);
+    let run_name = b.create_string("Execute");
+    let run = fb::RunData::create(
+        &mut b,
+        &fb::RunDataArgs {
+            name: Some(run_name),
+            events: Some(events),
+            ..Default::default()
+        },
+    );
+    let runs = b.create_vector(&[run]);
+    let root = fb::ETDump::create(
+        &mut b,
+        &fb::ETDumpArgs {
+            version: 0,
+            run_data: Some(runs),
+        },
+    );
+    b.finish_size_prefixed(root, Some("ED00"));
+    b.finished_data().to_vec()
+}
+
+#[test]
+fn hostile_events_are_shown_with_warnings() {
+    let bytes = hostile();
+    let Parsed::Profile(p) = format::parse(&bytes).unwrap() else {
+        panic!("not a profile")
+    };
+    let w = p.warnings.join("\n");
+    for want in [
+        "ends (tick 10) before it starts",
+        "allocator 7 is out of range",
+        "sets 0 of",
+    ] {
+        assert!(w.contains(want), "{want} missing from {w}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let v = view_of(&[write_file(d.path(), "bad.etdp", &bytes)], &[]);
+    let events = json(&v, "runs/0/events.json");
+    let e = &events["events"];
+    assert_eq!(e[0]["duration_ticks"], Value::Null);
+    assert_eq!(e[0]["chain_index"], i32::MAX);
+    let t = &e[1]["value"]["tensor"];
+    assert!(t["problem"].as_str().unwrap().contains("offset -8"), "{t}");
+    assert_eq!(e[3]["kind"], "empty");
+    let alloc = json(&v, "runs/0/allocations.json");
+    assert_eq!(alloc["allocations"][0]["allocator_id"], 7);
+    // The span that ends before it starts is left out of the trace.
+    let trace = json(&v, "trace.json");
+    assert!(
+        !trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["ph"] == "X")
+    );
+    exercise(&bytes);
+    // Every truncation and flip of it too.
+    let mut bytes = bytes;
+    for n in 0..bytes.len() {
+        exercise(&bytes[..n]);
+    }
+    for at in 0..bytes.len() {
+        bytes[at] ^= 0xff;
+        exercise(&bytes);
+        bytes[at] ^= 0xff;
+    }
+}
