@@ -487,3 +487,79 @@ fn hostile_events_are_shown_with_warnings() {
         bytes[at] ^= 0xff;
     }
 }
+
+/// The bytes of a `.npy` after its header.
+fn npy_payload(npy: &[u8]) -> &[u8] {
+    assert_eq!(&npy[..6], b"\x93NUMPY");
+    let header = match npy[6] {
+        1 => 10 + u16::from_le_bytes([npy[8], npy[9]]) as usize,
+        _ => 12 + u32::from_le_bytes([npy[8], npy[9], npy[10], npy[11]]) as usize,
+    };
+    &npy[header..]
+}
+
+/// Each intermediate output's `.npy` holds the debug buffer's bytes that
+/// Inspector reads for it.
+#[test]
+fn debug_tensors_are_the_debug_buffers_bytes() {
+    let name = "xnnpack_mobilenetish_debug";
+    let o = oracle(name);
+    let v = view_of(&[etdp(name)], &[]);
+    let header = json(&v, "header.json");
+    assert_eq!(header["debug_buffer"]["size"], 65536);
+    // Inspector's debug data, in event order over the blocks.
+    let want: Vec<&Value> = o["inspector_event_blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|b| b["events"].as_array().unwrap())
+        .flat_map(|e| e["debug_data"].as_array().unwrap())
+        .collect();
+    assert_eq!(want.len(), 2);
+    let events = json(&v, "runs/1/events.json");
+    let tensors: Vec<&Value> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "debug")
+        .map(|e| &e["value"]["tensor"])
+        .collect();
+    assert_eq!(tensors.len(), 3);
+    // Inspector lists the two intermediate outputs (the third, the
+    // method's output, is not an instruction's).
+    for (t, w) in tensors.iter().zip(&want) {
+        let npy = read(&v, &format!("runs/1/{}", t["npy"].as_str().unwrap()));
+        assert_eq!(t["sizes"], w["tensor"]["shape"]);
+        assert_eq!(sha256(npy_payload(&npy)), w["tensor"]["sha256_f32"]);
+    }
+}
+
+#[test]
+fn without_the_debug_buffer_debug_events_are_listed_without_files() {
+    let name = "xnnpack_mobilenetish_debug";
+    let d = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(etdp(name)).unwrap();
+    let v = view_of(&[write_file(d.path(), "alone.etdp", &bytes)], &[]);
+    assert_eq!(json(&v, "header.json")["debug_buffer"], Value::Null);
+    assert!(!ls(&v, "runs/1").iter().any(|n| n.starts_with("debug")));
+    let events = json(&v, "runs/1/events.json");
+    let t = &events["events"][8]["value"]["tensor"];
+    assert_eq!(t["npy"], Value::Null);
+    assert!(t["npy_missing"].as_str().unwrap().contains("not there"));
+    // A buffer cut short: the tensors past its end get an ERROR.txt, the
+    // one within it its .npy.
+    let buffer = std::fs::read(fixture(&format!("etdump/{name}.debug.bin"))).unwrap();
+    write_file(d.path(), "alone.debug.bin", &buffer[..12300]);
+    let v = view_of(&[d.path().join("alone.etdp")], &[]);
+    let listed = ls(&v, "runs/1/debug");
+    assert_eq!(
+        listed,
+        ["0.npy", "1.ERROR.txt", "2.ERROR.txt"],
+        "{listed:?}"
+    );
+    let why = String::from_utf8(read(&v, "runs/1/debug/1.ERROR.txt")).unwrap();
+    assert!(
+        why.contains("extend past the debug buffer's 12300 bytes"),
+        "{why}"
+    );
+}

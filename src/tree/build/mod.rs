@@ -55,6 +55,19 @@ pub fn build_with_names(
     one_dir_each: bool,
     names: Option<&Checkpoint>,
 ) -> Tree {
+    build_full(inputs, attached, one_dir_each, names, &[])
+}
+
+/// [`build_with_names`], with debug buffers: `(the ETDump's source, the
+/// buffer's source, its length)`, whose byte ranges an ETDump's debug
+/// tensors become.
+pub fn build_full(
+    inputs: &[Input<'_>],
+    attached: &[Input<'_>],
+    one_dir_each: bool,
+    names: Option<&Checkpoint>,
+    debug: &[(SourceId, SourceId, u64)],
+) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -75,11 +88,20 @@ pub fn build_with_names(
         }),
         checkpoint: names.cloned(),
         cache: Some(RenderCache::new(lazy::CACHE_BUDGET)),
+        debug_buffers: debug.iter().map(|&(of, b, len)| (of, (b, len))).collect(),
         ..Builder::default()
     };
     for i in inputs.iter().chain(attached) {
         b.source_names.insert(i.source, i.name.clone());
         b.source_bytes.insert(i.source, i.bytes.clone());
+    }
+    for &(of, buffer, _) in debug {
+        let stem = b
+            .source_names
+            .get(&of)
+            .map_or("", |n| n.strip_suffix(".etdp").unwrap_or(n));
+        let name = format!("{stem}.debug.bin");
+        b.source_names.insert(buffer, name);
     }
     let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
     if let ([only], false) = (inputs, one_dir_each) {
@@ -193,6 +215,8 @@ struct Builder {
     /// Checkpoint keys found so far in the program being built, with the
     /// file holding their bytes, for its `by-name/`.
     by_name: Vec<(String, Ino)>,
+    /// Per ETDump source, its debug buffer's source and length.
+    debug_buffers: HashMap<SourceId, (SourceId, u64)>,
 }
 
 /// Source, offset, length and prefix length of a file's bytes.
@@ -551,7 +575,7 @@ impl Builder {
             Parsed::Data(d) => self.data(&mut dir, origin, d),
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
             Parsed::Package(p) => self.package(&mut dir, origin, p),
-            Parsed::Profile(p) => self.profile(&mut dir, p),
+            Parsed::Profile(p) => self.profile(&mut dir, origin, p),
         }
     }
 }

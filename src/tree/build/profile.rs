@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value as Json, json};
 
-use super::{Builder, Dir};
+use super::index::TensorShape;
+use super::{Builder, Dir, Origin};
 use crate::format::etdump::{DebugTensor, Event, ProfileFile, Run, TICK, Value};
 use crate::format::scalar;
+use crate::tree::Content;
 use crate::tree::names::padded;
 use crate::tree::render::readme;
 
@@ -18,7 +20,8 @@ pub fn ms(ticks: u64) -> f64 {
 }
 
 impl Builder {
-    pub(super) fn profile(&mut self, root: &mut Dir, p: &ProfileFile<'_>) {
+    pub(super) fn profile(&mut self, root: &mut Dir, origin: Origin, p: &ProfileFile<'_>) {
+        let buffer = self.debug_buffers.get(&origin.source).copied();
         self.generated(root, "README.txt", readme::PROFILE.as_bytes().into());
         let events: usize = p.runs.iter().map(|r| r.events.len()).sum();
         self.json(
@@ -33,19 +36,100 @@ impl Builder {
                 "run_data_blocks": p.runs.len(),
                 "events": events,
                 "debug_tensors": p.debug_tensors().len(),
+                "debug_buffer": buffer.map(|(_, len)| json!({
+                    "name": self.source_names.get(&buffer.map_or(0, |b| b.0)),
+                    "size": len,
+                })),
                 "tick": TICK,
                 "warnings": p.warnings,
             }),
         );
         let mut rdir = self.subdir(root, "runs");
         let max = p.runs.len().saturating_sub(1) as u64;
+        let tensors = p.debug_tensors();
+        let kmax = tensors.len().saturating_sub(1) as u64;
+        let mut files: Vec<Result<String, String>> = Vec::new();
         let mut k = 0usize;
         for (i, run) in p.runs.iter().enumerate() {
             let mut dir = self.subdir(&mut rdir, &padded(i as u64, max));
-            self.json(&mut dir, "events.json", &events_json(i, run, &mut k));
+            let here: Vec<&DebugTensor> = tensors
+                .iter()
+                .filter(|(r, _, _)| *r == i)
+                .map(|(_, _, t)| *t)
+                .collect();
+            match buffer {
+                Some((source, len)) if !here.is_empty() => {
+                    let mut ddir = self.subdir(&mut dir, "debug");
+                    for t in here {
+                        let stem = padded(files.len() as u64, kmax);
+                        files.push(self.debug_tensor(&mut ddir, &stem, source, len, t));
+                    }
+                }
+                _ => files.extend(here.iter().map(|_| {
+                    Err(
+                        "the debug buffer (<name>.debug.bin beside the ETDump) is not there"
+                            .to_owned(),
+                    )
+                })),
+            }
+            self.json(
+                &mut dir,
+                "events.json",
+                &events_json(i, run, &mut k, &files),
+            );
             self.json(&mut dir, "allocations.json", &allocations_json(run));
         }
         self.json(root, "trace.json", &trace(p));
+    }
+}
+
+impl Builder {
+    /// `debug/<stem>.npy`: the tensor's bytes in the debug buffer after a
+    /// NumPy header; `<stem>.ERROR.txt` saying why when it has none.
+    /// Returns the path from the run's directory, or the reason.
+    fn debug_tensor(
+        &mut self,
+        dir: &mut Dir,
+        stem: &str,
+        source: crate::tree::SourceId,
+        buffer_len: u64,
+        t: &DebugTensor,
+    ) -> Result<String, String> {
+        let shape = TensorShape {
+            scalar_type: t.scalar_type,
+            sizes: t.sizes.clone().into(),
+            dim_order: (0..t.sizes.len().min(256) as u16)
+                .map(|d| d as u8)
+                .collect(),
+        };
+        let fail = |b: &mut Builder, dir: &mut Dir, why: String| {
+            b.generated(
+                dir,
+                &format!("{stem}.ERROR.txt"),
+                format!("{why}\n").into_bytes().into(),
+            );
+            Err(why)
+        };
+        let span = match t.span_in(buffer_len) {
+            Ok(span) => span,
+            Err(why) => return fail(self, dir, why),
+        };
+        let Some(prefix) = self.npy_header(&shape) else {
+            return fail(self, dir, "NumPy has no type for it".to_owned());
+        };
+        let name = dir.names.unique(stem, ".npy");
+        let meta = Some(self.meta_of(super::Dtype::Scalar(t.scalar_type), shape.sizes.clone()));
+        self.file(
+            dir.ino,
+            name.clone(),
+            Content::Prefixed {
+                prefix,
+                source,
+                span,
+            },
+            meta,
+        );
+        Ok(format!("debug/{name}"))
     }
 }
 
@@ -53,9 +137,14 @@ fn id_int(id: i32) -> Json {
     if id == -1 { Json::Null } else { json!(id) }
 }
 
-fn tensor_json(t: &DebugTensor, k: &mut usize) -> Json {
+fn tensor_json(t: &DebugTensor, k: &mut usize, files: &[Result<String, String>]) -> Json {
     let index = *k;
     *k += 1;
+    let (file, why) = match files.get(index) {
+        Some(Ok(f)) => (Some(f.as_str()), None),
+        Some(Err(e)) => (None, Some(e.as_str())),
+        None => (None, None),
+    };
     json!({
         "debug_tensor": index,
         "scalar_type": scalar::name(t.scalar_type),
@@ -64,12 +153,19 @@ fn tensor_json(t: &DebugTensor, k: &mut usize) -> Json {
         "offset": t.offset,
         "nbytes": t.nbytes,
         "problem": t.problem,
-        "bytes": "in the debug buffer the runtime writes beside the ETDump; not attached",
+        "npy": file,
+        "npy_missing": why,
     })
 }
 
-/// `runs/<n>/events.json`. `k` numbers the debug tensors across runs.
-pub fn events_json(index: usize, run: &Run<'_>, k: &mut usize) -> Json {
+/// `runs/<n>/events.json`. `k` numbers the debug tensors across runs;
+/// `files` gives each its `.npy` or why it has none.
+fn events_json(
+    index: usize,
+    run: &Run<'_>,
+    k: &mut usize,
+    files: &[Result<String, String>],
+) -> Json {
     let events: Vec<Json> = run
         .events
         .iter()
@@ -107,11 +203,11 @@ pub fn events_json(index: usize, run: &Run<'_>, k: &mut usize) -> Json {
                     Value::String(_) => json!({"type": "String", "value": null}),
                     Value::Unknown(t) => json!({"type": format!("unknown ({t})")}),
                     Value::Tensor(t) => {
-                        json!({"type": "Tensor", "tensor": tensor_json(t, k)})
+                        json!({"type": "Tensor", "tensor": tensor_json(t, k, files)})
                     }
                     Value::TensorList(ts) => json!({
                         "type": "TensorList",
-                        "tensors": ts.iter().map(|t| tensor_json(t, k)).collect::<Vec<_>>(),
+                        "tensors": ts.iter().map(|t| tensor_json(t, k, files)).collect::<Vec<_>>(),
                     }),
                 };
                 json!({
