@@ -105,6 +105,9 @@ pub struct Request {
     /// (of external tensors, or named data its delegates refer to) and no
     /// given data file holds (off with `--no-auto-data`).
     pub auto_data: bool,
+    /// The debug buffer of the ETDumps shown (`--debug-buffer`), in place
+    /// of the `<stem>.debug.bin` found beside each.
+    pub debug_buffer: Option<PathBuf>,
 }
 
 impl Request {
@@ -149,8 +152,8 @@ pub struct Inputs<'a> {
     pub attached: Vec<Input<'a>>,
     /// Files found in a directory that turned out invalid, with the reason.
     pub skipped: Vec<(PathBuf, String)>,
-    /// Debug buffers: (the ETDump's source, the buffer's source, its length).
-    pub debug: Vec<(usize, usize, u64)>,
+    /// The debug buffers of the ETDumps shown.
+    pub debug: Vec<tree::DebugBuffer>,
 }
 
 /// Reads the `--names` checkpoint at `path`.
@@ -274,14 +277,20 @@ impl Opened {
         // The debug buffer the runtime writes beside an ETDump:
         // `<stem>.debug.bin` for `<stem>.etdp`.
         let mut debug = Vec::new();
-        for (i, f) in files.iter().enumerate() {
-            let Some(buffer) = debug_buffer_beside(f) else {
-                continue;
-            };
-            let mut source = Source::open(&buffer)?;
-            source.name = format!("{}.debug-buffer", names[i]);
-            debug.push((i, sources.len()));
+        if let Some(buffer) = &req.debug_buffer {
+            // Given: for every file shown that turns out to be an ETDump.
+            let source = Source::open(buffer)?;
+            debug.extend((0..files.len()).map(|i| (i, sources.len())));
             sources.push(source);
+        } else {
+            for (i, f) in files.iter().enumerate() {
+                let Some(buffer) = debug_buffer_beside(f) else {
+                    continue;
+                };
+                let source = Source::open(&buffer)?;
+                debug.push((i, sources.len()));
+                sources.push(source);
+            }
         }
         Ok(Opened {
             sources,
@@ -351,7 +360,12 @@ impl Opened {
                     .iter()
                     .any(|i| i.source == of && matches!(i.parsed, Parsed::Profile(_)))
             })
-            .map(|&(of, b)| (of, b, self.sources[b].bytes().len() as u64))
+            .map(|&(of, b)| tree::DebugBuffer {
+                of,
+                source: b,
+                len: self.sources[b].bytes().len() as u64,
+                name: crate::source::base_name(&self.sources[b].path),
+            })
             .collect();
         Ok(Inputs {
             shown,

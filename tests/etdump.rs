@@ -563,3 +563,48 @@ fn without_the_debug_buffer_debug_events_are_listed_without_files() {
         "{why}"
     );
 }
+
+/// `--debug-buffer FILE` names the buffer wherever it is and whatever its
+/// name.
+#[test]
+fn the_debug_buffer_can_be_given() {
+    let name = "xnnpack_mobilenetish_debug";
+    let d = tempfile::tempdir().unwrap();
+    let profile = write_file(d.path(), "run.etdp", &std::fs::read(etdp(name)).unwrap());
+    let buffer = fixture(&format!("etdump/{name}.debug.bin"));
+    let ptefs = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(ptefs_bin())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let given = [
+        "--debug-buffer".as_ref(),
+        buffer.as_os_str(),
+        profile.as_os_str(),
+    ];
+    let listing = String::from_utf8(ptefs(
+        &[&["ls".as_ref(), "-R".as_ref()], &given[..]].concat(),
+    ))
+    .unwrap();
+    assert!(listing.contains("runs/1/debug/2.npy"), "{listing}");
+    let npy = ptefs(
+        &[
+            &["cat".as_ref()],
+            &given[..],
+            &["runs/1/debug/0.npy".as_ref()],
+        ]
+        .concat(),
+    );
+    let want = view_of(&[etdp(name)], &[]);
+    assert_eq!(npy, read(&want, "runs/1/debug/0.npy"));
+    let header = ptefs(&[&["cat".as_ref()], &given[..], &["header.json".as_ref()]].concat());
+    let header: Value = serde_json::from_slice(&header).unwrap();
+    assert_eq!(header["debug_buffer"]["name"], format!("{name}.debug.bin"));
+}

@@ -70,7 +70,7 @@ enum Command {
 }
 
 /// What every kind of input is, for each command's `--help`.
-const INPUT_KINDS: &str = "A .pte, .ptd, .bpte or .ptn file, a directory of them, or an http(s)://, s3://, gs:// or az:// URL of one";
+const INPUT_KINDS: &str = "A .pte, .ptd, .bpte, .ptn or .etdp file, a directory of them, or an http(s)://, s3://, gs:// or az:// URL of one";
 
 /// The file to read and what to attach to it.
 #[derive(Args, Debug, Clone)]
@@ -95,6 +95,10 @@ pub struct Attach {
     /// (external tensors, delegates' named data).
     #[arg(long)]
     pub no_auto_data: bool,
+    /// The debug buffer of an ETDump (.etdp): the file the runtime writes
+    /// intermediate outputs' bytes to (default: <stem>.debug.bin beside it).
+    #[arg(long = "debug-buffer", value_name = "FILE")]
+    pub debug_buffer: Option<PathBuf>,
     #[command(flatten)]
     http: HttpHeaders,
 }
@@ -117,6 +121,7 @@ impl Attach {
             recursive,
             names: self.names.clone(),
             auto_data: !self.no_auto_data,
+            debug_buffer: self.debug_buffer.clone(),
         })
     }
 }
@@ -170,6 +175,7 @@ fn open_inputs(files: &[PathBuf], data: &[PathBuf], auto_data: bool) -> Result<O
         recursive: false,
         names: None,
         auto_data,
+        debug_buffer: None,
     }
     .with_found_data();
     for n in &notes {

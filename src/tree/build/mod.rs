@@ -58,15 +58,27 @@ pub fn build_with_names(
     build_full(inputs, attached, one_dir_each, names, &[])
 }
 
-/// [`build_with_names`], with debug buffers: `(the ETDump's source, the
-/// buffer's source, its length)`, whose byte ranges an ETDump's debug
-/// tensors become.
+/// The debug buffer of an ETDump: the file whose byte ranges its debug
+/// tensors are.
+#[derive(Debug, Clone)]
+pub struct DebugBuffer {
+    /// The ETDump's source.
+    pub of: SourceId,
+    /// The buffer's source.
+    pub source: SourceId,
+    /// Its length.
+    pub len: u64,
+    /// Its base name.
+    pub name: String,
+}
+
+/// [`build_with_names`], with the debug buffers of ETDumps.
 pub fn build_full(
     inputs: &[Input<'_>],
     attached: &[Input<'_>],
     one_dir_each: bool,
     names: Option<&Checkpoint>,
-    debug: &[(SourceId, SourceId, u64)],
+    debug: &[DebugBuffer],
 ) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
@@ -88,20 +100,15 @@ pub fn build_full(
         }),
         checkpoint: names.cloned(),
         cache: Some(RenderCache::new(lazy::CACHE_BUDGET)),
-        debug_buffers: debug.iter().map(|&(of, b, len)| (of, (b, len))).collect(),
+        debug_buffers: debug.iter().map(|d| (d.of, (d.source, d.len))).collect(),
         ..Builder::default()
     };
     for i in inputs.iter().chain(attached) {
         b.source_names.insert(i.source, i.name.clone());
         b.source_bytes.insert(i.source, i.bytes.clone());
     }
-    for &(of, buffer, _) in debug {
-        let stem = b
-            .source_names
-            .get(&of)
-            .map_or("", |n| n.strip_suffix(".etdp").unwrap_or(n));
-        let name = format!("{stem}.debug.bin");
-        b.source_names.insert(buffer, name);
+    for d in debug {
+        b.source_names.insert(d.source, d.name.clone());
     }
     let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
     if let ([only], false) = (inputs, one_dir_each) {
