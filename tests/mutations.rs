@@ -277,6 +277,13 @@ fn mutated_fixtures_open_or_fail_cleanly() {
         .map(|m| (m.clone(), fixture(&m)))
         .collect();
     inputs.extend(["kv.ptn", "tied.ptn"].map(|m| (m.to_owned(), fixture(m))));
+    inputs.extend(
+        [
+            "etdump/portable_mlp.etdp",
+            "etdump/xnnpack_mobilenetish_debug.etdp",
+        ]
+        .map(|m| (m.to_owned(), fixture(m))),
+    );
     inputs.push((
         "mlp.bpte".into(),
         write_file(dir.path(), "mlp.bpte", &bundled.to_bytes()),
