@@ -79,7 +79,17 @@ impl Builder {
             );
             self.json(&mut dir, "allocations.json", &allocations_json(run));
         }
-        self.json(root, "trace.json", &trace(p));
+        // The one file as large as all the runs together: rendered when
+        // first looked at, from the ETDump parsed again.
+        self.lazy(
+            root,
+            "trace.json",
+            origin.source,
+            Box::new(|bytes, out| match ProfileFile::parse(bytes) {
+                Ok(p) => crate::tree::render::json_to(out, &trace(&p)),
+                Err(e) => writeln!(out, "cannot render: {e}"),
+            }),
+        );
     }
 }
 
