@@ -79,6 +79,17 @@ pub struct Sources {
     file: PathBuf,
     #[command(flatten)]
     attach: Attach,
+    #[command(flatten)]
+    profile: ProfileArgs,
+}
+
+/// What the commands that show a tree attach to an ETDump.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ProfileArgs {
+    /// The debug buffer of an ETDump (.etdp): the file the runtime writes
+    /// intermediate outputs' bytes to (default: <stem>.debug.bin beside it).
+    #[arg(long = "debug-buffer", value_name = "FILE")]
+    pub debug_buffer: Option<PathBuf>,
 }
 
 /// What every command attaches to what it opens, defined once: data
@@ -95,10 +106,6 @@ pub struct Attach {
     /// (external tensors, delegates' named data).
     #[arg(long)]
     pub no_auto_data: bool,
-    /// The debug buffer of an ETDump (.etdp): the file the runtime writes
-    /// intermediate outputs' bytes to (default: <stem>.debug.bin beside it).
-    #[arg(long = "debug-buffer", value_name = "FILE")]
-    pub debug_buffer: Option<PathBuf>,
     #[command(flatten)]
     http: HttpHeaders,
 }
@@ -121,7 +128,7 @@ impl Attach {
             recursive,
             names: self.names.clone(),
             auto_data: !self.no_auto_data,
-            debug_buffer: self.debug_buffer.clone(),
+            debug_buffer: None,
         })
     }
 }
@@ -150,7 +157,9 @@ impl HttpHeaders {
 impl Sources {
     /// The tree of the file, served as the mount would serve it.
     fn open(&self) -> Result<Fs, i32> {
-        open_view(&self.attach.request(vec![self.file.clone()], false)?).map(Fs::new)
+        let mut req = self.attach.request(vec![self.file.clone()], false)?;
+        req.debug_buffer = self.profile.debug_buffer.clone();
+        open_view(&req).map(Fs::new)
     }
 }
 
