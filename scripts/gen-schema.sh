@@ -16,7 +16,8 @@ trap 'rm -rf "$out" "$derived"' EXIT
 # reach ScalarType through crate::scalar_type_generated, which src/lib.rs
 # points at the program's module so that there is one ScalarType type.
 flatc --rust --gen-all -o "$out" -I schema schema/program.fbs
-flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs
+flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs \
+  schema/etdump.fbs
 # The delegate graphs (XNNPACK, Vulkan) stand alone (no includes).
 flatc --rust -o "$out" schema/xnnpack.fbs schema/vulkan.fbs
 # MLX's graph has over a hundred op tables: serde's Serialize, generated for
@@ -52,7 +53,7 @@ PROTOC="$derived/protoc" CARGO_TARGET_DIR="$PWD/target/coreml-proto-gen" \
 # - a string becomes [ubyte], so names that are not UTF-8 still verify (ptefs
 #   reads every string as bytes; see src/format/text.rs).
 # Each twin is self-contained: scalar_type.fbs is pasted where it is included.
-for name in program flat_tensor bundled_program; do
+for name in program flat_tensor bundled_program etdump; do
   {
     echo "// Derived from schema/$name.fbs by scripts/gen-schema.sh: verification only."
     while IFS= read -r line; do

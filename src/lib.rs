@@ -1,6 +1,6 @@
 //! ptefs shows ExecuTorch program (`.pte`), data (`.ptd`), bundled
-//! program (`.bpte`) and native program package (`.ptn`) files as
-//! read-only directory trees.
+//! program (`.bpte`) and native program package (`.ptn`) files, and the
+//! runtime's profiles (ETDump, `.etdp`), as read-only directory trees.
 //!
 //! The crate is layered so that everything a mount serves can be tested
 //! without one; imports run downward only:
@@ -62,14 +62,16 @@ pub(crate) mod generated {
     pub mod coreml_proto_generated;
     pub mod tosa_generated;
     pub mod vgf_generated;
+    pub mod etdump_generated;
+    pub mod etdump_verify_generated;
 }
 
 // flatc's code names its modules by crate-root paths, and reaches
 // `ScalarType` through `scalar_type_generated`, which the program's module
 // carries.
 use generated::{
-    bundled_program_generated, flat_tensor_generated, mlx_generated, mps_generated,
-    native_graph_generated, program_generated, vulkan_generated, xnnpack_generated,
+    bundled_program_generated, etdump_generated, flat_tensor_generated, mlx_generated,
+    mps_generated, native_graph_generated, program_generated, vulkan_generated, xnnpack_generated,
 };
 mod scalar_type_generated {
     pub use crate::program_generated::*;

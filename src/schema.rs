@@ -1,6 +1,7 @@
 //! Flatbuffer types generated from `schema/*.fbs`.
 
 pub use crate::bundled_program_generated::bundled_program_flatbuffer as bundled;
+pub use crate::etdump_generated::etdump;
 pub use crate::flat_tensor_generated::flat_tensor_flatbuffer as flat_tensor;
 pub use crate::generated::tosa_generated::tosa_flatbuffer as tosa;
 pub use crate::generated::vgf_generated::vgf_flatbuffer as vgf;

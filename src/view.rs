@@ -105,6 +105,9 @@ pub struct Request {
     /// (of external tensors, or named data its delegates refer to) and no
     /// given data file holds (off with `--no-auto-data`).
     pub auto_data: bool,
+    /// The debug buffer of the ETDumps shown (`--debug-buffer`), in place
+    /// of the `<stem>.debug.bin` found beside each.
+    pub debug_buffer: Option<PathBuf>,
 }
 
 impl Request {
@@ -135,6 +138,9 @@ pub struct Opened {
     pub skipped: Vec<(PathBuf, String)>,
     /// The first path requested, for messages about them all.
     first: PathBuf,
+    /// The debug buffers found beside ETDumps: (the ETDump's source, the
+    /// buffer's source). Their sources follow the attached data files.
+    debug: Vec<(usize, usize)>,
 }
 
 /// The parsed files of an [`Opened`] request.
@@ -146,6 +152,8 @@ pub struct Inputs<'a> {
     pub attached: Vec<Input<'a>>,
     /// Files found in a directory that turned out invalid, with the reason.
     pub skipped: Vec<(PathBuf, String)>,
+    /// The debug buffers of the ETDumps shown.
+    pub debug: Vec<tree::DebugBuffer>,
 }
 
 /// Reads the `--names` checkpoint at `path`.
@@ -191,7 +199,13 @@ impl Opened {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
-        let tree = tree::build_with_names(&parsed.shown, &parsed.attached, one_dir_each, names);
+        let tree = tree::build_full(
+            &parsed.shown,
+            &parsed.attached,
+            one_dir_each,
+            names,
+            &parsed.debug,
+        );
         Ok((tree, parsed.skipped))
     }
 
@@ -260,12 +274,31 @@ impl Opened {
             source.prefetch(tree::fetch_plan)?;
             sources.push(source);
         }
+        // The debug buffer the runtime writes beside an ETDump:
+        // `<stem>.debug.bin` for `<stem>.etdp`.
+        let mut debug = Vec::new();
+        if let Some(buffer) = &req.debug_buffer {
+            // Given: for every file shown that turns out to be an ETDump.
+            let source = Source::open(buffer)?;
+            debug.extend((0..files.len()).map(|i| (i, sources.len())));
+            sources.push(source);
+        } else {
+            for (i, f) in files.iter().enumerate() {
+                let Some(buffer) = debug_buffer_beside(f) else {
+                    continue;
+                };
+                let source = Source::open(&buffer)?;
+                debug.push((i, sources.len()));
+                sources.push(source);
+            }
+        }
         Ok(Opened {
             sources,
             shown: files.len(),
             found,
             skipped,
             first: req.inputs.first().cloned().unwrap_or_default(),
+            debug,
         })
     }
 
@@ -276,7 +309,11 @@ impl Opened {
         let mut skipped = self.skipped.clone();
         let mut shown = Vec::new();
         let mut attached = Vec::new();
+        let buffers: Vec<usize> = self.debug.iter().map(|&(_, b)| b).collect();
         for (id, s) in self.sources.iter().enumerate() {
+            if buffers.contains(&id) {
+                continue;
+            }
             let parsed = match format::parse(s.bytes()) {
                 Ok(p) => p,
                 Err(e) if self.found.get(id) == Some(&true) => {
@@ -314,10 +351,27 @@ impl Opened {
                 path: self.first.clone(),
             });
         }
+        // A buffer goes with its ETDump only when that parsed as one.
+        let debug = self
+            .debug
+            .iter()
+            .filter(|&&(of, _)| {
+                shown
+                    .iter()
+                    .any(|i| i.source == of && matches!(i.parsed, Parsed::Profile(_)))
+            })
+            .map(|&(of, b)| tree::DebugBuffer {
+                of,
+                source: b,
+                len: self.sources[b].bytes().len() as u64,
+                name: crate::source::base_name(&self.sources[b].path),
+            })
+            .collect();
         Ok(Inputs {
             shown,
             attached,
             skipped,
+            debug,
         })
     }
 }
@@ -383,6 +437,18 @@ impl View {
     }
 }
 
+/// `<stem>.debug.bin` beside `path` when `path` is a local `<stem>.etdp`
+/// and that file is there.
+fn debug_buffer_beside(path: &Path) -> Option<PathBuf> {
+    if path.to_str().is_some_and(remote::is_url) {
+        return None;
+    }
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".etdp")?;
+    let buffer = path.with_file_name(format!("{stem}.debug.bin"));
+    buffer.is_file().then_some(buffer)
+}
+
 /// `file`'s path relative to `dir` (where it was found), `/`-separated.
 fn relative_name(dir: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(dir).unwrap_or(file);
@@ -435,15 +501,16 @@ fn expand_dir(
     Ok(())
 }
 
-/// The kind of the file at `path`, from its first eight bytes; never
+/// The kind of the file at `path`, from its first twelve bytes; never
 /// blocks on a FIFO or device.
 fn sniff_file(path: &Path) -> Result<Kind, String> {
     let (file, _) = open_regular(path).map_err(|e| match e {
         SourceError::NotRegular { what, .. } => format!("is {what}"),
         e => e.to_string(),
     })?;
-    let mut head = Vec::with_capacity(8);
-    file.take(8)
+    // Twelve: an ETDump's identifier is at bytes 8..12.
+    let mut head = Vec::with_capacity(12);
+    file.take(12)
         .read_to_end(&mut head)
         .map_err(|e| e.to_string())?;
     format::sniff(&head).map_err(|e| e.to_string())

@@ -41,6 +41,7 @@ fn open(files: &[PathBuf], data: &[PathBuf], names: &Path) -> View {
         recursive: false,
         names: Some(names.to_owned()),
         auto_data: false,
+        debug_buffer: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -212,6 +213,7 @@ fn names_that_are_not_a_checkpoint_are_refused_with_the_reason() {
         recursive: false,
         names: Some(bad.clone()),
         auto_data: false,
+        debug_buffer: None,
     })
     .unwrap_err()
     .to_string();

@@ -56,6 +56,7 @@ fn structure(bytes: &[u8]) -> (usize, Vec<Span>) {
         Parsed::Data(d) => (d.flatbuffer.len as usize, d.segments.clone()),
         Parsed::Bundled(b) => (b.bytes.len(), Vec::new()),
         Parsed::Package(p) => (p.bytes.len(), p.members.iter().map(|m| m.data).collect()),
+        Parsed::Profile(p) => (p.bytes.len(), Vec::new()),
     }
 }
 
@@ -276,6 +277,13 @@ fn mutated_fixtures_open_or_fail_cleanly() {
         .map(|m| (m.clone(), fixture(&m)))
         .collect();
     inputs.extend(["kv.ptn", "tied.ptn"].map(|m| (m.to_owned(), fixture(m))));
+    inputs.extend(
+        [
+            "etdump/portable_mlp.etdp",
+            "etdump/xnnpack_mobilenetish_debug.etdp",
+        ]
+        .map(|m| (m.to_owned(), fixture(m))),
+    );
     inputs.push((
         "mlp.bpte".into(),
         write_file(dir.path(), "mlp.bpte", &bundled.to_bytes()),

@@ -28,6 +28,7 @@ fn open(inputs: &[String], data: &[String]) -> View {
         recursive: false,
         names: None,
         auto_data: false,
+        debug_buffer: None,
     })
     .unwrap_or_else(|e| panic!("{inputs:?}: {e}"))
 }

@@ -337,6 +337,7 @@ fn a_directory_shows_each_model_under_its_name() {
         recursive: true,
         names: None,
         auto_data: false,
+        debug_buffer: None,
     })
     .unwrap();
     // A model found in a subdirectory is named by its relative path.

@@ -1,6 +1,7 @@
-//! Any bytes: open as a program, data file or bundled program, build the
-//! tree, and read every file through the same calls the mount uses. Every
-//! failure must be an error value; every byte range must lie in the input.
+//! Any bytes: open as a program, data file, bundled program, package or
+//! ETDump, build the tree, and read every file through the same calls the
+//! mount uses. Every failure must be an error value; every byte range must
+//! lie in the input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

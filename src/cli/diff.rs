@@ -205,6 +205,7 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
         recursive: true,
         names: None,
         auto_data: false,
+        debug_buffer: None,
     })
     .map_err(|e| {
         error(e);

@@ -70,7 +70,7 @@ enum Command {
 }
 
 /// What every kind of input is, for each command's `--help`.
-const INPUT_KINDS: &str = "A .pte, .ptd, .bpte or .ptn file, a directory of them, or an http(s)://, s3://, gs:// or az:// URL of one";
+const INPUT_KINDS: &str = "A .pte, .ptd, .bpte, .ptn or .etdp file, a directory of them, or an http(s)://, s3://, gs:// or az:// URL of one";
 
 /// The file to read and what to attach to it.
 #[derive(Args, Debug, Clone)]
@@ -79,6 +79,17 @@ pub struct Sources {
     file: PathBuf,
     #[command(flatten)]
     attach: Attach,
+    #[command(flatten)]
+    profile: ProfileArgs,
+}
+
+/// What the commands that show a tree attach to an ETDump.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ProfileArgs {
+    /// The debug buffer of an ETDump (.etdp): the file the runtime writes
+    /// intermediate outputs' bytes to (default: <stem>.debug.bin beside it).
+    #[arg(long = "debug-buffer", value_name = "FILE")]
+    pub debug_buffer: Option<PathBuf>,
 }
 
 /// What every command attaches to what it opens, defined once: data
@@ -117,6 +128,7 @@ impl Attach {
             recursive,
             names: self.names.clone(),
             auto_data: !self.no_auto_data,
+            debug_buffer: None,
         })
     }
 }
@@ -145,7 +157,9 @@ impl HttpHeaders {
 impl Sources {
     /// The tree of the file, served as the mount would serve it.
     fn open(&self) -> Result<Fs, i32> {
-        open_view(&self.attach.request(vec![self.file.clone()], false)?).map(Fs::new)
+        let mut req = self.attach.request(vec![self.file.clone()], false)?;
+        req.debug_buffer = self.profile.debug_buffer.clone();
+        open_view(&req).map(Fs::new)
     }
 }
 
@@ -170,6 +184,7 @@ fn open_inputs(files: &[PathBuf], data: &[PathBuf], auto_data: bool) -> Result<O
         recursive: false,
         names: None,
         auto_data,
+        debug_buffer: None,
     }
     .with_found_data();
     for n in &notes {

@@ -122,7 +122,8 @@ pub fn plan(image: &[u8], have: &Ranges) -> Plan {
         Ok(Kind::Program) => program(image, have, &mut p),
         Ok(Kind::Data) => data(image, have, &mut p),
         // The bundled program is one flatbuffer with the program inside.
-        Ok(Kind::Bundled) => {
+        // So are the bundled program and the ETDump.
+        Ok(Kind::Bundled | Kind::Profile) => {
             p.need(have, 0..len);
         }
         Ok(Kind::Package) => package(image, have, &mut p),

@@ -6,11 +6,6 @@
 /// file" error; `None` when nothing is recognised.
 pub fn of_bytes(bytes: &[u8]) -> Option<&'static str> {
     let at = |range: std::ops::Range<usize>| bytes.get(range).unwrap_or_default();
-    if at(8..12) == b"ED00" {
-        return Some(
-            "it looks like an ETDump (a runtime profile: a size-prefixed flatbuffer with identifier ED00); open the program it profiles instead",
-        );
-    }
     if at(0..4) == b"VGF1" {
         return Some(
             "it looks like a VGF file (Arm's ML SDK format); a program delegated to VgfBackend holds one, which ptefs opens",
@@ -92,9 +87,6 @@ mod tests {
 
     #[test]
     fn formats_people_pass_by_mistake_are_named() {
-        let mut etdump = vec![0u8; 16];
-        etdump[8..12].copy_from_slice(b"ED00");
-        assert!(of_bytes(&etdump).unwrap().contains("ETDump"));
         assert!(of_bytes(b"VGF1\0\0\0\0").unwrap().contains("VGF"));
         assert!(of_bytes(b"GGUF\x03\0\0\0").unwrap().contains("GGUF"));
         let mut st = 4u64.to_le_bytes().to_vec();

@@ -1,4 +1,4 @@
-//! Parsing and validation of `.pte`, `.ptd`, `.bpte` and `.ptn` files.
+//! Parsing and validation of `.pte`, `.ptd`, `.bpte`, `.ptn` and `.etdp` files.
 //!
 //! Everything here works on a byte slice (usually a memory map) and returns
 //! views that borrow it. Every offset and length taken from the file is
@@ -8,6 +8,7 @@
 mod bundled;
 mod data;
 mod error;
+pub mod etdump;
 pub mod fetch;
 mod header;
 mod index;
@@ -24,6 +25,7 @@ mod verify;
 pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
 pub use data::{DataEntry, DataFile, Layout};
 pub use error::{Error, Result};
+pub use etdump::ProfileFile;
 pub use fetch::Ranges;
 pub use header::{PtdHeader, PteExtendedHeader, PteHeader};
 pub use program::{
@@ -45,6 +47,9 @@ pub enum Kind {
     Bundled,
     /// `PK\x03\x04` at byte 0: a native program package (a zip).
     Package,
+    /// `ED00` at byte 8 (after a size prefix): an ETDump, the runtime's
+    /// profile.
+    Profile,
 }
 
 impl Kind {
@@ -55,6 +60,7 @@ impl Kind {
             Kind::Data => "ptd",
             Kind::Bundled => "bpte",
             Kind::Package => "ptn",
+            Kind::Profile => "etdp",
         }
     }
 }
@@ -77,6 +83,7 @@ pub fn sniff(bytes: &[u8]) -> Result<Kind> {
         (b"ET", true) => Ok(Kind::Program),
         (b"FT", true) => Ok(Kind::Data),
         (b"BP", true) => Ok(Kind::Bundled),
+        _ if bytes.get(8..12) == Some(b"ED00") => Ok(Kind::Profile),
         _ => Err(Error::NotExecuTorch {
             magic: header::show_magic(magic),
             hint: lookalike::of_bytes(bytes).map_or_else(String::new, |h| format!("; {h}")),
@@ -95,6 +102,8 @@ pub enum Parsed<'a> {
     Bundled(BundledFile<'a>),
     /// A `.ptn`.
     Package(PackageFile<'a>),
+    /// An `.etdp`.
+    Profile(ProfileFile<'a>),
 }
 
 /// Parses and validates a file of any kind, chosen by its magic.
@@ -104,6 +113,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>> {
         Kind::Data => Parsed::Data(DataFile::parse(bytes)?),
         Kind::Bundled => Parsed::Bundled(BundledFile::parse(bytes)?),
         Kind::Package => Parsed::Package(PackageFile::parse(bytes)?),
+        Kind::Profile => Parsed::Profile(ProfileFile::parse(bytes)?),
     })
 }
 
@@ -116,6 +126,7 @@ impl Parsed<'_> {
             Parsed::Data(d) => &d.warnings,
             Parsed::Bundled(b) => &b.warnings,
             Parsed::Package(p) => &p.warnings,
+            Parsed::Profile(p) => &p.warnings,
         }
     }
 }

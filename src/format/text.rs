@@ -153,6 +153,11 @@ use fb::{
 };
 use tfb::NamedData as DataNamedData;
 
+use crate::schema::etdump::{
+    Allocator as EdAllocator, DebugEvent as EdDebugEvent, ProfileEvent as EdProfileEvent,
+    RunData as EdRunData,
+};
+
 string_fields! {
     /// `ExecutionPlan.name`.
     plan_name: ExecutionPlan::VT_NAME;
@@ -180,6 +185,21 @@ string_fields! {
     test_suite_method: BundledMethodTestSuite::VT_METHOD_NAME;
     /// `FlatTensor`'s `NamedData.key`.
     data_key: DataNamedData::VT_KEY;
+}
+
+string_fields! {
+    /// ETDump `RunData.name`.
+    run_name: EdRunData::VT_NAME;
+    /// ETDump `Allocator.name`.
+    allocator_name: EdAllocator::VT_NAME;
+    /// ETDump `ProfileEvent.name`.
+    profile_event_name: EdProfileEvent::VT_NAME;
+    /// ETDump `ProfileEvent.delegate_debug_id_str`.
+    profile_event_delegate_id: EdProfileEvent::VT_DELEGATE_DEBUG_ID_STR;
+    /// ETDump `DebugEvent.name`.
+    debug_event_name: EdDebugEvent::VT_NAME;
+    /// ETDump `DebugEvent.delegate_debug_id_str`.
+    debug_event_delegate_id: EdDebugEvent::VT_DELEGATE_DEBUG_ID_STR;
 }
 
 /// `Program`'s `NamedData.key`.

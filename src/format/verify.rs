@@ -12,10 +12,10 @@ use flatbuffers::{Follow, Verifiable, VerifierOptions};
 use super::header::show_magic;
 use super::{Error, Result};
 use crate::generated::{
-    bundled_program_verify_generated as bundled_twin, flat_tensor_verify_generated as data_twin,
-    program_verify_generated as program_twin,
+    bundled_program_verify_generated as bundled_twin, etdump_verify_generated as etdump_twin,
+    flat_tensor_verify_generated as data_twin, program_verify_generated as program_twin,
 };
-use crate::schema::{bundled, flat_tensor, program};
+use crate::schema::{bundled, etdump, flat_tensor, program};
 
 /// A real root type and the twin it is verified as.
 pub(super) trait Root<'a>: Follow<'a> + 'a {
@@ -41,6 +41,11 @@ impl<'a> Root<'a> for bundled::BundledProgram<'a> {
     const IDENTIFIER: &'static [u8; 4] = b"BP08";
 }
 
+impl<'a> Root<'a> for etdump::ETDump<'a> {
+    type Twin = flatbuffers::ForwardsUOffset<etdump_twin::etdump::ETDump<'a>>;
+    const IDENTIFIER: &'static [u8; 4] = b"ED00";
+}
+
 /// The verified root of the flatbuffer `bytes`, plus a warning when bytes
 /// 4..8 are not the schema's identifier. `what` names the buffer in errors.
 pub(super) fn root<'a, R: Root<'a>>(
@@ -64,6 +69,36 @@ pub(super) fn root<'a, R: Root<'a>>(
     // the twin's verification checked.
     let root = unsafe { flatbuffers::root_unchecked::<R>(bytes) };
     let magic = bytes.get(4..8).unwrap_or_default();
+    let warning = (magic != R::IDENTIFIER).then(|| {
+        format!(
+            "file identifier is {}; this reader's schema is \"{}\", so fields may be misread",
+            show_magic(magic),
+            String::from_utf8_lossy(R::IDENTIFIER)
+        )
+    });
+    Ok((root, warning))
+}
+
+/// [`root`] for a size-prefixed flatbuffer: `bytes` holds the u32 size
+/// prefix and then exactly the flatbuffer, whose alignment the writer
+/// counted from the prefix's first byte (as flatbuffers' own
+/// `size_prefixed_root` does).
+pub(super) fn size_prefixed_root<'a, R: Root<'a>>(
+    bytes: &'a [u8],
+    what: &'static str,
+) -> Result<(R::Inner, Option<String>)> {
+    let opts = options(bytes.len());
+    let mut v = flatbuffers::Verifier::new(&opts, bytes);
+    <flatbuffers::SkipSizePrefix<R::Twin> as Verifiable>::run_verifier(&mut v, 0).map_err(|e| {
+        Error::Verification {
+            what,
+            len: bytes.len(),
+            detail: one_line(&e),
+        }
+    })?;
+    // SAFETY: as in `root`, with the size prefix skipped on both sides.
+    let root = unsafe { flatbuffers::size_prefixed_root_unchecked::<R>(bytes) };
+    let magic = bytes.get(8..12).unwrap_or_default();
     let warning = (magic != R::IDENTIFIER).then(|| {
         format!(
             "file identifier is {}; this reader's schema is \"{}\", so fields may be misread",

@@ -44,6 +44,7 @@ pub fn view_of(files: &[PathBuf], data: &[PathBuf]) -> View {
         names: None,
         // As the command line and mount do by default.
         auto_data: true,
+        debug_buffer: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -43,6 +43,8 @@ pub(super) struct MountArgs {
     paths: Vec<PathBuf>,
     #[command(flatten)]
     attach: super::Attach,
+    #[command(flatten)]
+    profile: super::ProfileArgs,
     /// Take models from subdirectories of directory sources too.
     #[arg(long)]
     subdirs: bool,
@@ -89,7 +91,8 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     })?;
-    let req = args.attach.request(inputs, args.subdirs)?;
+    let mut req = args.attach.request(inputs, args.subdirs)?;
+    req.debug_buffer = args.profile.debug_buffer.clone();
     // Fetching a remote file's structure, or laying out a large tree, takes
     // a while: a terminal sees which, until the tree is ready.
     let progress = Progress::new(&source_name);

@@ -47,6 +47,15 @@ fn facts(p: &Parsed<'_>) -> Vec<(&'static str, Value)> {
             f.push(("package.stored_tensors", json!(s.stored_tensors)));
             f.push(("package.aliases", json!(s.aliases)));
         }
+        Parsed::Profile(p) => {
+            f.push(("kind", json!("profile")));
+            f.push(("size", json!(p.bytes.len())));
+            f.push(("version", json!(p.version)));
+            f.push(("profile.size_prefix", json!(p.size_prefix)));
+            f.push(("profile.runs", json!(p.runs.len())));
+            let events: usize = p.runs.iter().map(|r| r.events.len()).sum();
+            f.push(("profile.events", json!(events)));
+        }
         Parsed::Data(d) => {
             f.push(("kind", json!("data")));
             f.push(("size", json!(d.bytes.len())));

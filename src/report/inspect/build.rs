@@ -246,6 +246,7 @@ pub(super) fn bundled(
         composition,
         package: None,
         checkpoint: None,
+        profile: None,
         largest: None,
     }
 }
@@ -288,6 +289,7 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
         composition: comp.finish(size),
         package: None,
         checkpoint: None,
+        profile: None,
         largest: None,
     }
 }

@@ -10,6 +10,7 @@ use crate::format::{DataFile, Parsed};
 
 mod build;
 mod package;
+mod profile;
 mod text;
 
 /// Everything `ptefs inspect` reports about one file.
@@ -43,6 +44,9 @@ pub struct Inspection {
     /// it does not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<crate::meta::names::MatchReport>,
+    /// An ETDump's runs, events and slowest instructions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::ProfileSummary>,
     /// The largest tensors and blobs, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub largest: Option<Vec<Largest>>,
@@ -310,6 +314,7 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 composition,
                 package: None,
                 checkpoint: None,
+                profile: None,
                 largest: None,
             }
         }
@@ -330,6 +335,7 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
             r
         }
         Parsed::Package(p) => package::package(name, p),
+        Parsed::Profile(p) => profile::inspection(name, p),
     }
 }
 

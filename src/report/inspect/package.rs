@@ -44,6 +44,7 @@ pub(super) fn package(name: &str, p: &PackageFile<'_>) -> Inspection {
         composition: comp.finish(file_size),
         package: Some(summary),
         checkpoint: None,
+        profile: None,
         largest: None,
     }
 }

@@ -13,6 +13,7 @@ impl Inspection {
             "program" => "ExecuTorch program",
             "data" => "ExecuTorch data file",
             "package" => "ExecuTorch native program package",
+            "profile" => "ExecuTorch ETDump (runtime profile)",
             _ => "ExecuTorch bundled program",
         };
         let _ = writeln!(
@@ -49,6 +50,9 @@ impl Inspection {
         }
         if let Some(p) = &self.package {
             super::package::text(&mut o, p);
+        }
+        if let Some(p) = &self.profile {
+            super::profile::text(&mut o, p);
         }
         if let Some(c) = &self.checkpoint {
             let _ = writeln!(o, "\ncheckpoint: {} of {} keys found", c.matched, c.keys);

@@ -8,6 +8,7 @@ mod delegate_layout;
 mod index;
 mod meta;
 mod package;
+mod profile;
 mod program;
 mod tables;
 mod tensor_index;
@@ -54,6 +55,31 @@ pub fn build_with_names(
     one_dir_each: bool,
     names: Option<&Checkpoint>,
 ) -> Tree {
+    build_full(inputs, attached, one_dir_each, names, &[])
+}
+
+/// The debug buffer of an ETDump: the file whose byte ranges its debug
+/// tensors are.
+#[derive(Debug, Clone)]
+pub struct DebugBuffer {
+    /// The ETDump's source.
+    pub of: SourceId,
+    /// The buffer's source.
+    pub source: SourceId,
+    /// Its length.
+    pub len: u64,
+    /// Its base name.
+    pub name: String,
+}
+
+/// [`build_with_names`], with the debug buffers of ETDumps.
+pub fn build_full(
+    inputs: &[Input<'_>],
+    attached: &[Input<'_>],
+    one_dir_each: bool,
+    names: Option<&Checkpoint>,
+    debug: &[DebugBuffer],
+) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -74,11 +100,15 @@ pub fn build_with_names(
         }),
         checkpoint: names.cloned(),
         cache: Some(RenderCache::new(lazy::CACHE_BUDGET)),
+        debug_buffers: debug.iter().map(|d| (d.of, (d.source, d.len))).collect(),
         ..Builder::default()
     };
     for i in inputs.iter().chain(attached) {
         b.source_names.insert(i.source, i.name.clone());
         b.source_bytes.insert(i.source, i.bytes.clone());
+    }
+    for d in debug {
+        b.source_names.insert(d.source, d.name.clone());
     }
     let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
     if let ([only], false) = (inputs, one_dir_each) {
@@ -192,6 +222,8 @@ struct Builder {
     /// Checkpoint keys found so far in the program being built, with the
     /// file holding their bytes, for its `by-name/`.
     by_name: Vec<(String, Ino)>,
+    /// Per ETDump source, its debug buffer's source and length.
+    debug_buffers: HashMap<SourceId, (SourceId, u64)>,
 }
 
 /// Source, offset, length and prefix length of a file's bytes.
@@ -550,6 +582,7 @@ impl Builder {
             Parsed::Data(d) => self.data(&mut dir, origin, d),
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
             Parsed::Package(p) => self.package(&mut dir, origin, p),
+            Parsed::Profile(p) => self.profile(&mut dir, origin, p),
         }
     }
 }

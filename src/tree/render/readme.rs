@@ -90,3 +90,26 @@ compressed). An alias is another name for its owner's bytes. Names are
 percent-encoded where a key holds '/', NUL, '%', '~' or a leading '.';
 index.json keeps the originals.
 ";
+
+/// For an ETDump, the runtime's profile.
+pub const PROFILE: &str = "\
+This directory shows an ExecuTorch ETDump (.etdp), the runtime's profile,
+read-only.
+
+header.json          size prefix, version, how many run data blocks and events
+runs/<n>/            one directory per run data block (\"Default\" for loading,
+                     then one per execution)
+  events.json        every event: profile events (name, chain, instruction,
+                     delegate debug id, start and end in ticks, duration in
+                     ticks and ms), allocation events, debug events (the value
+                     logged; for a tensor its type, sizes, strides and offset
+                     in the debug buffer)
+  allocations.json   the allocators, each allocation and the total per allocator
+trace.json           the profile events in Chrome's trace-event format, for
+                     Perfetto (ui.perfetto.dev) or chrome://tracing: one process
+                     per run data block, one thread per chain, delegate events
+                     nested in the instruction that called them
+
+The ETDump does not record how long a tick is: ms and µs take a tick to be
+1 ns, as ExecuTorch's Inspector does by default.
+";
