@@ -30,9 +30,10 @@ pub fn escape(name: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `s` as a DOT double-quoted string. Newlines become `\n`, which DOT
-/// shows as line breaks; carriage returns and NULs, which it would misread,
-/// are dropped.
+/// `s` as a DOT double-quoted string, so that a name from a file cannot
+/// end it. Newlines become `\n`, which DOT shows as line breaks; carriage
+/// returns and NULs, which it would misread, are dropped, and other
+/// control characters become spaces.
 pub fn dot_quote(s: &str) -> String {
     let mut q = String::with_capacity(s.len() + 2);
     q.push('"');
@@ -42,6 +43,7 @@ pub fn dot_quote(s: &str) -> String {
             '\\' => q.push_str("\\\\"),
             '\n' => q.push_str("\\n"),
             '\r' | '\0' => {}
+            c if c.is_control() => q.push(' '),
             c => q.push(c),
         }
     }

@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use crate::text::dot_quote as quote;
+
 use super::{Payload, mil};
 
 /// The text of `graph.dot`.
@@ -57,21 +59,4 @@ pub fn render(p: &Payload<'_>) -> String {
     }
     out.push_str("}\n");
     out
-}
-
-/// A DOT string literal (newlines as `\n`, quotes and backslashes escaped).
-fn quote(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\r' | '\0' => {}
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
 }

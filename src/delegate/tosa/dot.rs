@@ -10,24 +10,7 @@ use super::Payload;
 use super::dtype;
 use super::graph::{Block, Operand, op_name};
 
-/// A DOT string literal: quotes, backslashes and line breaks escaped, so
-/// that names from the payload cannot end it.
-pub fn quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => {}
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::text::dot_quote as quoted;
 
 /// `name:type[dims]` of an operand, dims bounded.
 fn label(b: &Block<'_>, name: &str) -> String {
