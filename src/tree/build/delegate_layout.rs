@@ -60,6 +60,7 @@ impl Builder {
             self.weights_dir((&mut x, place, named), &base, w)
         });
         let paths = Arc::new(paths);
+        let mut context = None;
         let mut folders = Folders::new(x);
         for f in files {
             let (dir, leaf) = folders.parent(self, f.path());
@@ -78,8 +79,11 @@ impl Builder {
                 File::Json { value, .. } => self.json(dir, &leaf, &value),
                 File::Text { text, .. } => self.generated(dir, &leaf, text.into_bytes().into()),
                 File::Rendered { path } => {
-                    let from = (backend, place, named);
-                    self.lazy_decoded(dir, &leaf, path, from, paths.clone());
+                    let context = context
+                        .get_or_insert_with(|| self.render_context(place, named))
+                        .clone();
+                    let with = (context, paths.clone());
+                    self.lazy_decoded(dir, &leaf, path, (backend, place), with);
                 }
             }
         }
@@ -121,10 +125,12 @@ impl Builder {
         let mut paths = HashMap::new();
         let mut index = Vec::with_capacity(weights.items.len());
         let mut missing = Vec::new();
-        for w in &weights.items {
+        let total = weights.items.len();
+        for w in weights.items {
             let mut lacking = None;
+            let value = w.value;
             let entry = self.weight_files(&mut wdir, place, named, w, &mut lacking);
-            if let (Some(v), Some(Value::String(bin))) = (w.value, entry.get("name")) {
+            if let (Some(v), Some(Value::String(bin))) = (value, entry.get("name")) {
                 paths.insert(v, format!("{base}/{bin}"));
             }
             missing.extend(lacking);
@@ -135,7 +141,7 @@ impl Builder {
                 "{}: {base}: {} of {} {} (see index.json); value {id}: {why}",
                 place.file_name,
                 missing.len(),
-                index.len(),
+                total,
                 weights.lacking,
             ));
         }
@@ -151,18 +157,18 @@ impl Builder {
         wdir: &mut Dir,
         place: &Place<'_, '_>,
         named: &NamedIndex<'_>,
-        w: &Weight<'_>,
+        mut w: Weight<'_>,
         lacking: &mut Option<(u32, String)>,
     ) -> Map<String, Value> {
-        let mut e = Map::new();
+        let mut e = Map::with_capacity(w.entry.len() + 6);
         e.insert("name".into(), Value::Null);
         e.insert("npy".into(), Value::Null);
-        e.extend(w.entry.clone());
+        e.append(&mut w.entry);
         e.insert("nbytes".into(), Value::Null);
         e.insert("source".into(), Value::Null);
         match located(&w.bytes, place, named) {
             Ok(at) => {
-                let (bin, npy) = self.weight_pair(wdir, w, &at);
+                let (bin, npy) = self.weight_pair(wdir, &w, &at);
                 e.insert("name".into(), json!(bin));
                 e.insert("npy".into(), json!(npy));
                 e.insert("nbytes".into(), json!(at.1.len));
@@ -173,9 +179,9 @@ impl Builder {
                 e.insert("missing".into(), json!(why));
             }
         }
-        for (key, part) in &w.parts {
+        for (key, part) in w.parts {
             let sub = self.weight_files(wdir, place, named, part, lacking);
-            e.insert((*key).to_owned(), Value::Object(sub));
+            e.insert(key.to_owned(), Value::Object(sub));
         }
         e
     }
@@ -203,26 +209,10 @@ impl Builder {
         dir: &mut Dir,
         name: &str,
         path: String,
-        (backend, place, named): (&'static dyn Backend, &Place<'_, '_>, &NamedIndex<'_>),
-        paths: Arc<Paths>,
+        (backend, place): (&'static dyn Backend, &Place<'_, '_>),
+        (context, paths): (Arc<RenderContext>, Arc<Paths>),
     ) {
-        let own = place.origin.source;
-        let spans: HashMap<Vec<u8>, (SourceId, Span)> = named
-            .by_key
-            .iter()
-            .map(|(k, &(o, span, _, _))| (k.to_vec(), (o.source, o.shifted(span))))
-            .collect();
-        let others: HashMap<SourceId, SharedBytes> = spans
-            .values()
-            .filter(|(s, _)| *s != own)
-            .filter_map(|(s, _)| Some((*s, self.source_bytes.get(s)?.clone())))
-            .collect();
         let at = place.origin.shifted(place.processed);
-        let specs: Vec<(String, Vec<u8>)> = place
-            .specs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.to_vec()))
-            .collect();
         let renderer = move |bytes: &[u8], out: &mut dyn Write| {
             let Some(payload) = usize::try_from(at.offset)
                 .ok()
@@ -232,11 +222,12 @@ impl Builder {
                 return writeln!(out, "cannot render: the payload is no longer where it was");
             };
             let lookup = RenderLookup {
-                own: (own, bytes),
-                spans: &spans,
-                others: &others,
+                own: (context.own, bytes),
+                spans: &context.spans,
+                others: &context.others,
             };
-            let specs: Vec<(&str, &[u8])> = specs
+            let specs: Vec<(&str, &[u8])> = context
+                .specs
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_slice()))
                 .collect();
@@ -271,6 +262,43 @@ fn shared_with(place: &Place<'_, '_>) -> Vec<Value> {
         }
     }
     out
+}
+
+/// What a delegate's lazily rendered files decode their payload with
+/// again: where the named data is, the attached sources' bytes, and the
+/// compile specs. Made once per delegate and shared by its files.
+pub(super) struct RenderContext {
+    own: SourceId,
+    spans: HashMap<Vec<u8>, (SourceId, Span)>,
+    others: HashMap<SourceId, SharedBytes>,
+    specs: Vec<(String, Vec<u8>)>,
+}
+
+impl Builder {
+    fn render_context(&self, place: &Place<'_, '_>, named: &NamedIndex<'_>) -> Arc<RenderContext> {
+        let own = place.origin.source;
+        let spans: HashMap<Vec<u8>, (SourceId, Span)> = named
+            .by_key
+            .iter()
+            .map(|(k, &(o, span, _, _))| (k.to_vec(), (o.source, o.shifted(span))))
+            .collect();
+        let others = spans
+            .values()
+            .filter(|(s, _)| *s != own)
+            .filter_map(|(s, _)| Some((*s, self.source_bytes.get(s)?.clone())))
+            .collect();
+        let specs = place
+            .specs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.to_vec()))
+            .collect();
+        Arc::new(RenderContext {
+            own,
+            spans,
+            others,
+            specs,
+        })
+    }
 }
 
 fn write_rendered(r: Rendered<'_>, out: &mut dyn Write) -> io::Result<()> {
