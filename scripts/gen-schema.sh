@@ -51,7 +51,7 @@ PROTOC="$derived/protoc" CARGO_TARGET_DIR="$PWD/target/coreml-proto-gen" \
 #   start the crate then checks for bounds only (flatc 24 can put an empty
 #   [ulong] at 4 mod 8; C++ checks only the 4-byte length prefix);
 # - a string becomes [ubyte], so names that are not UTF-8 still verify (ptefs
-#   reads every string as bytes; see src/format/text.rs).
+#   reads every string as bytes; see src/format/strings.rs).
 # Each twin is self-contained: scalar_type.fbs is pasted where it is included.
 for name in program flat_tensor bundled_program etdump; do
   {

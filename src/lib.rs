@@ -18,18 +18,18 @@
 //!   `stat` (through [`fs`], so they answer as the mount does), `inspect`
 //!   and `diff`.
 
+pub mod allocator;
 pub mod auto_data;
 pub mod cli;
 pub mod delegate;
+pub mod escape;
 pub mod format;
 pub mod fs;
 pub mod fuse;
-pub mod memory;
 pub mod meta;
 pub mod report;
 pub mod schema;
 pub mod source;
-pub mod text;
 pub mod tree;
 pub mod view;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::format::{self, Kind, Parsed};
-use crate::meta::names::Checkpoint;
+use crate::meta::checkpoint::Checkpoint;
 use crate::source::redact::shown;
 use crate::source::{Source, SourceError, open_regular, remote};
 use crate::tree::{self, Contents, Ino, Input, Tree};
@@ -415,7 +415,7 @@ impl View {
             (tree, skipped) = opened.build(names.as_ref())?;
         }
         opened.disconnect();
-        crate::memory::release_free();
+        crate::allocator::release_free();
         Ok(View {
             sources: opened.sources,
             tree,

@@ -38,7 +38,7 @@ pub(super) fn run(args: &CatArgs) -> Result<i32, i32> {
     let mut out = BufWriter::with_capacity(CHUNK as usize, &stdout);
     let mut status = OK;
     for path in &args.paths {
-        let shown = crate::text::escape(path);
+        let shown = crate::escape::escape(path);
         let ino = match fs.resolve(path) {
             Ok(ino) => ino,
             Err(_) => {

@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::progress::Progress;
 use super::{NOT_FOUND, OK, TROUBLE, error, open_inputs};
-use crate::meta::names::Checkpoint;
-use crate::report::diff::{self, Options, Report, Section, Side, Tolerance};
+use crate::meta::checkpoint::Checkpoint;
+use crate::report::diff::{self, Directories, Options, Pairing, Report, Section, Side, Tolerance};
 use crate::source::redact::shown;
 use crate::tree;
 
@@ -47,20 +47,6 @@ pub(super) struct DiffArgs {
     a: PathBuf,
     /// The second, the reference: any input the first may be.
     b: PathBuf,
-}
-
-/// Two directories compared file by file.
-#[derive(Serialize)]
-struct Dirs {
-    a: String,
-    b: String,
-    differ: bool,
-    /// Relative paths of model files only in A.
-    only_in_a: Vec<String>,
-    /// Relative paths of model files only in B.
-    only_in_b: Vec<String>,
-    /// Each pair of files with the same relative path.
-    files: Vec<Report>,
 }
 
 pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
@@ -119,29 +105,26 @@ fn json(v: &impl Serialize) -> Result<String, i32> {
 fn render(r: &Report, args: &DiffArgs) -> Result<String, i32> {
     if args.json {
         json(r)
-    } else if args.stat {
-        Ok(if r.differ { r.stat() } else { String::new() })
     } else {
-        Ok(r.text())
+        Ok(text(r, args))
     }
 }
 
-fn render_dirs(d: &Dirs, args: &DiffArgs) -> Result<String, i32> {
+/// A report as text, or as `--stat` lines when it differs.
+fn text(r: &Report, args: &DiffArgs) -> String {
+    match (args.stat, r.differ) {
+        (true, true) => r.stat(),
+        (true, false) => String::new(),
+        (false, _) => r.text(),
+    }
+}
+
+fn render_dirs(d: &Directories, args: &DiffArgs) -> Result<String, i32> {
     if args.json {
-        return json(d);
+        json(d)
+    } else {
+        Ok(d.text(|r| text(r, args)))
     }
-    let mut o = String::new();
-    for p in &d.only_in_a {
-        o.push_str(&format!("only in {}: {}\n", d.a, crate::text::escape(p)));
-    }
-    for p in &d.only_in_b {
-        o.push_str(&format!("only in {}: {}\n", d.b, crate::text::escape(p)));
-    }
-    for r in d.files.iter().filter(|r| r.differ) {
-        o.push_str(&format!("== {} {}\n", r.a, r.b));
-        o.push_str(&render(r, args)?);
-    }
-    Ok(o)
 }
 
 /// Compares two files, each with the data files to attach to it (and,
@@ -228,43 +211,29 @@ fn dirs(
     opt: &Options,
     (names, auto_data): (Option<&Checkpoint>, bool),
     progress: &Progress,
-) -> Result<Dirs, i32> {
+) -> Result<Directories, i32> {
     progress.stage("finding model files");
     let (ma, mb) = progress.suspend(|| -> Result<_, i32> { Ok((models(a)?, models(b)?)) })?;
-    let mut d = Dirs {
-        a: shown(a),
-        b: shown(b),
-        differ: false,
-        only_in_a: Vec::new(),
-        only_in_b: Vec::new(),
-        files: Vec::new(),
-    };
+    let pairing = Pairing::of(&ma, &mb);
     let show = |p: &Path| shown(p);
-    d.only_in_a = ma
-        .iter()
-        .filter(|p| !mb.contains(p))
-        .map(|p| show(p))
-        .collect();
-    d.only_in_b = mb
-        .iter()
-        .filter(|p| !ma.contains(p))
-        .map(|p| show(p))
-        .collect();
-    let pairs = ma.iter().filter(|p| mb.contains(p)).count();
-    for (i, rel) in ma.iter().filter(|p| mb.contains(p)).enumerate() {
+    let mut files = Vec::new();
+    let pairs = pairing.both.len();
+    for (i, rel) in pairing.both.iter().enumerate() {
         let (pa, pb) = (a.join(rel), b.join(rel));
-        let label = format!("{}/{pairs} {}: ", i + 1, crate::text::escape(&show(rel)));
-        let r = compare_files(
+        let label = format!("{}/{pairs} {}: ", i + 1, crate::escape::escape(&show(rel)));
+        files.push(compare_files(
             (&pa, &[]),
             (&pb, &[]),
             (&show(&pa), &show(&pb)),
             opt,
             (names, auto_data),
             (progress, &label),
-        )?;
-        d.files.push(r);
+        )?);
     }
-    d.differ =
-        !d.only_in_a.is_empty() || !d.only_in_b.is_empty() || d.files.iter().any(|r| r.differ);
-    Ok(d)
+    Ok(Directories::new(
+        (shown(a), shown(b)),
+        &pairing,
+        files,
+        show,
+    ))
 }

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, open_inputs};
-use crate::report::inspect::{inspect, largest};
+use crate::report::inspect::{checkpoint_matches, inspect, largest};
 use crate::source::redact::shown;
 
 #[derive(Args, Debug)]
@@ -51,7 +51,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         for w in input.parsed.warnings() {
             error(format_args!(
                 "warning: {}: {w}",
-                crate::text::escape(&input.name)
+                crate::escape::escape(&input.name)
             ));
         }
     });
@@ -67,7 +67,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
             false,
             Some(&checkpoint),
         );
-        report.checkpoint = Some(matched(&tree, &checkpoint));
+        report.checkpoint = Some(checkpoint_matches(&tree, &checkpoint));
     }
     if let Some(n) = args.top {
         progress.stage("building the tree");
@@ -88,26 +88,4 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
     };
     super::print(&out)?;
     Ok(OK)
-}
-
-/// Which keys of `checkpoint` found a file in `tree` (under `by-name/`).
-fn matched(
-    tree: &crate::tree::Tree,
-    checkpoint: &crate::meta::names::Checkpoint,
-) -> crate::meta::names::MatchReport {
-    let unmatched: Vec<String> = checkpoint
-        .keys
-        .keys()
-        .filter(|k| {
-            let name =
-                crate::tree::names::DirNames::default().unique(&crate::tree::names::encode(k), "");
-            tree.resolve(&format!("by-name/{name}")).is_none()
-        })
-        .cloned()
-        .collect();
-    crate::meta::names::MatchReport {
-        keys: checkpoint.keys.len(),
-        matched: checkpoint.keys.len() - unmatched.len(),
-        unmatched,
-    }
 }

@@ -5,9 +5,9 @@ use std::io::{self, Write};
 use clap::Args;
 
 use super::{NOT_FOUND, OK, Sources, error, output_error};
+use crate::escape::escape;
 use crate::fs::{Attr, FileKind, Fs};
 use crate::source::redact::shown;
-use crate::text::escape;
 use crate::tree::Ino;
 
 #[derive(Args, Debug)]

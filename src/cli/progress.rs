@@ -44,7 +44,7 @@ impl Progress {
             .then(|| ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()));
         Progress {
             bar,
-            subject: crate::text::escape(subject).into_owned(),
+            subject: crate::escape::escape(subject).into_owned(),
             drawn: Cell::new(false),
         }
     }

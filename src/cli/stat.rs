@@ -8,9 +8,9 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{NOT_FOUND, OK, Sources, error, output_error};
+use crate::escape::escape;
 use crate::fs::{Attr, FileKind, Fs};
 use crate::source::redact::shown;
-use crate::text::escape;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::text::dot_quote as quote;
+use crate::escape::dot_quote as quote;
 
 /// A delegate's graph, as its backend describes it.
 #[derive(Debug, Default)]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::program::{ProgramFile, tensor_nbytes};
 use super::shapes::Shapes;
-use super::text::{self, Name};
+use super::strings::{self, Name};
 use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
 use crate::schema::bundled as fb;
@@ -102,7 +102,7 @@ impl<'a> BundledFile<'a> {
         let mut suites = Vec::new();
         let mut shapes = Shapes::default();
         for (s, suite) in bundled.method_test_suites().iter().flatten().enumerate() {
-            let name = text::test_suite_method(suite).unwrap_or_default();
+            let name = strings::test_suite_method(suite).unwrap_or_default();
             let mut cases = Vec::new();
             for (c, case) in suite.test_cases().iter().flatten().enumerate() {
                 let ctx = |e: Error| e.context(format_args!("test suite {s} ({name:?}) case {c}"));

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
+use super::checked_index::segment;
 use super::header::PtdHeader;
-use super::index::segment;
 use super::program::tensor_nbytes;
 use super::shapes::Shapes;
-use super::text::{self, Name};
+use super::strings::{self, Name};
 use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
 use crate::schema::flat_tensor as fb;
@@ -103,7 +103,7 @@ impl<'a> DataFile<'a> {
         let mut entries = Vec::new();
         let mut shapes = Shapes::default();
         for (i, nd) in flat.named_data().iter().flatten().enumerate() {
-            let key = text::data_key(nd).unwrap_or_default();
+            let key = strings::data_key(nd).unwrap_or_default();
             let ctx = |e: Error| e.context(format_args!("named_data {i} (key {key:?})"));
             let seg = *segment(&segments, u64::from(nd.segment_index()), || {
                 format!("named_data {i} (key {key:?})")

@@ -8,7 +8,7 @@
 //! not say how long a tick is.
 
 use super::program::tensor_nbytes;
-use super::text::{self, Name};
+use super::strings::{self, Name};
 use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
 use crate::schema::etdump as fb;
@@ -290,7 +290,7 @@ impl<'a> ProfileFile<'a> {
                 .allocators()
                 .iter()
                 .flatten()
-                .map(text::allocator_name)
+                .map(strings::allocator_name)
                 .collect();
             let mut events = Vec::new();
             for (i, e) in rd.events().iter().flatten().enumerate() {
@@ -307,11 +307,11 @@ impl<'a> ProfileFile<'a> {
                 }
                 let event = if let Some(p) = e.profile_event() {
                     let p = ProfileEvent {
-                        name: text::profile_event_name(p),
+                        name: strings::profile_event_name(p),
                         chain_index: p.chain_index(),
                         instruction_id: p.instruction_id(),
                         delegate_debug_id_int: p.delegate_debug_id_int(),
-                        delegate_debug_id_str: text::profile_event_delegate_id(p),
+                        delegate_debug_id_str: strings::profile_event_delegate_id(p),
                         delegate_debug_metadata: p.delegate_debug_metadata().map(|v| v.bytes()),
                         start: p.start_time(),
                         end: p.end_time(),
@@ -340,11 +340,11 @@ impl<'a> ProfileFile<'a> {
                 } else if let Some(d) = e.debug_event() {
                     let (value, output) = value(d.debug_entry());
                     Event::Debug(DebugEvent {
-                        name: text::debug_event_name(d),
+                        name: strings::debug_event_name(d),
                         chain_index: d.chain_index(),
                         instruction_id: d.instruction_id(),
                         delegate_debug_id_int: d.delegate_debug_id_int(),
-                        delegate_debug_id_str: text::debug_event_delegate_id(d),
+                        delegate_debug_id_str: strings::debug_event_delegate_id(d),
                         value,
                         output,
                     })
@@ -354,7 +354,7 @@ impl<'a> ProfileFile<'a> {
                 events.push(event);
             }
             runs.push(Run {
-                name: text::run_name(rd),
+                name: strings::run_name(rd),
                 bundled_input_index: rd.bundled_input_index(),
                 allocators,
                 events,

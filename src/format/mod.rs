@@ -6,35 +6,35 @@
 //! wrong and where, never a panic.
 
 mod bundled;
+mod checked_index;
 mod data;
 mod error;
 pub mod etdump;
-pub mod fetch;
+pub mod fetch_plan;
 mod header;
-mod index;
 pub mod le;
 pub mod lookalike;
+pub mod package;
 mod program;
-pub mod ptn;
 pub mod scalar;
 mod shapes;
 mod span;
-pub mod text;
+pub mod strings;
 mod verify;
 
 pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
 pub use data::{DataEntry, DataFile, Layout};
 pub use error::{Error, Result};
 pub use etdump::ProfileFile;
-pub use fetch::Ranges;
+pub use fetch_plan::Ranges;
 pub use header::{PtdHeader, PteExtendedHeader, PteHeader};
+pub use package::PackageFile;
 pub use program::{
     Delegate, MethodInfo, NAME_LIMIT, NamedBlob, ProgramFile, TensorData, TensorInfo, clip,
     operator_name, tensor_nbytes,
 };
-pub use ptn::PackageFile;
 pub use span::Span;
-pub use text::Name;
+pub use strings::Name;
 
 /// What a file is, decided by the magic at byte 4 rather than by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +117,18 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>> {
     })
 }
 
-impl Parsed<'_> {
+impl<'a> Parsed<'a> {
+    /// The whole file's bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        match self {
+            Parsed::Program(p) => p.bytes,
+            Parsed::Data(d) => d.bytes,
+            Parsed::Bundled(b) => b.bytes,
+            Parsed::Package(p) => p.bytes,
+            Parsed::Profile(p) => p.bytes,
+        }
+    }
+
     /// Problems that do not stop the file from being shown (an unexpected
     /// identifier, a nonzero storage offset, ...), one sentence each.
     pub fn warnings(&self) -> &[String] {

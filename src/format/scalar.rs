@@ -75,6 +75,26 @@ pub fn numpy(t: ScalarType) -> Option<NumpyType> {
     info(t).map(|(_, n)| n)
 }
 
+/// The scalar type whose elements NumPy reads with `descr`, for the
+/// plain numeric descrs (`<f4`, `|i1`, ...); `None` for any other.
+pub fn from_numpy(descr: &str) -> Option<ScalarType> {
+    Some(match descr {
+        "|u1" => ScalarType::BYTE,
+        "|i1" => ScalarType::CHAR,
+        "<i2" => ScalarType::SHORT,
+        "<i4" => ScalarType::INT,
+        "<i8" => ScalarType::LONG,
+        "<f2" => ScalarType::HALF,
+        "<f4" => ScalarType::FLOAT,
+        "<f8" => ScalarType::DOUBLE,
+        "|b1" => ScalarType::BOOL,
+        "<u2" => ScalarType::UINT16,
+        "<u4" => ScalarType::UINT32,
+        "<u8" => ScalarType::UINT64,
+        _ => return None,
+    })
+}
+
 /// The schema's name (`FLOAT`), or the number for a type it does not name.
 pub fn name(t: ScalarType) -> String {
     match t {

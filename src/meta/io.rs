@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::{Value as Json, json};
 
-use crate::format::{scalar, tensor_nbytes, text};
+use crate::format::{scalar, strings, tensor_nbytes};
 use crate::schema::program as fb;
 
 /// A tensor's recorded type, shape and placement.
@@ -58,7 +58,7 @@ impl TensorSpec {
                 u64::from(a.memory_offset_high()) << 32 | u64::from(a.memory_offset_low())
             }),
             fqn: eti
-                .and_then(text::fully_qualified_name)
+                .and_then(strings::fully_qualified_name)
                 .map(|n| n.show().into_owned()),
             has_data: external || t.data_buffer_idx() > 0,
         }
@@ -140,7 +140,7 @@ pub fn literal(plan: fb::ExecutionPlan<'_>, v: fb::EValue<'_>) -> Option<Json> {
     } else if let Some(x) = v.val_as_bool() {
         json!(x.bool_val())
     } else if let Some(x) = v.val_as_string() {
-        json!(text::string_val(x).unwrap_or_default().show())
+        json!(strings::string_val(x).unwrap_or_default().show())
     } else if v.val_as_null().is_some() {
         Json::Null
     } else if let Some(x) = v.val_as_int_list() {

@@ -3,11 +3,11 @@
 //! schemas), and input/output and memory plans. Used by the tree builders
 //! and by the `inspect` and `diff` reports; knows no files or commands.
 
+pub mod checkpoint;
 pub mod dataflow;
 pub mod external;
 pub mod io;
-pub mod memory;
-pub mod names;
+pub mod memory_plan;
 pub mod oplist;
 pub mod ops;
 pub mod schemas;

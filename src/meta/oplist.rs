@@ -134,7 +134,7 @@ pub fn calls(plan: fb::ExecutionPlan<'_>) -> Vec<Calls> {
     let delegates = plan.delegates().into_iter().flatten().zip(del_calls);
     let delegates = delegates.enumerate().map(|(i, (d, calls))| Calls {
         name: crate::format::clip(
-            &crate::format::text::backend_id(d)
+            &crate::format::strings::backend_id(d)
                 .unwrap_or_default()
                 .show(),
             crate::format::NAME_LIMIT,

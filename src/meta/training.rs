@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::io::value;
-use crate::format::text;
+use crate::format::strings;
 use crate::schema::program as fb;
 
 /// What an output of a training method is.
@@ -40,7 +40,7 @@ fn plan_named<'a>(plans: &[fb::ExecutionPlan<'a>], name: &[u8]) -> Option<fb::Ex
     plans
         .iter()
         .copied()
-        .find(|&p| text::plan_name(p).is_some_and(|n| n.bytes() == name))
+        .find(|&p| strings::plan_name(p).is_some_and(|n| n.bytes() == name))
 }
 
 /// `prefix` followed by the method name's bytes.
@@ -76,7 +76,7 @@ pub fn names(plans: &[fb::ExecutionPlan<'_>], method: &[u8]) -> Vec<TrainingName
         .into_iter()
         .map(|v| {
             v.val_as_string()
-                .and_then(text::string_val)
+                .and_then(strings::string_val)
                 .unwrap_or_default()
                 .show()
                 .into_owned()

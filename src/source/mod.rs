@@ -5,7 +5,6 @@
 //! name, a [`Stamp`] for change detection, the bytes parsing looked at, and
 //! [`Source::read_span`] for everything read later.
 
-pub mod cache;
 mod local;
 pub mod redact;
 pub mod remote;

@@ -78,7 +78,7 @@ impl Lazy {
             let mut out = Capped::default();
             self.render_into(&mut out);
             if out.len > SPILL_AT {
-                crate::memory::release_free();
+                crate::allocator::release_free();
             }
             if let Some(bytes) = out.kept {
                 self.cache.put(self.id, Held::Memory(Arc::new(bytes)));
@@ -144,7 +144,7 @@ impl Lazy {
         let mut out = Spool::default();
         self.render_into(&mut out);
         if out.disk.is_some() {
-            crate::memory::release_free();
+            crate::allocator::release_free();
         }
         match out.finish() {
             Ok(held) => held,

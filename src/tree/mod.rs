@@ -11,11 +11,11 @@
 //! searches in sorted child lists or arithmetic on row positions; reads
 //! are index arithmetic.
 
-mod build;
 mod content;
+pub mod file_names;
+mod layout;
 pub mod lazy;
 mod listing;
-pub mod names;
 pub mod render;
 pub mod table;
 mod walk;
@@ -24,9 +24,9 @@ use std::borrow::Cow;
 
 /// What parsing and building a file's tree read of it (for sources that
 /// fetch ranges).
-pub use crate::delegate::fetch::needed as fetch_plan;
-pub use build::{DebugBuffer, Input, build, build_full, build_with_names};
+pub use crate::delegate::payload_fetch::needed as fetch_plan;
 pub use content::{Content, Contents, FileRef, Piece, Widen};
+pub use layout::{DebugBuffer, Input, build, build_full, build_with_names};
 pub use lazy::{Lazy, SharedBytes};
 pub use listing::{Entries, Listed};
 pub use walk::Walk;
@@ -89,17 +89,31 @@ pub struct File {
 pub enum Dtype {
     /// A program or data file tensor (`FLOAT`).
     Scalar(crate::schema::ScalarType),
-    /// A name of a delegate's type (`xnn_datatype_fp32`, `float32` for
-    /// quantization scales).
-    Named(&'static str),
+    /// A delegate's type: its own name (`xnn_datatype_fp32`, `float32`
+    /// for quantization scales), and the scalar type its stored bytes are
+    /// read as where they are plain numbers NumPy reads as they are.
+    Named {
+        /// The delegate's name for the type.
+        name: &'static str,
+        /// The elements the stored bytes hold, where that is a scalar type.
+        element: Option<crate::schema::ScalarType>,
+    },
 }
 
 impl Dtype {
+    /// The scalar type of the stored elements, where they are one.
+    pub fn element(self) -> Option<crate::schema::ScalarType> {
+        match self {
+            Dtype::Scalar(t) => Some(t),
+            Dtype::Named { element, .. } => element,
+        }
+    }
+
     /// The name the extended attributes and reports show.
     pub fn name(self) -> String {
         match self {
             Dtype::Scalar(t) => crate::format::scalar::name(t),
-            Dtype::Named(n) => n.to_owned(),
+            Dtype::Named { name, .. } => name.to_owned(),
         }
     }
 }

@@ -8,8 +8,8 @@
 #![allow(dead_code)]
 
 pub mod mps;
-pub mod nptg;
 pub mod package;
+pub mod package_graph;
 pub mod payloads;
 pub mod vulkan;
 pub mod xnnpack;

@@ -5,7 +5,7 @@
 
 use std::io::{self, Seek, SeekFrom, Write};
 
-pub use super::nptg::*;
+pub use super::package_graph::*;
 
 /// A piece of a member's bytes.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::text::dot_quote as quote;
+use crate::escape::dot_quote as quote;
 
 use super::{Payload, mil};
 

@@ -17,7 +17,7 @@ use super::constants::layer;
 use super::graph::{self, Instr};
 use super::operands::{self, Operand, is_output};
 use crate::delegate::layout::Paths;
-use crate::text::dot_quote as quote;
+use crate::escape::dot_quote as quote;
 
 /// Most list items shown per field.
 const MAX_ITEMS: usize = 16;

@@ -10,7 +10,7 @@ use super::Payload;
 use super::dtype;
 use super::graph::{Block, Operand, op_name};
 
-pub use crate::text::dot_quote as quoted;
+pub use crate::escape::dot_quote as quoted;
 
 /// `name:type[dims]` of an operand, dims bounded.
 fn label(b: &Block<'_>, name: &str) -> String {

@@ -8,8 +8,8 @@ pub mod graph;
 pub mod graph_json;
 pub mod header;
 mod layout;
-pub mod names;
 pub mod nodes;
+pub mod weight_names;
 pub mod weights;
 
 use std::collections::BTreeMap;
@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 pub use graph::Value;
 pub use header::Header;
 pub use layout::Xnnpack;
-pub use names::{Layout, Use};
 pub use nodes::{Field, Node};
+pub use weight_names::{Layout, Use};
 pub use weights::{Quant, Scales, Weight};
 
 use crate::delegate::Lookup;

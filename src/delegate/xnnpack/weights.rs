@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::datatype::{self, Storage};
 use super::graph::Value;
-use super::names::{self, Layout, Use};
 use super::nodes::Node;
+use super::weight_names::{self, Layout, Use};
 use crate::delegate::{Bytes, Lookup};
 use crate::format::Span;
 use crate::schema::xnnpack as fb;
@@ -163,7 +163,7 @@ pub fn collect<'a>(
     values: &[Value<'a>],
     by_id: &HashMap<u32, usize>,
 ) -> Vec<Weight<'a>> {
-    let mut users = names::users(nodes, values, by_id);
+    let mut users = weight_names::users(nodes, values, by_id);
     let mut out = Vec::new();
     for (v, value) in values.iter().enumerate() {
         let t = value.tensor;
@@ -171,7 +171,7 @@ pub fn collect<'a>(
             continue;
         }
         let users = users.remove(&v).unwrap_or_default();
-        let (name, layer, role) = names::name(users.first(), nodes.len(), t.id_out());
+        let (name, layer, role) = weight_names::name(users.first(), nodes.len(), t.id_out());
         let dims = value.dims();
         let storage = datatype::storage(t.datatype());
         let size = storage.and_then(|s| datatype::layout(s, &dims));
@@ -183,7 +183,7 @@ pub fn collect<'a>(
         });
         let first = users.first();
         out.push(Weight {
-            layout: first.and_then(|u| names::layout(u, nodes)),
+            layout: first.and_then(|u| weight_names::layout(u, nodes)),
             name,
             layer,
             role,

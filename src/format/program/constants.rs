@@ -4,7 +4,7 @@
 use flatbuffers::{ForwardsUOffset, Vector};
 
 use super::{MethodInfo, TensorData};
-use crate::format::index::{at, segment};
+use crate::format::checked_index::{at, segment};
 use crate::format::{Error, Result, Span};
 use crate::schema::program as fb;
 

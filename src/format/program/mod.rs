@@ -5,10 +5,10 @@ mod tensors;
 
 use std::sync::Arc;
 
+use super::checked_index::segment;
 use super::header::PteHeader;
-use super::index::segment;
 use super::shapes::Shapes;
-use super::text::{self, Name};
+use super::strings::{self, Name};
 use super::{Error, Result, Span, verify};
 use crate::schema::ScalarType;
 use crate::schema::program as fb;
@@ -192,8 +192,8 @@ pub fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
 pub fn operator_name(plan: fb::ExecutionPlan<'_>, index: i32) -> Option<String> {
     let i = usize::try_from(index).ok()?;
     let op = plan.operators().filter(|o| i < o.len())?.get(i);
-    let name = text::operator_name(op).unwrap_or_default().show();
-    let overload = text::operator_overload(op).unwrap_or_default().show();
+    let name = strings::operator_name(op).unwrap_or_default().show();
+    let overload = strings::operator_overload(op).unwrap_or_default().show();
     let name = clip(&name, NAME_LIMIT);
     Some(match clip(&overload, NAME_LIMIT) {
         o if o.is_empty() => name.into_owned(),
@@ -279,7 +279,7 @@ fn segment_spans(program: fb::Program<'_>, base: u64, file_len: u64) -> Result<V
 fn named_blobs<'a>(program: fb::Program<'a>, segments: &[Span]) -> Result<Vec<NamedBlob<'a>>> {
     let mut named = Vec::new();
     for (i, nd) in program.named_data().iter().flatten().enumerate() {
-        let key = text::named_data_key(nd).unwrap_or_default();
+        let key = strings::named_data_key(nd).unwrap_or_default();
         let span = *segment(segments, u64::from(nd.segment_index()), || {
             format!("named_data {i} (key {key:?})")
         })?;

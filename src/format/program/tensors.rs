@@ -7,9 +7,9 @@
 
 use super::constants::Constants;
 use super::{Delegate, MethodInfo, TensorData, TensorInfo};
-use crate::format::index::{at, segment};
+use crate::format::checked_index::{at, segment};
 use crate::format::shapes::Shapes;
-use crate::format::text::{self, Name};
+use crate::format::strings::{self, Name};
 use crate::format::{Error, Result, Span, scalar};
 use crate::schema::ScalarType;
 use crate::schema::program as fb;
@@ -37,7 +37,7 @@ impl<'a> Reader<'a, '_> {
         plan: fb::ExecutionPlan<'a>,
         warnings: &mut Vec<String>,
     ) -> Result<MethodInfo<'a>> {
-        let name = text::plan_name(plan).unwrap_or_default();
+        let name = strings::plan_name(plan).unwrap_or_default();
         let ctx = |e: Error| e.context(format_args!("method {m} ({name:?})"));
         let mut tensors = Vec::new();
         for (v, value) in plan.values().iter().flatten().enumerate() {
@@ -99,7 +99,7 @@ impl<'a> Reader<'a, '_> {
         let Some(nbytes) = tensor_nbytes(scalar_type, &sizes)? else {
             return Ok(None);
         };
-        let fqn = eti.and_then(text::fully_qualified_name);
+        let fqn = eti.and_then(strings::fully_qualified_name);
         let data = if external {
             let key = fqn.ok_or_else(|| {
                 Error::new("is EXTERNAL but has no fully_qualified_name to look it up by")
@@ -182,14 +182,14 @@ impl<'a> Reader<'a, '_> {
             .flatten()
             .map(|cs| {
                 (
-                    text::compile_spec_key(cs).unwrap_or_default(),
+                    strings::compile_spec_key(cs).unwrap_or_default(),
                     cs.value().map_or(&[][..], |v| v.bytes()),
                 )
             })
             .collect();
         Ok(Delegate {
             index: d,
-            id: text::backend_id(del).unwrap_or_default(),
+            id: strings::backend_id(del).unwrap_or_default(),
             processed: span,
             compile_specs,
         })

@@ -9,6 +9,7 @@
 //! operators using each changed one); last, program-wide data (named blobs,
 //! data-file entries) under `tensors`.
 
+mod directories;
 mod file;
 mod methods;
 mod plan;
@@ -20,6 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use directories::{Directories, Pairing};
 pub use file::FieldChange;
 pub use methods::{ArtifactChange, DelegateChange, Instructions, SpecChange};
 pub use plan::PlanChange;
@@ -143,7 +145,7 @@ fn delegate_code(tree: &crate::tree::Tree, method: &str, index: usize) -> Option
     use crate::tree::Content;
     let dir = tree.resolve(&format!(
         "methods/{}/delegates",
-        crate::tree::names::encode(method)
+        crate::tree::file_names::encode(method)
     ))?;
     let one = tree.entries(dir)?.nth(index)?.ino;
     let folder = crate::delegate::backends()

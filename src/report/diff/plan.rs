@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::meta::{io, memory};
+use crate::meta::{io, memory_plan};
 use crate::schema::program as fb;
 
 /// A field of an input, output or planned value that differs.
@@ -99,9 +99,9 @@ pub(super) fn io(a: fb::ExecutionPlan<'_>, b: fb::ExecutionPlan<'_>) -> Vec<Plan
 /// How two methods' memory plans differ: planned buffer sizes, and where
 /// each tensor value is placed (by value index).
 pub(super) fn memory(a: fb::ExecutionPlan<'_>, b: fb::ExecutionPlan<'_>) -> Vec<PlanChange> {
-    let (x, y) = (memory::plan(a), memory::plan(b));
+    let (x, y) = (memory_plan::plan(a), memory_plan::plan(b));
     let mut out = Vec::new();
-    let sizes = |p: &memory::MemoryPlan| -> Vec<Value> {
+    let sizes = |p: &memory_plan::MemoryPlan| -> Vec<Value> {
         p.non_const_buffer_sizes
             .iter()
             .map(|s| Value::from(*s))
@@ -109,7 +109,7 @@ pub(super) fn memory(a: fb::ExecutionPlan<'_>, b: fb::ExecutionPlan<'_>) -> Vec<
     };
     fields("buffer", &sizes(&x), &sizes(&y), &mut out);
     let placements = |p: fb::ExecutionPlan<'_>| -> Vec<Value> {
-        memory::tensors(p)
+        memory_plan::tensors(p)
             .into_iter()
             .map(|v| {
                 serde_json::json!({

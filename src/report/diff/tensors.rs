@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::values::{self, Elements, Tolerance};
-use crate::format::ptn::PackageFile;
+use crate::format::package::PackageFile;
 use crate::format::{DataFile, Parsed, ProgramFile, TensorData, scalar};
 use crate::schema::ScalarType;
 use crate::tree::Input;
@@ -189,18 +189,7 @@ impl<'a> Collector<'a, '_> {
             .tree
             .resolve(path)
             .and_then(|i| self.tree.tensor_meta(i));
-        let scalar_type = meta.and_then(|m| match m.dtype.name().as_str() {
-            "xnn_datatype_fp32" | "FLOAT32" => Some(ScalarType::FLOAT),
-            "xnn_datatype_fp16" | "FLOAT16" => Some(ScalarType::HALF),
-            "xnn_datatype_qint8" | "xnn_datatype_qcint8" | "INT8" => Some(ScalarType::CHAR),
-            "xnn_datatype_quint8" | "UINT8" => Some(ScalarType::BYTE),
-            "xnn_datatype_qint32" | "xnn_datatype_qcint32" | "INT32" => Some(ScalarType::INT),
-            // Vulkan's other element types.
-            "FLOAT64" => Some(ScalarType::DOUBLE),
-            "INT64" => Some(ScalarType::LONG),
-            "BOOL" => Some(ScalarType::BOOL),
-            _ => None,
-        });
+        let scalar_type = meta.and_then(|m| m.dtype.element());
         let sizes: Vec<i64> = meta.map(|m| m.sizes.to_vec()).unwrap_or_default();
         // Compare as typed only where the bytes are exactly the elements.
         let fits = scalar_type.is_some_and(|t| {
@@ -216,6 +205,40 @@ impl<'a> Collector<'a, '_> {
         }
     }
 
+    /// The weights decoded delegates hold inside their payloads (TOSA
+    /// constants, OpenVINO's and Core ML's weight blobs, ...), which no
+    /// program table lists: found by their files under a delegate's
+    /// `weights/`, in path order, each paired by layer and role.
+    fn payload_weights(&mut self, files: &HashMap<SourceId, &'a [u8]>) {
+        let mut found: Vec<(&String, (SourceId, u64, u64))> = self
+            .index
+            .iter()
+            .filter(|(key, paths)| !self.seen.contains_key(key) && is_payload_weight(&paths[0]))
+            .map(|(key, paths)| (&paths[0], *key))
+            .collect();
+        found.sort();
+        let found: Vec<(String, (SourceId, u64, u64))> =
+            found.into_iter().map(|(p, k)| (p.clone(), k)).collect();
+        for (path, key) in found {
+            let (source, offset, len) = key;
+            let Some(bytes) = files.get(&source).and_then(|f| {
+                let start = usize::try_from(offset).ok()?;
+                f.get(start..start.checked_add(usize::try_from(len).ok()?)?)
+            }) else {
+                continue;
+            };
+            let method = path
+                .strip_prefix("methods/")
+                .and_then(|rest| rest.split('/').next())
+                .map(str::to_owned);
+            let item = Item {
+                method,
+                ..self.delegate_weight(blob(Place::Key(path.clone()), bytes), &path)
+            };
+            self.add(item, key);
+        }
+    }
+
     /// A package's stored tensors by data key, which is the fully
     /// qualified name, so that they pair with a program's.
     fn package(&mut self, p: &PackageFile<'a>, source: SourceId) {
@@ -228,6 +251,16 @@ impl<'a> Collector<'a, '_> {
             self.add(item, (source, t.span.offset, t.span.len));
         }
     }
+}
+
+/// Whether `path` is a decoded delegate's weight file
+/// (`methods/<m>/delegates/<i>-<backend>/<folder>/weights/<stem>.bin`).
+fn is_payload_weight(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    matches!(
+        parts.as_slice(),
+        ["methods", _, "delegates", _, _, "weights", file] if file.ends_with(".bin")
+    )
 }
 
 /// Program-wide bytes at `place`, without a type.
@@ -273,6 +306,11 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
     for (source, d) in &data {
         c.data(d, *source);
     }
+    let files: HashMap<SourceId, &'a [u8]> = std::iter::once(side.input)
+        .chain(side.attached)
+        .map(|i| (i.source, i.parsed.bytes()))
+        .collect();
+    c.payload_weights(&files);
     c.out
 }
 

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{Changed, Method, PlanChange, Ref, Report, Tensors};
-use crate::text::escape;
+use crate::escape::escape;
 
 fn place(r: &Ref) -> String {
     let mut s = escape(&r.path).into_owned();

@@ -39,11 +39,11 @@ pub struct Inspection {
     pub composition: Vec<Share>,
     /// A native program package's members, methods and tensors.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub package: Option<crate::format::ptn::PackageSummary>,
+    pub package: Option<crate::format::package::PackageSummary>,
     /// How many keys of a `--names` checkpoint the file holds, and which
     /// it does not.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<crate::meta::names::MatchReport>,
+    pub checkpoint: Option<crate::meta::checkpoint::MatchReport>,
     /// An ETDump's runs, events and slowest instructions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<profile::ProfileSummary>,
@@ -72,6 +72,29 @@ pub struct Largest {
     pub bytes: u64,
     /// Its fraction of that file.
     pub share: f64,
+}
+
+/// Which keys of `checkpoint` name a file in `tree` (under `by-name/`,
+/// where the tree shows each matched key by its encoded file name).
+pub fn checkpoint_matches(
+    tree: &crate::tree::Tree,
+    checkpoint: &crate::meta::checkpoint::Checkpoint,
+) -> crate::meta::checkpoint::MatchReport {
+    use crate::tree::file_names::{DirNames, encode};
+    let unmatched: Vec<String> = checkpoint
+        .keys
+        .keys()
+        .filter(|k| {
+            let name = DirNames::default().unique(&encode(k), "");
+            tree.resolve(&format!("by-name/{name}")).is_none()
+        })
+        .cloned()
+        .collect();
+    crate::meta::checkpoint::MatchReport {
+        keys: checkpoint.keys.len(),
+        matched: checkpoint.keys.len() - unmatched.len(),
+        unmatched,
+    }
 }
 
 /// The `n` largest tensors and blobs of `tree`, whose sources have

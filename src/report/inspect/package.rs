@@ -3,10 +3,10 @@
 use std::fmt::Write;
 
 use super::Inspection;
-use crate::format::ptn::{ALIASES_MEMBER, PROGRAM_MEMBER, PackageSummary, TENSORS_MEMBER};
+use crate::escape::escape;
+use crate::format::package::{ALIASES_MEMBER, PROGRAM_MEMBER, PackageSummary, TENSORS_MEMBER};
 use crate::format::{PackageFile, Span};
 use crate::report::composition::Composition;
-use crate::text::escape;
 
 /// The inspection of package `p`, shown as `name`.
 pub(super) fn package(name: &str, p: &PackageFile<'_>) -> Inspection {

@@ -8,10 +8,10 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::Inspection;
+use crate::escape::escape;
 use crate::format::ProfileFile;
 use crate::format::etdump::{Event, ProfileEvent};
 use crate::report::composition::Composition;
-use crate::text::escape;
 
 /// How many instructions the report lists.
 const TOP: usize = 10;

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{Data, DtypeCount, Inspection, Program};
-use crate::text::escape;
+use crate::escape::escape;
 
 impl Inspection {
     /// The report as text: the same figures as its JSON.

@@ -13,6 +13,7 @@
 //! request is bounded (timeouts, few retries, an overall limit), so a
 //! server that stops answering makes a read fail within seconds.
 
+pub mod cache;
 mod client;
 pub mod http;
 mod url;
@@ -26,10 +27,10 @@ use std::time::SystemTime;
 use memmap2::{Advice, MmapMut, MmapOptions};
 
 pub use self::url::{base_name, is_url};
-use super::cache::{BLOCK, BlockCache, DEFAULT_CAPACITY};
 use super::redact::{Secrets, redact};
 use super::{SourceError, Stamp};
 use crate::format::{Ranges, Span};
+use cache::{BLOCK, BlockCache, DEFAULT_CAPACITY};
 use client::{Client, GetError, Pin};
 
 /// Fetches are whole pages of this size (or a multiple: checking

@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::fmt::Write;
 
-use crate::format::{NAME_LIMIT, clip, operator_name, text};
+use crate::format::{NAME_LIMIT, clip, operator_name, strings};
 use crate::meta::schemas;
 use crate::schema::{ScalarType, program as fb};
 
@@ -36,7 +36,7 @@ pub fn render(plan: fb::ExecutionPlan<'_>) -> String {
 /// [`render`], with `delegate_dirs` naming the directory of each delegate.
 pub fn render_with_dirs(plan: fb::ExecutionPlan<'_>, delegate_dirs: &[String]) -> String {
     let mut out = String::new();
-    let shown = text::plan_name(plan).unwrap_or_default().show();
+    let shown = strings::plan_name(plan).unwrap_or_default().show();
     let name = clip(&shown, NAME_LIMIT);
     let nvalues = plan.values().map_or(0, |v| v.len());
     let noperators = plan.operators().map_or(0, |v| v.len());
@@ -68,10 +68,10 @@ pub fn render_with_dirs(plan: fb::ExecutionPlan<'_>, delegate_dirs: &[String]) -
                     let _ = writeln!(
                         out,
                         "  # {}:{} in {}: {}",
-                        one_line(&text::frame_filename(f).map_or("?".into(), |n| n.show())),
+                        one_line(&strings::frame_filename(f).map_or("?".into(), |n| n.show())),
                         f.lineno(),
-                        one_line(&text::frame_name(f).map_or("?".into(), |n| n.show())),
-                        one_line(text::frame_context(f).unwrap_or_default().show().trim())
+                        one_line(&strings::frame_name(f).map_or("?".into(), |n| n.show())),
+                        one_line(strings::frame_context(f).unwrap_or_default().show().trim())
                     );
                 }
                 traced += out.len() - start;
@@ -124,7 +124,7 @@ fn instruction(plan: fb::ExecutionPlan<'_>, ins: fb::Instruction<'_>, dirs: &[St
             })
             .map_or("<out of range>".into(), |del| {
                 clip(
-                    &text::backend_id(del).unwrap_or_default().show(),
+                    &strings::backend_id(del).unwrap_or_default().show(),
                     NAME_LIMIT,
                 )
                 .into_owned()
@@ -182,7 +182,7 @@ fn argument(plan: fb::ExecutionPlan<'_>, id: i32, seen: &mut HashSet<i64>) -> St
     } else if let Some(x) = v.val_as_bool() {
         x.bool_val().to_string()
     } else if let Some(x) = v.val_as_string() {
-        let shown = text::string_val(x).unwrap_or_default().show();
+        let shown = strings::string_val(x).unwrap_or_default().show();
         let text = clip(&shown, STRING_BYTES);
         serde_json::Value::String(text.into_owned()).to_string()
     } else if v.val_as_null().is_some() {

@@ -10,7 +10,7 @@
 use flatbuffers::{Follow, ForwardsUOffset, Vector};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::format::text;
+use crate::format::strings;
 use crate::schema::flat_tensor as ft;
 use crate::schema::program as fb;
 
@@ -127,7 +127,7 @@ impl Serialize for Plan<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = self.plan;
         let mut o = Fields(s.serialize_map(None)?);
-        o.opt("name", text::plan_name(p))?;
+        o.opt("name", strings::plan_name(p))?;
         o.opt(
             "container_meta_type",
             p.container_meta_type().map(ContainerMetadata),
@@ -154,13 +154,13 @@ impl Serialize for Plan<'_> {
 }
 
 table!(ContainerMetadata, fb::ContainerMetadata, |c, o| {
-    o.opt("encoded_inp_str", text::encoded_inp_str(c))?;
-    o.opt("encoded_out_str", text::encoded_out_str(c))?;
+    o.opt("encoded_inp_str", strings::encoded_inp_str(c))?;
+    o.opt("encoded_out_str", strings::encoded_out_str(c))?;
 });
 
 table!(Operator, fb::Operator, |op, o| {
-    o.opt("name", text::operator_name(op))?;
-    o.opt("overload", text::operator_overload(op))?;
+    o.opt("name", strings::operator_name(op))?;
+    o.opt("overload", strings::operator_overload(op))?;
 });
 
 table!(BufferDevice, fb::NonConstBufferDevice, |d, o| {
@@ -229,7 +229,7 @@ table!(Double, fb::Double, |x, o| {
 });
 
 table!(Str, fb::String, |x, o| {
-    o.opt("string_val", text::string_val(x))?;
+    o.opt("string_val", strings::string_val(x))?;
 });
 
 struct Tensor<'a>(fb::Tensor<'a>, Option<&'a str>);
@@ -264,7 +264,7 @@ table!(Allocation, fb::AllocationDetails, |a, o| {
 
 table!(ExtraTensorInfo, fb::ExtraTensorInfo, |e, o| {
     o.put("mutable_data_segments_idx", &e.mutable_data_segments_idx())?;
-    o.opt("fully_qualified_name", text::fully_qualified_name(e))?;
+    o.opt("fully_qualified_name", strings::fully_qualified_name(e))?;
     o.put("location", &enum_of!(e.location()))?;
     o.put("device_type", &enum_of!(e.device_type()))?;
     o.put("device_index", &e.device_index())?;
@@ -285,10 +285,10 @@ table!(FrameList, fb::FrameList, |l, o| {
 });
 
 table!(Frame, fb::Frame, |f, o| {
-    o.opt("filename", text::frame_filename(f))?;
+    o.opt("filename", strings::frame_filename(f))?;
     o.put("lineno", &f.lineno())?;
-    o.opt("name", text::frame_name(f))?;
-    o.opt("context", text::frame_context(f))?;
+    o.opt("name", strings::frame_name(f))?;
+    o.opt("context", strings::frame_context(f))?;
 });
 
 table!(Instruction, fb::Instruction, |i, o| {
@@ -331,7 +331,7 @@ table!(FreeCall, fb::FreeCall, |f, o| {
 });
 
 table!(Delegate, fb::BackendDelegate, |d, o| {
-    o.opt("id", text::backend_id(d))?;
+    o.opt("id", strings::backend_id(d))?;
     o.opt("processed", d.processed().map(DataReference))?;
     o.opt(
         "compile_specs",
@@ -345,7 +345,7 @@ table!(DataReference, fb::BackendDelegateDataReference, |r, o| {
 });
 
 table!(CompileSpec, fb::CompileSpec, |c, o| {
-    o.opt("key", text::compile_spec_key(c))?;
+    o.opt("key", strings::compile_spec_key(c))?;
     o.opt("value", c.value().map(Scalars))?;
 });
 
@@ -384,7 +384,7 @@ impl Serialize for NamedEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let n = self.0;
         let mut o = Fields(s.serialize_map(None)?);
-        o.opt("key", text::data_key(n))?;
+        o.opt("key", strings::data_key(n))?;
         o.put("segment_index", &n.segment_index())?;
         o.opt("tensor_layout", n.tensor_layout().map(Layout))?;
         o.opt("ptefs_path", self.1)?;

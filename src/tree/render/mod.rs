@@ -4,10 +4,10 @@ pub mod code_txt;
 pub mod dot;
 pub mod flatc_json;
 pub(crate) mod json_style;
-pub mod nptg_json;
 pub mod npy;
 pub mod ops_yaml;
-pub mod ptn_code;
+pub mod package_code;
+pub mod package_graph_json;
 pub mod readme;
 
 use serde::Serialize;

@@ -3,7 +3,7 @@
 
 use super::Computed;
 use crate::format::Span;
-use crate::tree::names::padded;
+use crate::tree::file_names::padded;
 use crate::tree::{Content, Ino, SourceId};
 
 /// A program's `constants/`: one file per buffer with bytes, most of them

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::format::Span;
 use crate::tree::SourceId;
-use crate::tree::names::{fitted, padded};
+use crate::tree::file_names::{fitted, padded};
 
 /// The files of one tensor value: `.bin`, maybe `.npy`, maybe an alias.
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,7 @@
 pub mod package;
 pub mod program;
 
-pub use crate::text::dot_quote as quote;
+pub use crate::escape::dot_quote as quote;
 
 #[cfg(test)]
 mod tests {

@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::quote;
-use crate::format::ptn::graph;
+use crate::format::package::graph;
 use crate::format::{NAME_LIMIT, clip};
 use crate::schema::native_graph as ng;
-use crate::tree::render::ptn_code::meta;
+use crate::tree::render::package_code::meta;
 
 /// Renders method `m`.
 pub fn render(m: ng::Method<'_>) -> String {

@@ -44,7 +44,7 @@ pub fn render(
         let fqn = crate::meta::io::value(plan, i64::from(*v))
             .and_then(|x| x.val_as_tensor())
             .and_then(|t| t.extra_tensor_info())
-            .and_then(crate::format::text::fully_qualified_name)
+            .and_then(crate::format::strings::fully_qualified_name)
             .map(|f| format!(" {}", clip(&f.show(), NAME_LIMIT)))
             .unwrap_or_default();
         let (what, shape) = match origin {

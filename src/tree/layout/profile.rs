@@ -1,0 +1,360 @@
+//! The tree of an ETDump (`.etdp`): `header.json`, per run data block
+//! `runs/<n>/events.json` and `allocations.json`, and a `trace.json` in
+//! Chrome's trace-event format.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value as Json, json};
+
+use super::index_entry::TensorShape;
+use super::{Builder, Dir, Origin};
+use crate::format::etdump::{DebugTensor, Event, ProfileFile, Run, TICK, Value};
+use crate::format::scalar;
+use crate::tree::Content;
+use crate::tree::file_names::padded;
+use crate::tree::render::readme;
+
+/// Ticks as milliseconds, a tick being taken as 1 ns.
+pub fn ms(ticks: u64) -> f64 {
+    ticks as f64 / 1e6
+}
+
+impl Builder {
+    pub(super) fn profile(&mut self, root: &mut Dir, origin: Origin, p: &ProfileFile<'_>) {
+        let buffer = self.debug_buffers.get(&origin.source).copied();
+        self.generated(root, "README.txt", readme::PROFILE.as_bytes().into());
+        let events: usize = p.runs.iter().map(|r| r.events.len()).sum();
+        self.json(
+            root,
+            "header.json",
+            &json!({
+                "kind": "profile",
+                "file_size": p.bytes.len(),
+                "size_prefix": p.size_prefix,
+                "identifier": String::from_utf8_lossy(p.bytes.get(8..12).unwrap_or_default()),
+                "version": p.version,
+                "run_data_blocks": p.runs.len(),
+                "events": events,
+                "debug_tensors": p.debug_tensors().len(),
+                "debug_buffer": buffer.map(|(_, len)| json!({
+                    "name": self.source_names.get(&buffer.map_or(0, |b| b.0)),
+                    "size": len,
+                })),
+                "tick": TICK,
+                "warnings": p.warnings,
+            }),
+        );
+        let mut rdir = self.subdir(root, "runs");
+        let max = p.runs.len().saturating_sub(1) as u64;
+        let tensors = p.debug_tensors();
+        let kmax = tensors.len().saturating_sub(1) as u64;
+        let mut files: Vec<Result<String, String>> = Vec::new();
+        let mut k = 0usize;
+        for (i, run) in p.runs.iter().enumerate() {
+            let mut dir = self.subdir(&mut rdir, &padded(i as u64, max));
+            let here: Vec<&DebugTensor> = tensors
+                .iter()
+                .filter(|(r, _, _)| *r == i)
+                .map(|(_, _, t)| *t)
+                .collect();
+            match buffer {
+                Some((source, len)) if !here.is_empty() => {
+                    let mut ddir = self.subdir(&mut dir, "debug");
+                    for t in here {
+                        let stem = padded(files.len() as u64, kmax);
+                        files.push(self.debug_tensor(&mut ddir, &stem, source, len, t));
+                    }
+                }
+                _ => files.extend(here.iter().map(|_| {
+                    Err(
+                        "the debug buffer (<name>.debug.bin beside the ETDump) is not there"
+                            .to_owned(),
+                    )
+                })),
+            }
+            self.json(
+                &mut dir,
+                "events.json",
+                &events_json(i, run, &mut k, &files),
+            );
+            self.json(&mut dir, "allocations.json", &allocations_json(run));
+        }
+        // The one file as large as all the runs together: rendered when
+        // first looked at, from the ETDump parsed again.
+        self.lazy(
+            root,
+            "trace.json",
+            origin.source,
+            Box::new(|bytes, out| match ProfileFile::parse(bytes) {
+                Ok(p) => crate::tree::render::json_to(out, &trace(&p)),
+                Err(e) => writeln!(out, "cannot render: {e}"),
+            }),
+        );
+    }
+}
+
+impl Builder {
+    /// `debug/<stem>.npy`: the tensor's bytes in the debug buffer after a
+    /// NumPy header; `<stem>.ERROR.txt` saying why when it has none.
+    /// Returns the path from the run's directory, or the reason.
+    fn debug_tensor(
+        &mut self,
+        dir: &mut Dir,
+        stem: &str,
+        source: crate::tree::SourceId,
+        buffer_len: u64,
+        t: &DebugTensor,
+    ) -> Result<String, String> {
+        let shape = TensorShape {
+            scalar_type: t.scalar_type,
+            sizes: t.sizes.clone().into(),
+            dim_order: (0..t.sizes.len().min(256) as u16)
+                .map(|d| d as u8)
+                .collect(),
+        };
+        let fail = |b: &mut Builder, dir: &mut Dir, why: String| {
+            b.generated(
+                dir,
+                &format!("{stem}.ERROR.txt"),
+                format!("{why}\n").into_bytes().into(),
+            );
+            Err(why)
+        };
+        let span = match t.span_in(buffer_len) {
+            Ok(span) => span,
+            Err(why) => return fail(self, dir, why),
+        };
+        let Some(prefix) = self.npy_header(&shape) else {
+            return fail(self, dir, "NumPy has no type for it".to_owned());
+        };
+        let name = dir.names.unique(stem, ".npy");
+        let meta = Some(self.meta_of(super::Dtype::Scalar(t.scalar_type), shape.sizes.clone()));
+        self.file(
+            dir.ino,
+            name.clone(),
+            Content::Prefixed {
+                prefix,
+                source,
+                span,
+            },
+            meta,
+        );
+        Ok(format!("debug/{name}"))
+    }
+}
+
+fn id_int(id: i32) -> Json {
+    if id == -1 { Json::Null } else { json!(id) }
+}
+
+fn tensor_json(t: &DebugTensor, k: &mut usize, files: &[Result<String, String>]) -> Json {
+    let index = *k;
+    *k += 1;
+    let (file, why) = match files.get(index) {
+        Some(Ok(f)) => (Some(f.as_str()), None),
+        Some(Err(e)) => (None, Some(e.as_str())),
+        None => (None, None),
+    };
+    json!({
+        "debug_tensor": index,
+        "scalar_type": scalar::name(t.scalar_type),
+        "sizes": t.sizes,
+        "strides": t.strides,
+        "offset": t.offset,
+        "nbytes": t.nbytes,
+        "problem": t.problem,
+        "npy": file,
+        "npy_missing": why,
+    })
+}
+
+/// `runs/<n>/events.json`. `k` numbers the debug tensors across runs;
+/// `files` gives each its `.npy` or why it has none.
+fn events_json(
+    index: usize,
+    run: &Run<'_>,
+    k: &mut usize,
+    files: &[Result<String, String>],
+) -> Json {
+    let events: Vec<Json> = run
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| match e {
+            Event::Profile(p) => json!({
+                "index": i,
+                "kind": "profile",
+                "name": p.name,
+                "chain_index": p.chain_index,
+                "instruction_id": p.instruction_id,
+                "delegate_debug_id_int": id_int(p.delegate_debug_id_int),
+                "delegate_debug_id_str": p.delegate_debug_id_str,
+                "delegate_debug_metadata_hex": p.delegate_debug_metadata.map(hex),
+                "start_ticks": p.start,
+                "end_ticks": p.end,
+                "duration_ticks": p.duration(),
+                "duration_ms": p.duration().map(ms),
+            }),
+            Event::Allocation(a) => json!({
+                "index": i,
+                "kind": "allocation",
+                "allocator_id": a.allocator_id,
+                "allocator": usize::try_from(a.allocator_id).ok().and_then(|id| run.allocators.get(id)),
+                "size": a.size,
+            }),
+            Event::Debug(d) => {
+                let value = match &d.value {
+                    Value::Missing => json!({"type": "missing"}),
+                    Value::Null => json!({"type": "Null"}),
+                    Value::Int(x) => json!({"type": "Int", "value": x}),
+                    Value::Bool(x) => json!({"type": "Bool", "value": x}),
+                    Value::Float(x) => json!({"type": "Float", "value": x}),
+                    Value::Double(x) => json!({"type": "Double", "value": x}),
+                    Value::String(_) => json!({"type": "String", "value": null}),
+                    Value::Unknown(t) => json!({"type": format!("unknown ({t})")}),
+                    Value::Tensor(t) => {
+                        json!({"type": "Tensor", "tensor": tensor_json(t, k, files)})
+                    }
+                    Value::TensorList(ts) => json!({
+                        "type": "TensorList",
+                        "tensors": ts.iter().map(|t| tensor_json(t, k, files)).collect::<Vec<_>>(),
+                    }),
+                };
+                json!({
+                    "index": i,
+                    "kind": "debug",
+                    "name": d.name,
+                    "chain_index": d.chain_index,
+                    "instruction_id": d.instruction_id,
+                    "delegate_debug_id_int": id_int(d.delegate_debug_id_int),
+                    "delegate_debug_id_str": d.delegate_debug_id_str,
+                    "output": d.output,
+                    "value": value,
+                })
+            }
+            Event::Empty => json!({"index": i, "kind": "empty"}),
+        })
+        .collect();
+    json!({
+        "run": index,
+        "name": run.name,
+        "bundled_input_index": run.bundled_input_index,
+        "allocators": run.allocators,
+        "events": events,
+    })
+}
+
+/// `runs/<n>/allocations.json`: the allocators, each allocation, and the
+/// total per allocator.
+pub fn allocations_json(run: &Run<'_>) -> Json {
+    let mut totals: BTreeMap<i32, (u64, u64)> = BTreeMap::new();
+    let mut list = Vec::new();
+    for (i, e) in run.events.iter().enumerate() {
+        if let Event::Allocation(a) = e {
+            let t = totals.entry(a.allocator_id).or_default();
+            t.0 += 1;
+            t.1 = t.1.saturating_add(a.size);
+            list.push(json!({"event": i, "allocator_id": a.allocator_id, "size": a.size}));
+        }
+    }
+    let allocators: Vec<Json> = run
+        .allocators
+        .iter()
+        .enumerate()
+        .map(|(id, name)| {
+            let (count, bytes) = i32::try_from(id)
+                .ok()
+                .and_then(|id| totals.get(&id))
+                .copied()
+                .unwrap_or_default();
+            json!({"id": id, "name": name, "allocations": count, "bytes": bytes})
+        })
+        .collect();
+    json!({"allocators": allocators, "allocations": list})
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `trace.json`: every profile event as a complete (`"ph": "X"`) event in
+/// microseconds from the earliest start in the file. Each run data block
+/// is a process; in it, the method-level events (chain -1) are one thread
+/// and each chain another, where a delegate's events nest inside the
+/// instruction that called it.
+pub fn trace(p: &ProfileFile<'_>) -> Json {
+    let t0 = p
+        .runs
+        .iter()
+        .flat_map(|r| &r.events)
+        .filter_map(|e| match e {
+            Event::Profile(p) if p.duration().is_some() => Some(p.start),
+            _ => None,
+        })
+        .min()
+        .unwrap_or(0);
+    let us = |ticks: u64| ticks.saturating_sub(t0) as f64 / 1e3;
+    let mut out = Vec::new();
+    for (r, run) in p.runs.iter().enumerate() {
+        let name = run.name.map_or_else(String::new, |n| n.show().into_owned());
+        out.push(json!({
+            "name": "process_name", "ph": "M", "pid": r, "tid": 0,
+            "args": {"name": format!("run {r} ({name})")},
+        }));
+        out.push(json!({
+            "name": "process_sort_index", "ph": "M", "pid": r, "tid": 0,
+            "args": {"sort_index": r},
+        }));
+        let mut threads = BTreeMap::new();
+        for (i, e) in run.events.iter().enumerate() {
+            let Event::Profile(ev) = e else { continue };
+            let Some(dur) = ev.duration() else { continue };
+            // tid 0: the method; tid c + 1: chain c.
+            let tid = i64::from(ev.chain_index).saturating_add(1).max(0);
+            threads.entry(tid).or_insert_with(|| {
+                if tid == 0 {
+                    "method".to_owned()
+                } else {
+                    format!("chain {}", tid - 1)
+                }
+            });
+            let label = match (ev.name, ev.delegate_debug_id_str) {
+                (Some(n), _) => n.show().into_owned(),
+                (None, Some(id)) => id.show().into_owned(),
+                (None, None) if ev.delegate_debug_id_int != -1 => {
+                    format!("delegate {}", ev.delegate_debug_id_int)
+                }
+                (None, None) => "(unnamed)".to_owned(),
+            };
+            out.push(json!({
+                "name": label,
+                "cat": if ev.is_delegated() { "delegate" } else { "runtime" },
+                "ph": "X",
+                "ts": us(ev.start),
+                "dur": dur as f64 / 1e3,
+                "pid": r,
+                "tid": tid,
+                "args": {
+                    "event": i,
+                    "instruction_id": ev.instruction_id,
+                    "chain_index": ev.chain_index,
+                    "delegate_debug_id_int": id_int(ev.delegate_debug_id_int),
+                    "delegate_debug_id_str": ev.delegate_debug_id_str,
+                    "start_ticks": ev.start,
+                    "end_ticks": ev.end,
+                },
+            }));
+        }
+        for (tid, name) in threads {
+            out.push(json!({
+                "name": "thread_name", "ph": "M", "pid": r, "tid": tid,
+                "args": {"name": name},
+            }));
+        }
+    }
+    json!({
+        "traceEvents": out,
+        "displayTimeUnit": "ns",
+        "otherData": {"tick": TICK, "origin_ticks": t0},
+    })
+}

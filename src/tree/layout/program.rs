@@ -1,0 +1,454 @@
+//! The tree of a program (`.pte`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::delegate::{NamedIndex, Place, Shown};
+use super::index_entry::{Entry, Meaning, Source};
+use super::meta::MethodMeta;
+use super::tensor_index::{self, shape_of};
+use super::{Attached, Builder, Dir, Origin};
+use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
+use crate::tree::Dtype;
+use crate::tree::file_names::{encode, fitted, padded};
+use crate::tree::render::{self, code_txt, flatc_json, readme};
+use crate::tree::table::{Kind, Rows};
+
+impl Builder {
+    pub(super) fn program(
+        &mut self,
+        root: &mut Dir,
+        file_name: &str,
+        origin: Origin,
+        p: &ProgramFile<'_>,
+        data: &[Attached<'_, '_>],
+    ) {
+        self.generated(root, "README.txt", readme::PROGRAM.as_bytes().into());
+        self.json(root, "header.json", &header(p));
+        let len = p.bytes.len();
+        self.lazy_program(root, "program.json", origin, len, move |p, out| {
+            render::json_to(out, &summary(p, origin))
+        });
+
+        let mut methods = self.subdir(root, "methods");
+        let mut method_dirs = Vec::new();
+        let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
+        let named = NamedIndex::new(p, origin, data);
+        let shown = Shown {
+            file_name,
+            origin,
+            program: p,
+        };
+        for (mi, m) in p.methods.iter().enumerate() {
+            let name = methods.names.unique(&encode(m.name), "");
+            let mut mdir = self.dir(methods.ino, name.clone());
+            let base = format!("methods/{name}");
+            let delegate_dirs = self.delegates(&mut mdir, &base, &shown, m, &named);
+            let meta = MethodMeta::new(m, delegate_dirs, &plans);
+            let (table, rows) = self.tensors(
+                &mut mdir,
+                file_name,
+                origin,
+                (m, &meta, p.bytes),
+                (data, (mi, len)),
+            );
+            let nvalues = m.plan.values().map_or(0, |v| v.len());
+            self.lazy_program(&mut mdir, "plan.json", origin, len, move |p, out| {
+                let plan = p.methods.get(mi).map(|m| m.plan);
+                let paths = value_paths(&base, &rows, nvalues);
+                render::json_to(
+                    out,
+                    &plan.map(|plan| flatc_json::Plan {
+                        plan,
+                        paths: &paths,
+                    }),
+                )
+            });
+            let dirs = meta.delegate_dirs.clone();
+            self.lazy_program(&mut mdir, "code.txt", origin, len, move |p, out| {
+                match p.methods.get(mi) {
+                    Some(m) => out.write_all(code_txt::render_with_dirs(m.plan, &dirs).as_bytes()),
+                    None => Ok(()),
+                }
+            });
+            self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, table);
+            method_dirs.push((name, meta.delegate_dirs));
+        }
+
+        self.program_ops(root, p, &method_dirs);
+
+        let mut cdir = self.subdir(root, "constants");
+        self.constants_table(cdir.ino, origin, &p.constants);
+        let shift = origin.shift;
+        self.lazy_program(
+            &mut cdir,
+            "index.json",
+            origin,
+            p.bytes.len(),
+            move |p, out| render::json_to(out, &constants_index(p, shift)),
+        );
+
+        let mut ndir = self.subdir(root, "named");
+        let mut index = Vec::new();
+        let attached = data.iter().flat_map(|d| {
+            d.file.entries.iter().map(move |e| {
+                (
+                    e.key,
+                    e.segment_index,
+                    Origin {
+                        source: d.source,
+                        shift: 0,
+                    },
+                    e.span,
+                    Some(d.name),
+                )
+            })
+        });
+        let own = p
+            .named
+            .iter()
+            .map(|n| (n.key, n.segment_index, origin, n.span, None));
+        for (key, segment_index, o, span, file) in own.chain(attached) {
+            let holder = match file {
+                None => Some(p.bytes),
+                Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
+            };
+            let checkpoint_names = holder.and_then(|b| {
+                let direct = self.checkpoint_names(span, b)?;
+                let permuted = || self.permuted_names(span, b);
+                Some(if direct.is_empty() {
+                    permuted()
+                } else {
+                    direct
+                })
+            });
+            let name = self.raw(&mut ndir, &encode(key), o, span);
+            if let Some(ino) = self.recent_entry(ndir.ino, &name) {
+                for k in checkpoint_names.iter().flatten() {
+                    self.by_name.push((k.clone(), ino));
+                }
+            }
+            index.push(Entry {
+                name: Some(name),
+                key: Some(key),
+                nbytes: Some(span.len),
+                segment_index: Some(segment_index),
+                source: Some(Source {
+                    file,
+                    offset: o.shifted(span).offset,
+                }),
+                location: Some("named"),
+                meaning: Meaning {
+                    checkpoint_names,
+                    ..Meaning::default()
+                }
+                .boxed(),
+                ..Entry::default()
+            });
+            if let Some(e) = index.last_mut() {
+                e.flag_escaped_names();
+            }
+        }
+        self.json(&mut ndir, "index.json", &index);
+        self.by_name_dir(root);
+
+        let mut sdir = self.subdir(root, "segments");
+        let max = p.segments.len().saturating_sub(1) as u64;
+        for (i, span) in p.segments.iter().enumerate() {
+            self.raw(&mut sdir, &padded(i as u64, max), origin, *span);
+        }
+    }
+
+    /// `tensors/` of a method, computed from a row per tensor with bytes.
+    /// Returns the table's index and its rows.
+    fn tensors(
+        &mut self,
+        mdir: &mut Dir,
+        file_name: &str,
+        origin: Origin,
+        (m, meta, bytes): (&MethodInfo<'_>, &MethodMeta, &[u8]),
+        (data, (mi, len)): (&[Attached<'_, '_>], (usize, usize)),
+    ) -> (usize, Arc<Rows>) {
+        let mut tdir = self.subdir(mdir, "tensors");
+        let max_value = tensor_index::max_value(m);
+        let mut rows = Rows::new(origin.source, max_value, self.names.is_some());
+        let mut kinds = foldhash::HashMap::default();
+        let mut warned: HashSet<Name<'_>> = HashSet::new();
+        for t in &m.tensors {
+            let found = match t.data.span() {
+                Some(span) => Some((origin, span, None)),
+                None => self.external(file_name, m, t, data, &mut warned),
+            };
+            let Some((o, span, file)) = found else {
+                continue;
+            };
+            let holder = match file {
+                None => Some(bytes),
+                Some(f) => data.iter().find(|d| d.name == f).map(|d| d.file.bytes),
+            };
+            // Tensors of one shape share its parsed sizes and dim order, so
+            // where they are identifies the shape without hashing them.
+            let key = (
+                t.scalar_type,
+                t.sizes.as_ptr() as usize,
+                t.dim_order.as_ptr() as usize,
+            );
+            let kind = match kinds.get(&key) {
+                Some(&k) => k,
+                None => {
+                    let shape = shape_of(t);
+                    let kind = Kind {
+                        meta: self.meta_of(Dtype::Scalar(shape.scalar_type), shape.sizes.clone()),
+                        npy: self.npy_header(&shape),
+                    };
+                    let k = rows.push_kind(kind);
+                    kinds.insert(key, k);
+                    k
+                }
+            };
+            let fqn = t.fqn.map(encode);
+            let source = (o.source, file.unwrap_or(file_name));
+            let row = rows.push(t.value_index, fqn.as_deref(), kind, source, o.shifted(span));
+            if let Some(names) = holder.and_then(|b| self.checkpoint_names(span, b)) {
+                rows.set_checkpoint_names(row, names);
+            }
+            if t.fqn.is_none()
+                && let Some(label) = meta.alias_label(t.value_index)
+            {
+                let bin = rows.names(row).bin;
+                let stem = format!("{}.{label}", bin.trim_end_matches(".bin"));
+                rows.set_alias(row, fitted(&stem, &[".bin"]).concat());
+            }
+        }
+        let rows = Arc::new(rows);
+        let table = self.tensor_table(tdir.ino, rows.clone());
+        let dirs = meta.delegate_dirs.clone();
+        let placed = rows.clone();
+        self.lazy_program(&mut tdir, "index.json", origin, len, move |p, out| {
+            let Some(m) = p.methods.get(mi) else {
+                return Ok(());
+            };
+            let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
+            let meta = MethodMeta::new(m, dirs.clone(), &plans);
+            let entries = tensor_index::entries(m, &meta, &placed);
+            render::json_to(out, &tensor_index::Streamed(Some(entries).into()))
+        });
+        (table, rows)
+    }
+
+    /// Where an external tensor's bytes are among the attached data files:
+    /// the first file with its key. Warns once per key when none has it.
+    fn external<'d, 'k>(
+        &mut self,
+        file_name: &str,
+        m: &MethodInfo<'_>,
+        t: &TensorInfo<'k>,
+        data: &[Attached<'d, '_>],
+        warned: &mut HashSet<Name<'k>>,
+    ) -> Option<(Origin, Span, Option<&'d str>)> {
+        let TensorData::External { key } = t.data else {
+            return None;
+        };
+        let found = crate::meta::external::find(data.iter().map(|d| d.file), key)
+            .map(|(i, e)| (&data[i], e.span));
+        match found {
+            Some((d, span)) if span.len >= t.nbytes => Some((
+                Origin {
+                    source: d.source,
+                    shift: 0,
+                },
+                Span {
+                    len: t.nbytes,
+                    ..span
+                },
+                Some(d.name),
+            )),
+            Some((d, span)) => {
+                self.warnings.push(format!(
+                    "{file_name}: method {:?} value {}: {key:?} in {} has {} bytes, the tensor needs {}",
+                    m.name, t.value_index, d.name, span.len, t.nbytes
+                ));
+                None
+            }
+            None => {
+                if warned.insert(key) {
+                    let why = if data.is_empty() {
+                        "no data file is attached (--data)"
+                    } else {
+                        "no attached data file has that key"
+                    };
+                    self.warnings.push(format!(
+                        "{file_name}: method {:?}: external tensor {key:?} (value {}) is missing: {why}",
+                        m.name, t.value_index
+                    ));
+                }
+                None
+            }
+        }
+    }
+
+    /// `delegates/` of a method (`base` is the method's directory path),
+    /// decoding the payloads of backends ptefs knows. Returns each
+    /// delegate's directory name.
+    fn delegates(
+        &mut self,
+        mdir: &mut Dir,
+        base: &str,
+        shown: &Shown<'_, '_>,
+        m: &MethodInfo<'_>,
+        named: &NamedIndex<'_>,
+    ) -> Vec<String> {
+        let origin = shown.origin;
+        let mut ddir = self.subdir(mdir, "delegates");
+        let mut names = Vec::new();
+        let max = m.delegates.len().saturating_sub(1) as u64;
+        for d in &m.delegates {
+            let stem = format!("{}-{}", padded(d.index as u64, max), encode(d.id));
+            let name = ddir.names.unique(&stem, "");
+            names.push(name.clone());
+            let mut one = self.dir(ddir.ino, name.clone());
+            match d.processed {
+                Some(span) => {
+                    self.raw(&mut one, "processed", origin, span);
+                }
+                None => self.generated(&mut one, "processed.bin", Box::default()),
+            }
+            let specs: Vec<Value> = d
+                .compile_specs
+                .iter()
+                .map(|(k, v)| match std::str::from_utf8(v) {
+                    Ok(text) => json!({"key": k, "size": v.len(), "text": text}),
+                    Err(_) => {
+                        json!({"key": k, "size": v.len(), "hex": crate::delegate::artifact::hex(v)})
+                    }
+                })
+                .collect();
+            self.json(&mut one, "compile_specs.json", &specs);
+            // A delegate whose payload is not located, or whose backend id
+            // is not text, has nothing to decode.
+            if let (Some(processed), Some(id)) = (d.processed, d.id.as_str()) {
+                let place = Place {
+                    dir_path: format!("{base}/delegates/{name}"),
+                    origin,
+                    program: shown.program,
+                    file_name: shown.file_name,
+                    processed,
+                    specs: crate::delegate::text_specs(&d.compile_specs),
+                };
+                self.decoded_delegate(&mut one, id, &place, named);
+            }
+        }
+        names
+    }
+}
+
+/// `constants/index.json`: per constant buffer its file, where it is,
+/// the bytes the file holds (those of the largest tensor using it) and
+/// the bytes of its whole slot (to the next buffer, padding included).
+fn constants_index(p: &ProgramFile<'_>, shift: u64) -> Value {
+    let slots = p.constant_slots().unwrap_or_default();
+    let max = p.constants.len().saturating_sub(1) as u64;
+    let entries: Vec<Value> = p
+        .constants
+        .iter()
+        .enumerate()
+        .filter_map(|(i, served)| {
+            let served = (*served)?;
+            let slot = slots.get(i).copied().flatten().unwrap_or(served);
+            Some(json!({
+                "index": i,
+                "name": format!("{}.bin", padded(i as u64, max)),
+                "offset": served.offset + shift,
+                "nbytes": served.len,
+                "slot_nbytes": slot.len,
+                "padding": slot.len.saturating_sub(served.len),
+            }))
+        })
+        .collect();
+    Value::Array(entries)
+}
+
+fn header(p: &ProgramFile<'_>) -> Value {
+    let h = &p.header;
+    json!({
+        "kind": "program",
+        "file_size": p.bytes.len(),
+        "root_offset": h.root_offset,
+        "identifier": String::from_utf8_lossy(&h.magic),
+        "extended_header": h.extended.as_ref().map(|e| json!({
+            "magic": String::from_utf8_lossy(&e.magic),
+            "length": e.length,
+            "program_size": e.program_size,
+            "segment_base_offset": e.segment_base_offset,
+            "segment_data_size": e.segment_data_size,
+        })),
+        "flatbuffer_size": p.flatbuffer.len,
+    })
+}
+
+/// `program.json`: program-level facts, no bulk bytes.
+fn summary(p: &ProgramFile<'_>, origin: Origin) -> Value {
+    let prog = p.program;
+    let max = p.segments.len().saturating_sub(1) as u64;
+    let segments: Vec<Value> = prog
+        .segments()
+        .iter()
+        .flatten()
+        .zip(&p.segments)
+        .enumerate()
+        .map(|(i, (s, span))| {
+            json!({
+                "index": i,
+                "offset": s.offset(),
+                "size": s.size(),
+                "file_offset": origin.shifted(*span).offset,
+                "path": format!("segments/{}.bin", padded(i as u64, max)),
+            })
+        })
+        .collect();
+    let subsegments = |s: crate::schema::program::SubsegmentOffsets<'_>| {
+        json!({
+            "segment_index": s.segment_index(),
+            "offsets": s.offsets().iter().flatten().collect::<Vec<u64>>(),
+        })
+    };
+    let inline: Vec<Value> = prog
+        .backend_delegate_data()
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, d)| {
+            let span = Span::of_vector(p.bytes, d.data().map(|v| v.bytes()));
+            json!({
+                "index": i,
+                "size": span.map_or(0, |s| s.len),
+                "file_offset": span.map(|s| origin.shifted(s).offset),
+            })
+        })
+        .collect();
+    json!({
+        "identifier": String::from_utf8_lossy(&p.header.magic),
+        "version": prog.version(),
+        "methods": p.methods.iter().map(|m| m.name).collect::<Vec<_>>(),
+        "segments": segments,
+        "constant_segment": prog.constant_segment().map(subsegments),
+        "constant_buffer_count": prog.constant_buffer().map_or(0, |b| b.len()),
+        "mutable_data_segments": prog.mutable_data_segments().map(|v| v.iter().map(subsegments).collect::<Vec<_>>()),
+        "backend_delegate_data": inline,
+        "named_data": p.named.iter().map(|n| json!({"key": n.key, "segment_index": n.segment_index, "nbytes": n.span.len})).collect::<Vec<_>>(),
+    })
+}
+
+/// Each value's `.bin` path (relative to the root) for `plan.json`, by
+/// value index; `base` is the method's directory.
+fn value_paths(base: &str, rows: &Rows, nvalues: usize) -> Vec<Option<String>> {
+    let mut paths = vec![None; nvalues];
+    for row in 0..rows.len() as u32 {
+        if let Some(p) = paths.get_mut(rows.value(row)) {
+            *p = Some(format!("{base}/tensors/{}", rows.names(row).bin));
+        }
+    }
+    paths
+}

@@ -1,0 +1,59 @@
+//! The integration tests, one binary: each module is what was once its own
+//! test file; `common` holds their helpers and `writer` (shared with the
+//! examples) writes the files no fixture covers.
+
+mod common;
+#[path = "../writer/mod.rs"]
+mod writer;
+
+mod agreement;
+mod auto_data;
+mod auto_data_delegates;
+mod backend_coreml;
+mod backend_ethosu;
+mod backend_mlx;
+mod backend_mps;
+mod backend_openvino;
+mod backend_tosa;
+mod backend_vendor;
+mod backend_vgf;
+mod bad_input;
+mod changes;
+mod checkpoint_names;
+mod cli;
+mod constants_index;
+mod cookbook;
+mod delegate_dot;
+mod diff;
+mod etdump;
+mod fetch_plans;
+mod fs;
+mod inspect;
+mod links;
+mod listing_cost;
+mod load;
+mod meta;
+mod mount;
+mod mutations;
+mod names;
+mod numpy;
+mod odd_inputs;
+mod oracles;
+mod package;
+mod package_hostile;
+mod package_mount;
+mod package_writer;
+mod progress;
+mod remote;
+mod resources;
+mod secrets;
+mod sources;
+mod tables;
+mod vulkan;
+mod workflows;
+mod writer_features;
+mod writer_roundtrip;
+mod xnnpack;
+mod xnnpack_links;
+mod xnnpack_payloads;
+mod xnnpack_scales;

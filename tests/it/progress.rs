@@ -1,0 +1,139 @@
+//! Progress on stderr: drawn for `inspect` and `diff` when stderr is a
+//! terminal, and nothing at all otherwise.
+
+use crate::common;
+use crate::writer;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::mounted::{fuse_or_skip, report_skip, which};
+use common::*;
+use ptefs::schema::ScalarType;
+use writer::{Bytes, Data, Program, Tensor, Value};
+
+/// A program of `n` float tensors written by the test writer; `seed`
+/// changes the last one's bytes.
+fn large_program(dir: &Path, name: &str, n: u64, seed: u64) -> PathBuf {
+    let values = (0..n)
+        .map(|i| {
+            let t = Tensor::new(
+                ScalarType::FLOAT,
+                &[64],
+                Data::Constant(Bytes::Pattern {
+                    len: 256,
+                    seed: if i + 1 == n { seed } else { i },
+                }),
+            );
+            Value::Tensor(t.named(&format!("layers.{i}.weight")))
+        })
+        .collect();
+    let path = dir.join(name);
+    let mut f = std::fs::File::create(&path).unwrap();
+    Program::forward(values).write(&mut f).unwrap();
+    path
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(ptefs_bin()).args(args).output().unwrap()
+}
+
+#[test]
+fn nothing_reaches_stderr_when_it_is_not_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = large_program(tmp.path(), "a.pte", 20_000, 20_000);
+    let b = large_program(tmp.path(), "b.pte", 20_000, 7);
+    let out = run(&["inspect".as_ref(), a.as_os_str()]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("20000"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let out = run(&["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1), "the last tensor differs");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // An error is the one line it always was, with nothing drawn around it.
+    let bytes = std::fs::read(&a).unwrap();
+    let cut = write_file(tmp.path(), "cut.pte", &bytes[..bytes.len() / 2]);
+    for args in [
+        vec!["inspect".as_ref(), cut.as_os_str()],
+        vec!["diff".as_ref(), a.as_os_str(), cut.as_os_str()],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.starts_with("ptefs: ") && err.contains("cut.pte"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!err.contains('\u{1b}') && !err.contains('\r'), "{err:?}");
+    }
+}
+
+/// Runs ptefs with `args` on a pseudo-terminal (`script`), returning all
+/// it wrote there, stdout and stderr together; `None` without `script`.
+fn on_a_terminal(args: &[&Path]) -> Option<String> {
+    which("script")?;
+    let mut cmd = String::from(ptefs_bin());
+    for a in args {
+        cmd.push(' ');
+        cmd.push_str(&format!("'{}'", a.display()));
+    }
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn a_terminal_sees_the_stages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = large_program(tmp.path(), "a.pte", 20_000, 20_000);
+    let b = large_program(tmp.path(), "b.pte", 20_000, 7);
+    let Some(out) = on_a_terminal(&[Path::new("inspect"), &a]) else {
+        report_skip("a_terminal_sees_the_stages", "`script` is missing");
+        return;
+    };
+    // The terminal draws at most 20 times a second, so a quick stage may
+    // never be drawn; some stage is.
+    let drawn = |out: &str, stages: &[&str]| stages.iter().any(|s| out.contains(s));
+    let stages = ["a.pte: opening", "a.pte: parsing", "a.pte: summarizing"];
+    assert!(drawn(&out, &stages), "none of {stages:?} in {out:?}");
+    // The report itself follows, on the cleared line.
+    assert!(out.contains("20000"), "{out:?}");
+    let out = on_a_terminal(&[Path::new("diff"), &a, &b]).unwrap();
+    let stages = [
+        "b.pte: opening",
+        "b.pte: parsing",
+        "b.pte: building the trees",
+        "b.pte: comparing",
+    ];
+    assert!(drawn(&out, &stages), "none of {stages:?} in {out:?}");
+}
+
+/// `ptefs mount` shows its stage on a terminal until the tree is ready,
+/// and the line is gone once it returns.
+#[test]
+fn a_terminal_sees_a_mount_lay_out_its_tree() {
+    if !fuse_or_skip("a_terminal_sees_a_mount_lay_out_its_tree") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let a = large_program(tmp.path(), "a.pte", 20_000, 1);
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let Some(out) = on_a_terminal(&[Path::new("mount"), &a, &mnt]) else {
+        report_skip(
+            "a_terminal_sees_a_mount_lay_out_its_tree",
+            "`script` is missing",
+        );
+        return;
+    };
+    let mounted = std::fs::read_dir(&mnt).map(|d| d.count()).unwrap_or(0) > 0;
+    let _ = Command::new(ptefs_bin()).arg("umount").arg(&mnt).status();
+    assert!(mounted, "{out:?}");
+    assert!(
+        out.contains("a.pte: reading its structure and laying out the tree"),
+        "{out:?}"
+    );
+}

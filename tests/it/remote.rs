@@ -1,0 +1,576 @@
+//! Remote sources against real servers started here: nginx (range GETs on
+//! static files) and moto's S3 server. A tree built from a URL equals the
+//! tree of the local file, path by path, inode by inode and byte for byte;
+//! opening reads little; a changed object and a vanished server give EIO.
+
+use crate::common;
+use crate::writer;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::mounted::*;
+use common::servers::*;
+use common::*;
+use ptefs::fs::Fs;
+use ptefs::tree::ROOT;
+use ptefs::view::{Request, View};
+
+/// A view of `inputs` with `data` attached, as given (no data files found
+/// by themselves, which only local programs get).
+fn open(inputs: &[String], data: &[String]) -> View {
+    View::open(&Request {
+        inputs: inputs.iter().map(PathBuf::from).collect(),
+        data: data.iter().map(PathBuf::from).collect(),
+        recursive: false,
+        names: None,
+        auto_data: false,
+        debug_buffer: None,
+    })
+    .unwrap_or_else(|e| panic!("{inputs:?}: {e}"))
+}
+
+/// Every path of the tree with its inode, and for files the size and the
+/// SHA-256 of the bytes the filesystem core reads.
+fn summary(fs: &Fs) -> BTreeMap<String, (u64, u64, Option<String>)> {
+    let tree = &fs.view().tree;
+    tree.walk(ROOT)
+        .map(|(path, ino)| {
+            let entry = match tree.file(ino) {
+                None => (ino, 0, None),
+                Some(f) => {
+                    let len = f.content.len();
+                    let bytes = fs
+                        .read_copy(ino, 0, len)
+                        .unwrap_or_else(|e| panic!("{path}: {e}"));
+                    assert_eq!(bytes.len() as u64, len, "{path}");
+                    (ino, len, Some(sha256(&bytes)))
+                }
+            };
+            (path, entry)
+        })
+        .collect()
+}
+
+/// Checks that the tree of `urls` equals that of `paths`; returns the
+/// bytes the remote view fetched to build its tree.
+fn same_tree(urls: (&[String], &[String]), paths: (&[String], &[String])) -> u64 {
+    let remote = open(urls.0, urls.1);
+    // Built from what the fetch plan fetched, not refetched whole.
+    assert_eq!(remote.notes, Vec::<String>::new(), "{urls:?}");
+    for s in &remote.sources {
+        assert_eq!(s.unfetched_reads(), [], "{urls:?}");
+    }
+    let fetched: u64 = remote.sources.iter().map(|s| s.fetched_bytes()).sum();
+    let local = open(paths.0, paths.1);
+    assert_eq!(remote.tree.warnings, local.tree.warnings, "{urls:?}");
+    let (r, l) = (summary(&Fs::new(remote)), summary(&Fs::new(local)));
+    let only = |a: &BTreeMap<String, _>, b: &BTreeMap<String, _>| {
+        a.keys()
+            .filter(|k| !b.contains_key(*k))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let (extra, missing) = (only(&r, &l), only(&l, &r));
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "{urls:?}: paths only in the remote tree {extra:?}, only in the local tree {missing:?}"
+    );
+    for (path, want) in &l {
+        assert_eq!(&r[path], want, "{path} of {urls:?}");
+    }
+    fetched
+}
+
+fn nginx_or_skip(test: &str) -> bool {
+    server_or_skip(test, "nginx")
+}
+
+fn fixture_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixture(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| {
+            [".pte", ".ptd", ".bpte", ".ptn"]
+                .iter()
+                .any(|x| n.ends_with(x))
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn local(name: &str) -> String {
+    fixture(name).display().to_string()
+}
+
+#[test]
+fn url_trees_equal_local_trees_for_every_fixture() {
+    if !nginx_or_skip("url_trees_equal_local_trees_for_every_fixture") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    let names = fixture_names();
+    assert!(names.len() >= 15, "{names:?}");
+    for name in &names {
+        let fetched = same_tree((&[nginx.url(name)], &[]), (&[local(name)], &[]));
+        let len = std::fs::metadata(fixture(name)).unwrap().len();
+        eprintln!("{name}: {fetched} of {len} bytes fetched to build the tree");
+    }
+    for (pte, ptd) in [
+        ("mlp_external.pte", "mlp_external.ptd"),
+        ("xnnpack_external.pte", "xnnpack_external.ptd"),
+    ] {
+        let local_pair = (&[local(pte)][..], &[local(ptd)][..]);
+        same_tree((&[nginx.url(pte)], &[nginx.url(ptd)]), local_pair);
+        // A local program with a remote data file.
+        same_tree((&[local(pte)], &[nginx.url(ptd)]), local_pair);
+    }
+    // Tensor bytes are not read to build the tree: the 13.9 MB delegate
+    // program needs its flatbuffer and the delegate's header and graph.
+    let v = open(&[nginx.url("mv2_xnnpack.pte")], &[]);
+    let fetched = v.sources[0].fetched_bytes();
+    assert!(
+        fetched < v.sources[0].opened.len / 100,
+        "{fetched} bytes fetched"
+    );
+}
+
+#[test]
+fn url_trees_of_writer_made_packages_equal_local_trees() {
+    use ptefs::schema::native_graph as ng;
+    use writer::package::*;
+    if !nginx_or_skip("url_trees_of_writer_made_packages_equal_local_trees") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A tensor past the size whose CRC parsing checks, written as a hole,
+    // and a small one after it; once with zip64 records.
+    let big = 80u64 << 20;
+    let tensors = [
+        StTensor {
+            key: "big".into(),
+            dtype: "F32",
+            shape: vec![big / 4],
+            data: Chunk::Zeros(big),
+        },
+        StTensor {
+            key: "tail".into(),
+            dtype: "I64",
+            shape: vec![2],
+            data: Chunk::Bytes((0..16).collect()),
+        },
+    ];
+    let m = constants_method(&[
+        ("big", ng::ScalarType::FLOAT, &[(big / 4) as i64]),
+        ("tail", ng::ScalarType::LONG, &[2]),
+    ]);
+    let mut zip = package(&[m], &tensors, &[]);
+    for (name, zip64) in [("plain.ptn", false), ("wide.ptn", true)] {
+        zip.zip64 = zip64;
+        let mut f = std::fs::File::create(dir.path().join(name)).unwrap();
+        zip.write(&mut f).unwrap();
+    }
+    let nginx = Nginx::start(dir.path());
+    for name in ["plain.ptn", "wide.ptn"] {
+        let path = dir.path().join(name).display().to_string();
+        let fetched = same_tree((&[nginx.url(name)], &[]), (&[path], &[]));
+        assert!(fetched < 1 << 20, "{name}: {fetched} bytes fetched");
+    }
+}
+
+fn ptefs(args: &[&str], env: &[(&str, String)]) -> Output {
+    let mut cmd = Command::new(ptefs_bin());
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn stdout_of(args: &[&str], env: &[(&str, String)]) -> Vec<u8> {
+    let out = ptefs(args, env);
+    assert!(
+        out.status.success(),
+        "ptefs {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The largest file under `named/` of mv2_xnnpack.pte.
+const BIG_BLOB: &str = "named/68976bc734ee90ce0fc94ecf8fa77ec405085ac5bb5b6726ebdeb601f20cdc16.bin";
+/// A small one.
+const SMALL_BLOB: &str =
+    "named/0193e3af04bb31ea74e82d7214b19cc5898b7068e6bd3c0f585536a66149d3f4.bin";
+
+#[test]
+fn cat_ls_inspect_and_diff_take_urls() {
+    if !nginx_or_skip("cat_ls_inspect_and_diff_take_urls") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    let (url, path) = (nginx.url("mv2_xnnpack.pte"), local("mv2_xnnpack.pte"));
+    let want = read(&view("mv2_xnnpack.pte"), BIG_BLOB);
+    assert_eq!(stdout_of(&["cat", &url, BIG_BLOB], &[]), want);
+    assert_eq!(
+        stdout_of(&["ls", "-R", &url], &[]),
+        stdout_of(&["ls", "-R", &path], &[])
+    );
+    for args in [&["inspect"][..], &["inspect", "--json"]] {
+        let remote = stdout_of(&[args, &[url.as_str()]].concat(), &[]);
+        let here = stdout_of(&[args, &[path.as_str()]].concat(), &[]);
+        assert_eq!(
+            String::from_utf8(remote).unwrap(),
+            String::from_utf8(here).unwrap()
+        );
+    }
+    // The same file: no difference. Two different ones: the difference
+    // the local files show.
+    let same = ptefs(&["diff", &url, &path], &[]);
+    assert!(same.status.success() && same.stdout.is_empty(), "{same:?}");
+    let (a, b) = (nginx.url("mlp.pte"), nginx.url("dtypes.pte"));
+    let remote = ptefs(&["diff", "--json", &a, &b], &[]);
+    let here = ptefs(
+        &["diff", "--json", &local("mlp.pte"), &local("dtypes.pte")],
+        &[],
+    );
+    assert_eq!(remote.status.code(), Some(1));
+    assert_eq!(here.status.code(), Some(1));
+    let strip = |o: &Output| {
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v.as_object_mut()
+            .unwrap()
+            .retain(|k, _| k != "a" && k != "b");
+        v
+    };
+    assert_eq!(strip(&remote), strip(&here));
+}
+
+/// Every regular file under `root` with its bytes.
+fn mounted_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Every path under `root`, as `ls -R` lists them, without reading files.
+fn list(root: &Path) -> usize {
+    let out = Command::new("ls").arg("-lR").arg(root).output().unwrap();
+    assert!(out.status.success());
+    out.stdout.split(|&b| b == b'\n').count()
+}
+
+#[test]
+fn a_mounted_url_reads_little_and_serves_every_byte() {
+    if !fuse_or_skip("a_mounted_url_reads_little_and_serves_every_byte")
+        || !nginx_or_skip("a_mounted_url_reads_little_and_serves_every_byte")
+    {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    // By name: resolving it uses threads the daemon must not hold when it
+    // forks.
+    let url = nginx
+        .url("mv2_xnnpack.pte")
+        .replace("127.0.0.1", "localhost");
+    let len = std::fs::metadata(fixture("mv2_xnnpack.pte")).unwrap().len();
+    let m = Mounted::new(&[url.as_ref()]);
+    assert!(list(&m.dir) > 500);
+    let blob = std::fs::read(m.path(SMALL_BLOB)).unwrap();
+    let local = view("mv2_xnnpack.pte");
+    assert_eq!(blob, read(&local, SMALL_BLOB));
+    let sent = nginx.bytes_sent();
+    eprintln!("mount + ls -lR + cat of a 9 KiB blob: {sent} of {len} bytes sent");
+    // The tree's structure, one cache block for the blob, headers.
+    assert!(sent < 1_200_000, "{sent} bytes sent");
+    // Every file, byte for byte.
+    let want = files(&local);
+    let got = mounted_files(&m.dir);
+    assert_eq!(got.len(), want.len());
+    for (path, bytes) in &want {
+        assert!(got[path] == *bytes, "{path} differs");
+    }
+}
+
+fn is_eio(r: std::io::Result<Vec<u8>>) -> bool {
+    r.is_err_and(|e| e.raw_os_error() == Some(libc::EIO))
+}
+
+#[test]
+fn a_changed_object_gives_eio_logged_once() {
+    if !fuse_or_skip("a_changed_object_gives_eio_logged_once")
+        || !nginx_or_skip("a_changed_object_gives_eio_logged_once")
+    {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("m.pte");
+    std::fs::copy(fixture("mv2_xnnpack.pte"), &file).unwrap();
+    let nginx = Nginx::start(root.path());
+    let url = nginx.url("m.pte");
+    let (mnt, log) = Mounted::logged(Path::new(&url), root.path(), None);
+    let local = view("mv2_xnnpack.pte");
+    assert_eq!(
+        std::fs::read(mnt.join(SMALL_BLOB)).unwrap(),
+        read(&local, SMALL_BLOB)
+    );
+    // Rewrite it: same size, one byte and the modification time changed
+    // (nginx's ETag is made of both size and time).
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 100;
+    bytes[last] ^= 0xff;
+    std::fs::write(&file, &bytes).unwrap();
+    let f = std::fs::File::options().write(true).open(&file).unwrap();
+    f.set_modified(SystemTime::now() + Duration::from_secs(100))
+        .unwrap();
+    drop(f);
+    assert!(is_eio(std::fs::read(mnt.join(BIG_BLOB))));
+    assert!(is_eio(std::fs::read(mnt.join(BIG_BLOB))));
+    let out = ptefs(&["umount", mnt.to_str().unwrap()], &[]);
+    assert!(out.status.success());
+    let log = std::fs::read_to_string(log).unwrap();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("was modified")).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("ETag"), "{log}");
+}
+
+#[test]
+fn a_server_that_stops_mid_transfer_fails_the_read_within_30_s() {
+    let bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();
+    let local = view("mv2_xnnpack.pte");
+    let ino = local.tree.resolve(BIG_BLOB).unwrap();
+    let content = local.content(ino);
+    let Some(ptefs::tree::Content::Source { span, .. }) = content.as_deref() else {
+        panic!("{BIG_BLOB} is source bytes");
+    };
+    // Everything before the blob is served; a read of it gets 1000 bytes.
+    let port = stalling_server(bytes, span.offset as usize, 1000);
+    let url = format!("http://127.0.0.1:{port}/m.pte");
+    let start = Instant::now();
+    let out = ptefs(&["cat", &url, BIG_BLOB], &[]);
+    let took = start.elapsed();
+    eprintln!("a stalled read failed after {took:?}");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("m.pte"), "{err}");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+#[test]
+fn a_vanished_server_gives_eio_within_30_s() {
+    if !fuse_or_skip("a_vanished_server_gives_eio_within_30_s")
+        || !nginx_or_skip("a_vanished_server_gives_eio_within_30_s")
+    {
+        return;
+    }
+    let mut nginx = Nginx::start(&fixture(""));
+    let m = Mounted::new(&[nginx.url("mv2_xnnpack.pte").as_ref()]);
+    std::fs::read(m.path(SMALL_BLOB)).unwrap();
+    // Gone: connections are refused.
+    nginx.kill();
+    let start = Instant::now();
+    assert!(is_eio(std::fs::read(m.path(BIG_BLOB))));
+    eprintln!("refused: EIO after {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(30));
+    // Something on the port that accepts and never answers.
+    let _silent = silent_listener(nginx.port);
+    let start = Instant::now();
+    let mut f = std::fs::File::open(m.path(BIG_BLOB)).unwrap();
+    let mut buf = Vec::new();
+    let r = f.read_to_end(&mut buf).map(|_| buf);
+    let took = start.elapsed();
+    eprintln!("silent: failed after {took:?}");
+    assert!(is_eio(r));
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+#[test]
+fn s3_objects_read_like_local_files_and_changes_give_eio() {
+    if !server_or_skip(
+        "s3_objects_read_like_local_files_and_changes_give_eio",
+        "moto_server",
+    ) {
+        return;
+    }
+    let moto = Moto::start("models");
+    for name in ["mlp.pte", "mv2_xnnpack.pte", "mlp.ptn", "mlp_external.ptd"] {
+        moto.put("models", name, &fixture(name));
+    }
+    let env = moto.env();
+    for name in ["mlp.pte", "mv2_xnnpack.pte", "mlp.ptn", "mlp_external.ptd"] {
+        let url = format!("s3://models/{name}");
+        assert_eq!(
+            stdout_of(&["ls", "-R", &url], &env),
+            stdout_of(&["ls", "-R", &local(name)], &[]),
+            "{name}"
+        );
+    }
+    let url = "s3://models/mv2_xnnpack.pte";
+    let local_view = view("mv2_xnnpack.pte");
+    assert_eq!(
+        stdout_of(&["cat", url, BIG_BLOB], &env),
+        read(&local_view, BIG_BLOB)
+    );
+    if !fuse_or_skip("s3_objects_read_like_local_files_and_changes_give_eio") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let out = ptefs(&["mount", url, mnt.to_str().unwrap()], &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _unmount = Unmount(mnt.clone());
+    assert_eq!(
+        std::fs::read(mnt.join(SMALL_BLOB)).unwrap(),
+        read(&local_view, SMALL_BLOB)
+    );
+    // A new object under the same key.
+    moto.put("models", "mv2_xnnpack.pte", &fixture("mlp.pte"));
+    assert!(is_eio(std::fs::read(mnt.join(BIG_BLOB))));
+}
+
+/// Unmounts on drop.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new(ptefs_bin())
+            .arg("umount")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn names_hash_remote_tensors_as_local_ones() {
+    if !nginx_or_skip("names_hash_remote_tensors_as_local_ones") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    let all: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("state_dicts.json")).unwrap()).unwrap();
+    let map: BTreeMap<&String, &serde_json::Value> = all["mv2_xnnpack"]["state"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k, &v["sha256"]))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let names = write_file(dir.path(), "names.json", &serde_json::to_vec(&map).unwrap());
+    let names = names.to_str().unwrap();
+    let url = nginx.url("mv2_xnnpack.pte");
+    let remote = stdout_of(&["ls", "-R", "--names", names, &url], &[]);
+    let here = stdout_of(
+        &["ls", "-R", "--names", names, &local("mv2_xnnpack.pte")],
+        &[],
+    );
+    let by_name = String::from_utf8_lossy(&here).matches("by-name/").count();
+    assert!(by_name > 100, "{by_name} keys found");
+    assert_eq!(remote, here);
+}
+
+#[test]
+fn reading_bytes_a_plan_left_out_is_detected() {
+    if !nginx_or_skip("reading_bytes_a_plan_left_out_is_detected") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    let url = nginx.url("mv2_xnnpack.pte");
+    // The container's plan without the delegate's: building the tree
+    // decodes the XNNPACK payload from pages never fetched (zeros).
+    let mut s = ptefs::source::Source::open(Path::new(&url)).unwrap();
+    s.prefetch(|image, have| ptefs::format::fetch_plan::plan(image, have).ranges)
+        .unwrap();
+    assert_eq!(s.unfetched_reads(), []);
+    let input = ptefs::tree::Input {
+        name: "m.pte".into(),
+        source: 0,
+        bytes: std::sync::Arc::new(s.shared()),
+        parsed: ptefs::format::parse(s.bytes()).unwrap(),
+    };
+    ptefs::tree::build(&[input], &[], false);
+    let gaps = s.unfetched_reads();
+    assert!(!gaps.is_empty(), "{gaps:?}");
+    // All in the payload, which starts at 11136 (the segment base) and
+    // whose flatbuffer ends at 37856.
+    assert!(
+        gaps[0].start > 11136 && gaps.last().unwrap().end <= 40960,
+        "{gaps:?}"
+    );
+    // The real plan: parsing reads nothing unfetched.
+    let mut s = ptefs::source::Source::open(Path::new(&url)).unwrap();
+    s.prefetch(ptefs::tree::fetch_plan).unwrap();
+    let input = ptefs::tree::Input {
+        name: "m.pte".into(),
+        source: 0,
+        bytes: std::sync::Arc::new(s.shared()),
+        parsed: ptefs::format::parse(s.bytes()).unwrap(),
+    };
+    ptefs::tree::build(&[input], &[], false);
+    assert_eq!(s.unfetched_reads(), []);
+}
+
+#[test]
+fn unusable_urls_are_refused_with_a_reason() {
+    if !nginx_or_skip("unusable_urls_are_refused_with_a_reason") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    let refused = format!("http://127.0.0.1:{}/m.pte", free_port());
+    // Python's own server answers range requests with the whole file.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("mlp.pte"), dir.path().join("mlp.pte")).unwrap();
+    let port = free_port();
+    let mut python = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("python's http.server", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let no_ranges = format!("http://127.0.0.1:{port}/mlp.pte");
+    for (url, why) in [
+        (nginx.url("absent.pte"), "not found"),
+        (refused.clone(), "error sending request"),
+        (no_ranges.clone(), "Range request not supported"),
+        ("s3:///m.pte".to_owned(), "did not match any known pattern"),
+    ] {
+        let start = Instant::now();
+        let out = ptefs(&["ls", &url], &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {err}");
+        assert!(err.starts_with(&format!("ptefs: {url}: ")), "{err}");
+        assert!(err.contains(why), "{url}: {err}");
+        assert!(start.elapsed() < Duration::from_secs(20), "{url}");
+    }
+    let _ = python.kill();
+    let _ = python.wait();
+}
