@@ -101,6 +101,16 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// Whether two types are the same type by name: a delegate's type
+    /// stays itself whether or not a file of it has a NumPy view.
+    pub fn same_type(self, other: Dtype) -> bool {
+        match (self, other) {
+            (Dtype::Scalar(a), Dtype::Scalar(b)) => a == b,
+            (Dtype::Named { name: a, .. }, Dtype::Named { name: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+
     /// The scalar type of the stored elements, where they are one.
     pub fn element(self) -> Option<crate::schema::ScalarType> {
         match self {

@@ -406,7 +406,7 @@ impl Builder {
             (Some(a), Some(b)) => {
                 let (a, b) = (meta(Some(a)), meta(Some(b)));
                 a.zip(b)
-                    .is_some_and(|(a, b)| a.dtype == b.dtype && a.sizes == b.sizes)
+                    .is_some_and(|(a, b)| a.dtype.same_type(b.dtype) && a.sizes == b.sizes)
             }
             (None, Some(_)) => {
                 f.tensor = tensor;
