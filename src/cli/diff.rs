@@ -206,6 +206,7 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
         names: None,
         auto_data: false,
         debug_buffer: None,
+        profile: None,
     })
     .map_err(|e| {
         error(e);

@@ -10,6 +10,7 @@ pub mod header;
 mod layout;
 pub mod names;
 pub mod nodes;
+pub mod profile;
 pub mod weights;
 
 use std::collections::BTreeMap;

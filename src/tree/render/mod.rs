@@ -7,6 +7,7 @@ pub(crate) mod json_style;
 pub mod nptg_json;
 pub mod npy;
 pub mod ops_yaml;
+pub mod profile_tsv;
 pub mod ptn_code;
 pub mod readme;
 
