@@ -33,6 +33,9 @@ pub enum Does {
     },
     /// A move, jump or free.
     Other(&'static str),
+    /// Not looked up (no program): what its events call it, the kernel's
+    /// event name where there is one.
+    Recorded(String),
 }
 
 impl Does {
@@ -42,6 +45,7 @@ impl Does {
             Does::Kernel(op) => op.clone(),
             Does::Delegate { index, backend } => format!("delegate {index} {backend}"),
             Does::Other(what) => format!("({what})"),
+            Does::Recorded(name) => name.clone(),
         }
     }
 }
@@ -137,8 +141,9 @@ pub struct DelegateEvents {
     pub chain: usize,
     /// The instruction.
     pub instruction: usize,
-    /// The delegate it calls (index in the plan's delegates).
-    pub delegate: usize,
+    /// The delegate it calls (index in the plan's delegates); `None`
+    /// without a program to say.
+    pub delegate: Option<usize>,
     /// The debug id.
     pub id: DelegateId,
     /// The durations, in ticks, in file order.
@@ -346,20 +351,67 @@ fn delegate_id(int: i32, s: Option<crate::format::Name<'_>>) -> Option<DelegateI
 /// method.
 pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why: String) -> Join {
     let does = instructions(m.plan, &m.delegates);
+    let name = m.name.show().into_owned();
+    let (instructions, method_events, delegate_events, unmatched) =
+        collect(profile, Some((&does, &name)));
+    Join {
+        method_index: mi,
+        method: name,
+        chosen_because: why,
+        instructions,
+        method_events,
+        delegate_events,
+        unmatched,
+    }
+}
+
+/// `profile`'s events grouped per instruction without a program: every
+/// chain and instruction recorded, named by its events (see
+/// [`Does::Recorded`]). Only events without a duration are unmatched.
+pub fn without_program(profile: &ProfileFile<'_>) -> Join {
+    let (instructions, method_events, delegate_events, unmatched) = collect(profile, None);
+    Join {
+        method_index: 0,
+        method: String::new(),
+        chosen_because: "no program given".to_owned(),
+        instructions,
+        method_events,
+        delegate_events,
+        unmatched,
+    }
+}
+
+type Collected = (
+    Vec<Instruction>,
+    Vec<(String, Vec<u64>)>,
+    Vec<DelegateEvents>,
+    Vec<Unmatched>,
+);
+
+/// The events of `profile` per instruction of `method` (what each
+/// instruction of each chain does, and the method's name), or, without
+/// one, per instruction recorded.
+fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> Collected {
     // Per instruction: durations per event name, names in first-seen order.
-    let mut per: Vec<Vec<Vec<(String, Vec<u64>)>>> =
-        does.iter().map(|c| vec![Vec::new(); c.len()]).collect();
+    let mut per: BTreeMap<(usize, usize), Vec<(String, Vec<u64>)>> = BTreeMap::new();
     let mut method_events: Vec<(String, Vec<u64>)> = Vec::new();
     let mut delegate_events: Vec<DelegateEvents> = Vec::new();
     let mut unmatched = Vec::new();
     let locate = |chain: i128, instruction: i64| -> Result<(usize, usize), String> {
+        let Some((does, name)) = method else {
+            return match (usize::try_from(chain), usize::try_from(instruction)) {
+                (Ok(c), Ok(i)) => Ok((c, i)),
+                _ => Err(format!(
+                    "chain {chain} instruction {instruction} is negative"
+                )),
+            };
+        };
         let c = usize::try_from(chain)
             .ok()
             .filter(|&c| c < does.len())
             .ok_or_else(|| {
                 format!(
-                    "chain {chain} is not in method {:?} ({} chains)",
-                    m.name.show(),
+                    "chain {chain} is not in method {name:?} ({} chains)",
                     does.len()
                 )
             })?;
@@ -368,8 +420,7 @@ pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why
             .filter(|&i| i < does[c].len())
             .ok_or_else(|| {
                 format!(
-                    "instruction {instruction} is not in chain {c} of method {:?} ({} instructions)",
-                    m.name.show(),
+                    "instruction {instruction} is not in chain {c} of method {name:?} ({} instructions)",
                     does[c].len()
                 )
             })?;
@@ -419,18 +470,24 @@ pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why
                     };
                     match id.clone() {
                         None => {
-                            let names = &mut per[c][i];
+                            let names = per.entry((c, i)).or_default();
                             match names.iter_mut().find(|(n, _)| *n == name) {
                                 Some((_, ds)) => ds.push(d),
                                 None => names.push((name, vec![d])),
                             }
                         }
                         Some(id) => {
-                            let Does::Delegate { index, .. } = does[c][i] else {
-                                unmatched.push(miss(format!(
-                                    "a delegate's event, but instruction {i} of chain {c} calls no delegate"
-                                )));
-                                continue;
+                            let delegate = match method {
+                                None => None,
+                                Some((does, _)) => match does[c][i] {
+                                    Does::Delegate { index, .. } => Some(index),
+                                    _ => {
+                                        unmatched.push(miss(format!(
+                                            "a delegate's event, but instruction {i} of chain {c} calls no delegate"
+                                        )));
+                                        continue;
+                                    }
+                                },
                             };
                             match delegate_events
                                 .iter_mut()
@@ -440,7 +497,7 @@ pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why
                                 None => delegate_events.push(DelegateEvents {
                                     chain: c,
                                     instruction: i,
-                                    delegate: index,
+                                    delegate,
                                     id,
                                     durations: vec![d],
                                 }),
@@ -473,42 +530,54 @@ pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why
             }
         }
     }
+    // Every instruction of the method, or every one recorded.
+    let shape: Vec<((usize, usize), Option<Does>)> = match method {
+        Some((does, _)) => does
+            .iter()
+            .enumerate()
+            .flat_map(|(c, chain)| {
+                chain
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, d)| ((c, i), Some(d.clone())))
+            })
+            .collect(),
+        None => per.keys().map(|&k| (k, None)).collect(),
+    };
     let mut instructions = Vec::new();
-    for (c, chain) in does.into_iter().enumerate() {
-        for (i, does) in chain.into_iter().enumerate() {
-            let names = std::mem::take(&mut per[c][i]);
-            let outer = names
-                .iter()
-                .position(|(n, _)| n == OPERATOR_CALL || n == DELEGATE_CALL)
-                .or(if names.is_empty() { None } else { Some(0) });
-            let kernel = names
-                .iter()
-                .enumerate()
-                .find(|(k, _)| Some(*k) != outer)
-                .map(|(_, (n, _))| n.clone());
-            let (timed_by, durations) = match outer {
-                Some(k) => (Some(names[k].0.clone()), names[k].1.clone()),
-                None => (None, Vec::new()),
-            };
-            instructions.push(Instruction {
-                chain: c,
-                index: i,
-                does,
-                timed_by,
-                kernel,
-                durations,
-            });
-        }
+    for ((c, i), does) in shape {
+        let names = per.remove(&(c, i)).unwrap_or_default();
+        let outer = names
+            .iter()
+            .position(|(n, _)| n == OPERATOR_CALL || n == DELEGATE_CALL)
+            .or(if names.is_empty() { None } else { Some(0) });
+        let kernel = names
+            .iter()
+            .enumerate()
+            .find(|(k, _)| Some(*k) != outer)
+            .map(|(_, (n, _))| n.clone());
+        let (timed_by, durations) = match outer {
+            Some(k) => (Some(names[k].0.clone()), names[k].1.clone()),
+            None => (None, Vec::new()),
+        };
+        let does = does.unwrap_or_else(|| {
+            Does::Recorded(
+                kernel
+                    .clone()
+                    .or_else(|| timed_by.clone())
+                    .unwrap_or_default(),
+            )
+        });
+        instructions.push(Instruction {
+            chain: c,
+            index: i,
+            does,
+            timed_by,
+            kernel,
+            durations,
+        });
     }
-    Join {
-        method_index: mi,
-        method: m.name.show().into_owned(),
-        chosen_because: why,
-        instructions,
-        method_events,
-        delegate_events,
-        unmatched,
-    }
+    (instructions, method_events, delegate_events, unmatched)
 }
 
 #[cfg(test)]

@@ -121,7 +121,11 @@ impl Builder {
             profile_tsv::unmatched(join).into_bytes().into(),
         );
         // Each delegate with events of its own.
-        let mut delegates: Vec<usize> = join.delegate_events.iter().map(|e| e.delegate).collect();
+        let mut delegates: Vec<usize> = join
+            .delegate_events
+            .iter()
+            .filter_map(|e| e.delegate)
+            .collect();
         delegates.sort_unstable();
         delegates.dedup();
         if !delegates.is_empty() {

@@ -91,7 +91,7 @@ pub fn by_operator(j: &Join) -> String {
 pub fn delegate_events(j: &Join, delegate: usize) -> Vec<&DelegateEvents> {
     j.delegate_events
         .iter()
-        .filter(|e| e.delegate == delegate)
+        .filter(|e| e.delegate == Some(delegate))
         .collect()
 }
 
