@@ -12,6 +12,7 @@
 mod file;
 mod methods;
 mod plan;
+pub mod profile;
 mod tensors;
 mod text;
 pub mod values;
