@@ -700,3 +700,37 @@ fn a_mount_with_a_profile_serves_the_offline_tree() {
         }
     }
 }
+
+/// Perfetto's trace processor is a binary its PyPI package downloads,
+/// which is not reachable offline; so Chrome's trace-event rule that
+/// Perfetto enforces on complete events is checked here: on one track
+/// (pid, tid), any two `X` events are disjoint or one holds the other.
+#[test]
+fn trace_slices_nest_on_each_track() {
+    for (_, profile) in PAIRS {
+        let v = view_of(&[etdp(profile)], &[]);
+        let t = json(&v, "trace.json");
+        let mut tracks: BTreeMap<(u64, u64), Vec<(f64, f64)>> = BTreeMap::new();
+        for e in t["traceEvents"].as_array().unwrap() {
+            if e["ph"] == "X" {
+                let ts = e["ts"].as_f64().unwrap();
+                let end = ts + e["dur"].as_f64().unwrap();
+                let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+                tracks.entry(key).or_default().push((ts, end));
+            }
+        }
+        assert!(!tracks.is_empty());
+        for (track, spans) in tracks {
+            for (i, a) in spans.iter().enumerate() {
+                for b in &spans[i + 1..] {
+                    let disjoint = a.1 <= b.0 || b.1 <= a.0;
+                    let holds = |x: &(f64, f64), y: &(f64, f64)| x.0 <= y.0 && y.1 <= x.1;
+                    assert!(
+                        disjoint || holds(a, b) || holds(b, a),
+                        "{profile} {track:?}: {a:?} and {b:?} overlap"
+                    );
+                }
+            }
+        }
+    }
+}
