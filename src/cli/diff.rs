@@ -139,7 +139,7 @@ fn profiles(args: &DiffArgs) -> Result<Option<i32>, i32> {
         }
         return Ok(None);
     }
-    if !(args.threshold >= 0.0) {
+    if args.threshold.is_nan() || args.threshold < 0.0 {
         error("--threshold must be a number at or above 0");
         return Err(TROUBLE);
     }

@@ -381,6 +381,9 @@ pub fn without_program(profile: &ProfileFile<'_>) -> Join {
     }
 }
 
+/// Durations per event name, names in first-seen order.
+type ByName = Vec<(String, Vec<u64>)>;
+
 type Collected = (
     Vec<Instruction>,
     Vec<(String, Vec<u64>)>,
@@ -393,7 +396,7 @@ type Collected = (
 /// one, per instruction recorded.
 fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> Collected {
     // Per instruction: durations per event name, names in first-seen order.
-    let mut per: BTreeMap<(usize, usize), Vec<(String, Vec<u64>)>> = BTreeMap::new();
+    let mut per: BTreeMap<(usize, usize), ByName> = BTreeMap::new();
     let mut method_events: Vec<(String, Vec<u64>)> = Vec::new();
     let mut delegate_events: Vec<DelegateEvents> = Vec::new();
     let mut unmatched = Vec::new();

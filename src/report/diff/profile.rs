@@ -125,7 +125,9 @@ pub fn compare(
         )),
     };
     // Instructions by (chain, index), named after either side.
-    let mut rows: BTreeMap<(usize, usize), (String, Vec<u64>, Vec<u64>)> = BTreeMap::new();
+    // (name, A's durations, B's durations) per (chain, index).
+    type Row = (String, Vec<u64>, Vec<u64>);
+    let mut rows: BTreeMap<(usize, usize), Row> = BTreeMap::new();
     for (side, j) in [&ja, &jb].into_iter().enumerate() {
         for i in &j.instructions {
             if program.is_none() && i.durations.is_empty() {
