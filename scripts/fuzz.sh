@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the format and tree layers (fuzz/fuzz_targets/open.rs), or the
-# fetch plans of remote sources (fuzz_targets/fetch_plan.rs), seeded with
+# fetch plans of remote sources (fuzz_targets/fetch_plan.rs), or ETDumps
+# joined with programs (fuzz_targets/profile_join.rs), seeded with
 # every fixture (ETDumps included) and tests/fuzz-seeds (writer-made files
 # for what the fixtures lack, e.g. XNNPACK payload layouts). cargo fuzz needs nightly
 # features; the stable toolchain accepts them with RUSTC_BOOTSTRAP=1.

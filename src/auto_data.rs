@@ -176,3 +176,47 @@ fn candidates(program: &Path, data: &[PathBuf], chosen: &[PathBuf]) -> Vec<PathB
     out.sort();
     out
 }
+
+/// The profile of `program` found by itself: the only `.etdp` file
+/// beside it, when that is an ETDump whose events all name instructions
+/// of the program (an ETDump does not name the program it profiled, so
+/// the join is the check), with a note saying so.
+pub fn find_profile(program: &Path) -> Option<(PathBuf, String)> {
+    if !program.is_file() {
+        return None;
+    }
+    let found: Vec<PathBuf> = candidates(program, &[], &[])
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "etdp"))
+        .collect();
+    let [only] = &found[..] else {
+        return None;
+    };
+    let source = Source::open(program).ok()?;
+    let Ok(Parsed::Program(p)) = format::parse(source.bytes()) else {
+        return None;
+    };
+    let profile = Source::open(only).ok()?;
+    let Ok(Parsed::Profile(e)) = format::parse(profile.bytes()) else {
+        return None;
+    };
+    let join = crate::meta::profile_join::join(&p, &e)?;
+    let timed = join
+        .instructions
+        .iter()
+        .filter(|i| !i.durations.is_empty())
+        .count();
+    if !join.unmatched.is_empty() || timed == 0 {
+        return None;
+    }
+    let note = format!(
+        "{}: attached {} (found beside it, the only .etdp there) as its profile: \
+         its events time {timed} of the {} instructions of method {:?}, and none names \
+         an instruction the program lacks",
+        file_name(program),
+        file_name(only),
+        join.instructions.len(),
+        join.method
+    );
+    Some((only.clone(), note))
+}

@@ -66,6 +66,17 @@ pub enum OpenError {
         /// What is wrong.
         error: String,
     },
+    /// A `--profile` file that is not an ETDump.
+    #[error(
+        "{}: is given with --profile but is not an ETDump (.etdp): {why}",
+        shown(path)
+    )]
+    NotProfile {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead.
+        why: String,
+    },
     /// A `--data` file that is not a data file.
     #[error("{}: is given with --data but is not a data file (.ptd)", shown(path))]
     NotData {
@@ -108,6 +119,10 @@ pub struct Request {
     /// The debug buffer of the ETDumps shown (`--debug-buffer`), in place
     /// of the `<stem>.debug.bin` found beside each.
     pub debug_buffer: Option<PathBuf>,
+    /// A profile (ETDump) to join with the programs shown (`--profile`);
+    /// with `auto_data` on and none given, the only `.etdp` beside a lone
+    /// program whose events all name its instructions.
+    pub profile: Option<PathBuf>,
 }
 
 impl Request {
@@ -118,8 +133,15 @@ impl Request {
         if !self.auto_data {
             return (req, Vec::new());
         }
-        let (found, notes) = crate::auto_data::find(&self.inputs, &self.data);
+        let (found, mut notes) = crate::auto_data::find(&self.inputs, &self.data);
         req.data.extend(found);
+        if req.profile.is_none()
+            && let [only] = &self.inputs[..]
+            && let Some((found, note)) = crate::auto_data::find_profile(only)
+        {
+            req.profile = Some(found);
+            notes.push(note);
+        }
         (req, notes)
     }
 }
@@ -141,6 +163,8 @@ pub struct Opened {
     /// The debug buffers found beside ETDumps: (the ETDump's source, the
     /// buffer's source). Their sources follow the attached data files.
     debug: Vec<(usize, usize)>,
+    /// The source of the profile joined with the programs, last of all.
+    profile: Option<usize>,
 }
 
 /// The parsed files of an [`Opened`] request.
@@ -154,6 +178,8 @@ pub struct Inputs<'a> {
     pub skipped: Vec<(PathBuf, String)>,
     /// The debug buffers of the ETDumps shown.
     pub debug: Vec<tree::DebugBuffer>,
+    /// The profile joined with the programs shown.
+    pub profile: Option<Input<'a>>,
 }
 
 /// Reads the `--names` checkpoint at `path`.
@@ -205,6 +231,7 @@ impl Opened {
             one_dir_each,
             names,
             &parsed.debug,
+            parsed.profile.as_ref(),
         );
         Ok((tree, parsed.skipped))
     }
@@ -292,6 +319,15 @@ impl Opened {
                 sources.push(source);
             }
         }
+        let profile = match &req.profile {
+            Some(path) => {
+                let mut source = Source::open(path)?;
+                source.prefetch(tree::fetch_plan)?;
+                sources.push(source);
+                Some(sources.len() - 1)
+            }
+            None => None,
+        };
         Ok(Opened {
             sources,
             shown: files.len(),
@@ -299,6 +335,7 @@ impl Opened {
             skipped,
             first: req.inputs.first().cloned().unwrap_or_default(),
             debug,
+            profile,
         })
     }
 
@@ -310,8 +347,28 @@ impl Opened {
         let mut shown = Vec::new();
         let mut attached = Vec::new();
         let buffers: Vec<usize> = self.debug.iter().map(|&(_, b)| b).collect();
+        let mut profile = None;
         for (id, s) in self.sources.iter().enumerate() {
             if buffers.contains(&id) {
+                continue;
+            }
+            if self.profile == Some(id) {
+                let not = |why: String| OpenError::NotProfile {
+                    path: s.path.clone(),
+                    why,
+                };
+                match format::parse(s.bytes()) {
+                    Ok(parsed @ Parsed::Profile(_)) => {
+                        profile = Some(Input {
+                            name: s.name.clone(),
+                            source: id,
+                            bytes: Arc::new(s.shared()),
+                            parsed,
+                        });
+                    }
+                    Ok(_) => return Err(not("it is another kind of ExecuTorch file".into())),
+                    Err(e) => return Err(not(e.to_string())),
+                }
                 continue;
             }
             let parsed = match format::parse(s.bytes()) {
@@ -372,6 +429,7 @@ impl Opened {
             attached,
             skipped,
             debug,
+            profile,
         })
     }
 }

@@ -22,7 +22,11 @@ use crate::tree;
     ptefs diff old.pte new.pte\n  \
     ptefs diff --stat old.pte new.pte\n  \
     ptefs diff --only tensors --atol 1e-6 --rtol 1e-4 --json old.pte new.pte\n  \
-    ptefs diff exports/v1 exports/v2"
+    ptefs diff exports/v1 exports/v2\n  \
+    ptefs diff --program model.pte --threshold 5 before.etdp after.etdp\n\n\
+    Two ETDumps (.etdp) are compared as a speed report instead: per instruction and per \
+    operator the mean time per call in A and B, B - A and B / A; the exit status is 1 when \
+    B is slower than A by more than --threshold anywhere."
 )]
 pub(super) struct DiffArgs {
     /// Print the report as JSON.
@@ -40,6 +44,14 @@ pub(super) struct DiffArgs {
     /// Relative tolerance, with B (the second file) as the reference.
     #[arg(long, default_value_t = 0.0, value_name = "RTOL")]
     rtol: f64,
+    /// For two ETDumps: the slowdown (percent of A's time) beyond which
+    /// a row counts as slower and the exit status is 1.
+    #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
+    threshold: f64,
+    /// For two ETDumps: the program that ran, whose operators name the
+    /// instructions.
+    #[arg(long, value_name = "PTE")]
+    program: Option<PathBuf>,
     #[command(flatten)]
     attach: super::Attach,
     /// The first: a .pte, .ptd, .bpte or .ptn file, a directory of them,
@@ -62,6 +74,9 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
         },
     };
     args.attach.headers()?;
+    if let Some(status) = profiles(args)? {
+        return Ok(status);
+    }
     let names = match &args.attach.names {
         Some(p) => Some(crate::view::load_checkpoint(p).map_err(|e| {
             error(e);
@@ -91,6 +106,71 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
     progress.finish();
     super::print(&out.0)?;
     Ok(if out.1 { NOT_FOUND } else { OK })
+}
+
+/// Two ETDumps compared as a speed report, or `None` when A and B are
+/// not both ETDumps.
+fn profiles(args: &DiffArgs) -> Result<Option<i32>, i32> {
+    use crate::format::{Kind, Parsed};
+    let is_profile = |p: &Path| {
+        p.is_file()
+            && crate::source::Source::open(p)
+                .ok()
+                .is_some_and(|s| crate::format::sniff(s.bytes()).ok() == Some(Kind::Profile))
+    };
+    if !(is_profile(&args.a) && is_profile(&args.b)) {
+        if args.program.is_some() {
+            error("--program is for comparing two ETDumps (.etdp)");
+            return Err(TROUBLE);
+        }
+        return Ok(None);
+    }
+    if args.threshold.is_nan() || args.threshold < 0.0 {
+        error("--threshold must be a number at or above 0");
+        return Err(TROUBLE);
+    }
+    let open = |p: &Path| {
+        crate::source::Source::open(p).map_err(|e| {
+            error(e);
+            TROUBLE
+        })
+    };
+    let (sa, sb) = (open(&args.a)?, open(&args.b)?);
+    let sp = args.program.as_deref().map(open).transpose()?;
+    fn parse<'s>(p: &Path, s: &'s crate::source::Source) -> Result<Parsed<'s>, i32> {
+        crate::format::parse(s.bytes()).map_err(|e| {
+            error(format_args!("{}: {e}", shown(p)));
+            TROUBLE
+        })
+    }
+    let (Parsed::Profile(a), Parsed::Profile(b)) = (parse(&args.a, &sa)?, parse(&args.b, &sb)?)
+    else {
+        return Err(TROUBLE);
+    };
+    let program = match (&args.program, &sp) {
+        (Some(path), Some(s)) => match parse(path, s)? {
+            Parsed::Program(p) => Some((crate::source::base_name(path), p)),
+            Parsed::Bundled(b) => Some((crate::source::base_name(path), b.program)),
+            _ => {
+                error(format_args!("{}: is not a program (.pte)", shown(path)));
+                return Err(TROUBLE);
+            }
+        },
+        _ => None,
+    };
+    let report = diff::profile::compare(
+        (&a, &b),
+        (&shown(&args.a), &shown(&args.b)),
+        program.as_ref().map(|(n, p)| (n.as_str(), p)),
+        args.threshold / 100.0,
+    );
+    let out = if args.json {
+        json(&report)?
+    } else {
+        report.text()
+    };
+    super::print(&out)?;
+    Ok(Some(if report.exceeded { NOT_FOUND } else { OK }))
 }
 
 fn json(v: &impl Serialize) -> Result<String, i32> {
@@ -189,6 +269,7 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
         names: None,
         auto_data: false,
         debug_buffer: None,
+        profile: None,
     })
     .map_err(|e| {
         error(e);

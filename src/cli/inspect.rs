@@ -13,7 +13,8 @@ use crate::source::redact::shown;
 #[command(after_help = "Examples:\n  \
     ptefs inspect model.pte\n  \
     ptefs inspect --top 10 model.pte\n  \
-    ptefs inspect --json model.pte --data weights.ptd | jq .composition")]
+    ptefs inspect --json model.pte --data weights.ptd | jq .composition\n  \
+    ptefs inspect run.etdp --program model.pte")]
 pub(super) struct InspectArgs {
     /// Print JSON for scripts instead of text.
     #[arg(long)]
@@ -23,6 +24,12 @@ pub(super) struct InspectArgs {
     top: Option<usize>,
     #[command(flatten)]
     attach: super::Attach,
+    /// For an ETDump (.etdp): the program that ran, whose operators name
+    /// its instructions.
+    #[arg(long, value_name = "PTE")]
+    program: Option<PathBuf>,
+    #[command(flatten)]
+    profile: super::ProfileArgs,
     #[arg(help = super::INPUT_KINDS)]
     file: PathBuf,
 }
@@ -57,6 +64,31 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
     });
     progress.stage("summarizing");
     let mut report = inspect(&input.name, &input.parsed, &inputs.attached_data());
+    // The profile and its program: the file and --program, or --profile
+    // and the file.
+    let other = match (&args.program, &args.profile.profile) {
+        (Some(_), Some(_)) => {
+            return Err(fail(
+                &"--program (for an ETDump) and --profile (for a program) \
+                              are not given together",
+            ));
+        }
+        (Some(p), None) | (None, Some(p)) => Some(p),
+        (None, None) => None,
+    };
+    if let Some(path) = other {
+        progress.stage("joining the profile with its program");
+        let source = crate::source::Source::open(path).map_err(|e| fail(&e))?;
+        let parsed = crate::format::parse(source.bytes())
+            .map_err(|e| fail(&format_args!("{}: {e}", shown(path))))?;
+        let name = crate::source::base_name(path);
+        let joined = if args.program.is_some() {
+            crate::report::inspect::join_profile(&mut report, &name, &parsed, &input.parsed)
+        } else {
+            crate::report::inspect::join_profile(&mut report, &input.name, &input.parsed, &parsed)
+        };
+        joined.map_err(|e| fail(&format_args!("{}: {e}", shown(path))))?;
+    }
     if let Some(path) = &args.attach.names {
         progress.stage("loading the checkpoint");
         let checkpoint = crate::view::load_checkpoint(path).map_err(|e| fail(&e))?;

@@ -90,6 +90,20 @@ pub struct ProfileArgs {
     /// intermediate outputs' bytes to (default: <stem>.debug.bin beside it).
     #[arg(long = "debug-buffer", value_name = "FILE")]
     pub debug_buffer: Option<PathBuf>,
+    /// A profile (.etdp) of the program: joined with its instructions
+    /// under methods/<m>/profile/ (default: the only .etdp beside the
+    /// program, when its events name the program's instructions; not
+    /// with --no-auto-data).
+    #[arg(long = "profile", value_name = "ETDP")]
+    pub profile: Option<PathBuf>,
+}
+
+impl ProfileArgs {
+    /// Puts what is given into `req`.
+    pub fn apply(&self, req: &mut Request) {
+        req.debug_buffer = self.debug_buffer.clone();
+        req.profile = self.profile.clone();
+    }
 }
 
 /// What every command attaches to what it opens, defined once: data
@@ -129,6 +143,7 @@ impl Attach {
             names: self.names.clone(),
             auto_data: !self.no_auto_data,
             debug_buffer: None,
+            profile: None,
         })
     }
 }
@@ -158,7 +173,7 @@ impl Sources {
     /// The tree of the file, served as the mount would serve it.
     fn open(&self) -> Result<Fs, i32> {
         let mut req = self.attach.request(vec![self.file.clone()], false)?;
-        req.debug_buffer = self.profile.debug_buffer.clone();
+        self.profile.apply(&mut req);
         open_view(&req).map(Fs::new)
     }
 }
@@ -185,6 +200,7 @@ fn open_inputs(files: &[PathBuf], data: &[PathBuf], auto_data: bool) -> Result<O
         names: None,
         auto_data,
         debug_buffer: None,
+        profile: None,
     }
     .with_found_data();
     for n in &notes {

@@ -54,6 +54,14 @@ pub trait Backend: Sync {
         Vec::new()
     }
 
+    /// Which of its nodes the events a delegate recorded while profiled
+    /// timed: `ids` are the events' string debug ids in the order first
+    /// recorded within one call. `None` when the payload cannot say (by
+    /// default).
+    fn profile_nodes(&self, _payload: &[u8], _ids: &[&str]) -> Option<super::ProfileNodes> {
+        None
+    }
+
     /// The payload ranges decoding reads, for sources fetched in ranges:
     /// `payload` is the payload as held so far (bytes not yet fetched read
     /// as zeros) and `have` says whether a range is held. Called again

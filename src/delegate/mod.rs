@@ -68,6 +68,33 @@ pub fn backends() -> &'static [&'static dyn Backend] {
     BACKENDS
 }
 
+/// A delegate's profiling events matched to the nodes of its payload
+/// ([`Backend::profile_nodes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileNodes {
+    /// Per event id given, the node it timed (index and operator) and how
+    /// that was found, or `None` when it was not.
+    pub nodes: Vec<Option<ProfileNode>>,
+}
+
+/// One event id's node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileNode {
+    /// The node's index in the payload's node order.
+    pub index: usize,
+    /// Its operator, as the delegate's `code.txt` names it.
+    pub op: String,
+    /// How the match was made.
+    pub how: &'static str,
+}
+
+/// The nodes of the payload of a delegate of backend `id` that its
+/// profiling events (string debug ids, in the order first recorded)
+/// timed; `None` when the backend's payloads cannot say.
+pub fn profile_nodes(id: &str, payload: &[u8], ids: &[&str]) -> Option<ProfileNodes> {
+    backend(id)?.profile_nodes(payload, ids)
+}
+
 /// Decodes the payload of a delegate of backend `id` with its compile
 /// specs, finding named data in `named`. `None`: no decoder for that
 /// backend.

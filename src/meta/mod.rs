@@ -10,6 +10,7 @@ pub mod io;
 pub mod memory_plan;
 pub mod oplist;
 pub mod ops;
+pub mod profile_join;
 pub mod schemas;
 pub mod training;
 pub mod users;

@@ -26,7 +26,7 @@ use std::borrow::Cow;
 /// fetch ranges).
 pub use crate::delegate::payload_fetch::needed as fetch_plan;
 pub use content::{Content, Contents, FileRef, Piece, Widen};
-pub use layout::{DebugBuffer, Input, build, build_full, build_with_names};
+pub use layout::{AttachedProfile, DebugBuffer, Input, build, build_full, build_with_names};
 pub use lazy::{Lazy, SharedBytes};
 pub use listing::{Entries, Listed};
 pub use walk::Walk;

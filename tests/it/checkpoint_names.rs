@@ -42,6 +42,7 @@ fn open(files: &[PathBuf], data: &[PathBuf], names: &Path) -> View {
         names: Some(names.to_owned()),
         auto_data: false,
         debug_buffer: None,
+        profile: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -217,6 +218,7 @@ fn names_that_are_not_a_checkpoint_are_refused_with_the_reason() {
         names: Some(bad.clone()),
         auto_data: false,
         debug_buffer: None,
+        profile: None,
     })
     .unwrap_err()
     .to_string();

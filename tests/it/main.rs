@@ -26,6 +26,7 @@ mod cookbook;
 mod delegate_dot;
 mod diff;
 mod etdump;
+mod etdump_join;
 mod fetch_plans;
 mod fs;
 mod inspect;

@@ -29,6 +29,7 @@ fn open(inputs: &[String], data: &[String]) -> View {
         names: None,
         auto_data: false,
         debug_buffer: None,
+        profile: None,
     })
     .unwrap_or_else(|e| panic!("{inputs:?}: {e}"))
 }

@@ -338,6 +338,7 @@ fn a_directory_shows_each_model_under_its_name() {
         names: None,
         auto_data: false,
         debug_buffer: None,
+        profile: None,
     })
     .unwrap();
     // A model found in a subdirectory is named by its relative path.

@@ -92,7 +92,7 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         TROUBLE
     })?;
     let mut req = args.attach.request(inputs, args.subdirs)?;
-    req.debug_buffer = args.profile.debug_buffer.clone();
+    args.profile.apply(&mut req);
     // Fetching a remote file's structure, or laying out a large tree, takes
     // a while: a terminal sees which, until the tree is ready.
     let progress = Progress::new(&source_name);

@@ -49,6 +49,10 @@ impl Backend for Xnnpack {
         super::named_keys(payload)
     }
 
+    fn profile_nodes(&self, payload: &[u8], ids: &[&str]) -> Option<crate::delegate::ProfileNodes> {
+        super::profile::nodes(payload, ids)
+    }
+
     /// The header, then the flatbuffer it locates; never the constant data
     /// after it.
     fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {

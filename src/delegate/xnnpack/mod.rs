@@ -9,6 +9,7 @@ pub mod graph_json;
 pub mod header;
 mod layout;
 pub mod nodes;
+pub mod profile;
 pub mod weight_names;
 pub mod weights;
 

@@ -13,6 +13,7 @@ mod directories;
 mod file;
 mod methods;
 mod plan;
+pub mod profile;
 mod tensors;
 mod text;
 pub mod values;

@@ -52,6 +52,33 @@ pub struct Inspection {
     pub largest: Option<Vec<Largest>>,
 }
 
+/// `report` with the profile `profile` joined with `program` (shown as
+/// `program_name`): for `inspect run.etdp --program model.pte` and
+/// `inspect model.pte --profile run.etdp`. Errors when `program` is no
+/// program or `profile` no ETDump.
+pub fn join_profile(
+    report: &mut Inspection,
+    program_name: &str,
+    program: &Parsed<'_>,
+    profile: &Parsed<'_>,
+) -> Result<(), String> {
+    let program = match program {
+        Parsed::Program(p) => p,
+        Parsed::Bundled(b) => &b.program,
+        _ => return Err(format!("{program_name}: is not a program (.pte or .bpte)")),
+    };
+    let Parsed::Profile(profile) = profile else {
+        return Err("the profile is not an ETDump (.etdp)".to_owned());
+    };
+    let mut s = match report.profile.take() {
+        Some(s) => s,
+        None => profile::summary(profile),
+    };
+    profile::join_program(&mut s, program_name, program, profile);
+    report.profile = Some(s);
+    Ok(())
+}
+
 /// One of the largest tensors or blobs of a file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Largest {

@@ -30,6 +30,47 @@ pub struct ProfileSummary {
     pub events: Vec<EventStats>,
     /// The instructions with the most time, summed over the runs.
     pub top_instructions: Vec<InstructionTime>,
+    /// The join with the program that ran, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramJoin>,
+}
+
+/// What joining the profile with its program found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramJoin {
+    /// The program, as named.
+    pub file: String,
+    /// The method the events are taken to be of.
+    pub method: String,
+    /// Why that method.
+    pub method_chosen_because: String,
+    /// Its instructions, and how many the profile times.
+    pub instructions: usize,
+    /// How many of them the profile times.
+    pub instructions_recorded: usize,
+    /// Events naming no instruction of the method (or without a
+    /// duration), with the first reasons.
+    pub unmatched_events: usize,
+    /// The first few reasons.
+    pub unmatched_first: Vec<String>,
+    /// Per operator (each delegate backend as one), time summed over the
+    /// runs, longest first.
+    pub top_operators: Vec<OperatorTime>,
+}
+
+/// Time spent in one operator.
+#[derive(Debug, Clone, Serialize)]
+pub struct OperatorTime {
+    /// The operator (`aten::addmm.out`) or `delegate <backend>`.
+    pub operator: String,
+    /// How many instructions call it.
+    pub instructions: usize,
+    /// Calls recorded.
+    pub calls: usize,
+    /// Summed, in ms.
+    pub total_ms: f64,
+    /// Share of the method's time.
+    pub share: f64,
 }
 
 /// One run data block.
@@ -79,6 +120,10 @@ pub struct InstructionTime {
     pub instruction_id: i32,
     /// What ran (the kernel's event name, or the outer event's).
     pub name: String,
+    /// The program's operator (or delegate) at that instruction, when the
+    /// program is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
     /// In how many runs it was recorded.
     pub runs: usize,
     /// Summed over runs, in ms.
@@ -204,6 +249,7 @@ pub fn summary(p: &ProfileFile<'_>) -> ProfileSummary {
             chain_index: c,
             instruction_id: i,
             name,
+            operator: None,
             runs: n,
             total_ms: ms(total),
             mean_ms: ms(total) / n.max(1) as f64,
@@ -221,7 +267,69 @@ pub fn summary(p: &ProfileFile<'_>) -> ProfileSummary {
         runs,
         events,
         top_instructions: top,
+        program: None,
     }
+}
+
+/// `s` (the summary of `profile`) with the top instructions named by the
+/// operators of `program` (shown as `name`), and what the join found.
+pub fn join_program(
+    s: &mut ProfileSummary,
+    name: &str,
+    program: &crate::format::ProgramFile<'_>,
+    profile: &ProfileFile<'_>,
+) {
+    let Some(j) = crate::meta::profile_join::join(program, profile) else {
+        return;
+    };
+    for t in &mut s.top_instructions {
+        let (Ok(c), Ok(i)) = (
+            usize::try_from(t.chain_index),
+            usize::try_from(t.instruction_id),
+        ) else {
+            continue;
+        };
+        t.operator = j
+            .instructions
+            .iter()
+            .find(|x| x.chain == c && x.index == i)
+            .map(|x| x.does.label());
+    }
+    let mut ops: Vec<OperatorTime> = j
+        .by_operator()
+        .into_iter()
+        .map(|(operator, instructions, d)| {
+            let total = d.iter().fold(0u64, |a, &x| a.saturating_add(x));
+            OperatorTime {
+                operator,
+                instructions,
+                calls: d.len(),
+                total_ms: ms(total),
+                share: j.share(total),
+            }
+        })
+        .collect();
+    ops.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms));
+    ops.truncate(TOP);
+    s.program = Some(ProgramJoin {
+        file: name.to_owned(),
+        method: j.method.clone(),
+        method_chosen_because: j.chosen_because.clone(),
+        instructions: j.instructions.len(),
+        instructions_recorded: j
+            .instructions
+            .iter()
+            .filter(|i| !i.durations.is_empty())
+            .count(),
+        unmatched_events: j.unmatched.len(),
+        unmatched_first: j
+            .unmatched
+            .iter()
+            .take(5)
+            .map(|u| format!("run {} event {}: {}", u.run, u.event, u.why))
+            .collect(),
+        top_operators: ops,
+    });
 }
 
 /// The inspection of ETDump `p`, shown as `name`.
@@ -281,17 +389,50 @@ pub(super) fn text(o: &mut String, s: &ProfileSummary) {
             e.max_ms
         );
     }
+    if let Some(j) = &s.program {
+        let _ = writeln!(
+            o,
+            "\njoined with {}: method {} ({}); {} of its {} instructions timed, {} events unmatched",
+            escape(&j.file),
+            escape(&j.method),
+            j.method_chosen_because,
+            j.instructions_recorded,
+            j.instructions,
+            j.unmatched_events
+        );
+        for u in &j.unmatched_first {
+            let _ = writeln!(o, "  unmatched: {}", escape(u));
+        }
+    }
     let _ = writeln!(o, "\ntop instructions by time:");
     for t in &s.top_instructions {
+        let name = match &t.operator {
+            Some(op) => format!("{op} ({})", t.name),
+            None => t.name.clone(),
+        };
         let _ = writeln!(
             o,
             "  chain {} instruction {:>4} {:<36} {:>10.6} ms over {} runs ({:.6} ms each)",
             t.chain_index,
             t.instruction_id,
-            escape(&t.name),
+            escape(&name),
             t.total_ms,
             t.runs,
             t.mean_ms
         );
+    }
+    if let Some(j) = &s.program {
+        let _ = writeln!(o, "\ntop operators by time:");
+        for op in &j.top_operators {
+            let _ = writeln!(
+                o,
+                "  {:<40} {:>3} instructions {:>5} calls {:>10.6} ms {:>6.2}%",
+                escape(&op.operator),
+                op.instructions,
+                op.calls,
+                op.total_ms,
+                op.share * 100.0
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@ mod meta;
 mod package;
 mod profile;
 mod program;
+mod program_profile;
 mod tables;
 mod tensor_index;
 
@@ -25,6 +26,7 @@ use super::{Content, Dtype, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, Te
 use crate::format::{DataFile, Parsed, ProgramFile, Span, scalar};
 use crate::meta::checkpoint::{Checkpoint, Digest32};
 use index_entry::TensorShape;
+pub use program_profile::AttachedProfile;
 
 /// A parsed file to show, with the name it is shown under.
 #[derive(Debug)]
@@ -55,7 +57,7 @@ pub fn build_with_names(
     one_dir_each: bool,
     names: Option<&Checkpoint>,
 ) -> Tree {
-    build_full(inputs, attached, one_dir_each, names, &[])
+    build_full(inputs, attached, one_dir_each, names, &[], None)
 }
 
 /// The debug buffer of an ETDump: the file whose byte ranges its debug
@@ -72,13 +74,15 @@ pub struct DebugBuffer {
     pub name: String,
 }
 
-/// [`build_with_names`], with the debug buffers of ETDumps.
+/// [`build_with_names`], with the debug buffers of ETDumps and the
+/// profile (an ETDump) joined with every program shown.
 pub fn build_full(
     inputs: &[Input<'_>],
     attached: &[Input<'_>],
     one_dir_each: bool,
     names: Option<&Checkpoint>,
     debug: &[DebugBuffer],
+    profile: Option<&Input<'_>>,
 ) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
@@ -101,9 +105,13 @@ pub fn build_full(
         checkpoint: names.cloned(),
         cache: Some(RenderCache::new(lazy::CACHE_BUDGET)),
         debug_buffers: debug.iter().map(|d| (d.of, (d.source, d.len))).collect(),
+        profile: profile.map(|i| AttachedProfile {
+            source: i.source,
+            name: i.name.clone(),
+        }),
         ..Builder::default()
     };
-    for i in inputs.iter().chain(attached) {
+    for i in inputs.iter().chain(attached).chain(profile) {
         b.source_names.insert(i.source, i.name.clone());
         b.source_bytes.insert(i.source, i.bytes.clone());
     }
@@ -224,6 +232,8 @@ struct Builder {
     by_name: Vec<(String, Ino)>,
     /// Per ETDump source, its debug buffer's source and length.
     debug_buffers: HashMap<SourceId, (SourceId, u64)>,
+    /// The profile joined with every program shown.
+    profile: Option<AttachedProfile>,
 }
 
 /// Source, offset, length and prefix length of a file's bytes.

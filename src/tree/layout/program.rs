@@ -34,6 +34,7 @@ impl Builder {
 
         let mut methods = self.subdir(root, "methods");
         let mut method_dirs = Vec::new();
+        let joined = self.profile_join(file_name, p);
         let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
         let named = NamedIndex::new(p, origin, data);
         let shown = Shown {
@@ -74,6 +75,9 @@ impl Builder {
                 }
             });
             self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, table);
+            if let Some(j) = joined.as_ref().filter(|j| j.method_index == mi) {
+                self.method_profile(&mut mdir, j, (p, m, mi), &meta.delegate_dirs, origin);
+            }
             method_dirs.push((name, meta.delegate_dirs));
         }
 

@@ -8,6 +8,7 @@ pub mod npy;
 pub mod ops_yaml;
 pub mod package_code;
 pub mod package_graph_json;
+pub mod profile_tsv;
 pub mod readme;
 
 use serde::Serialize;

@@ -45,6 +45,7 @@ pub fn view_of(files: &[PathBuf], data: &[PathBuf]) -> View {
         // As the command line and mount do by default.
         auto_data: true,
         debug_buffer: None,
+        profile: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }
