@@ -63,11 +63,13 @@ class TensorInfo:
         name: its name where the file records one (FQN, named-data or
             checkpoint key), else ``None``.
         dtype: the element type in the vocabulary of what stores it
-            (``"FLOAT"``, ``"BFLOAT16"``, ``"xnn_datatype_qint8"``).
+            (``"FLOAT"``, ``"BFLOAT16"``, ``"xnn_datatype_qint8"``); ``None``
+            for a data file's untyped blob (its array is raw bytes).
         numpy_dtype: the NumPy type string of :meth:`File.numpy`'s array
             (raw bits as unsigned integers where NumPy has no such type:
             bfloat16, float8), or ``None``.
-        shape: logical sizes (a delegate weight's own dims).
+        shape: logical sizes (a delegate weight's own dims); ``None`` for an
+            untyped blob.
         nbytes: bytes stored.
         source: the name of the file holding the bytes.
         offset: the byte offset of the first byte in that file.
@@ -97,13 +99,15 @@ class TensorInfo:
         "links",
         "npy",
         "entry",
+        "_ino",
     )
 
     def __init__(self, raw: Dict[str, Any]) -> None:
         entry = raw.get("entry") or {}
         self.path: str = raw["path"]
-        self.dtype: str = raw["dtype"]
-        self.shape: tuple = tuple(raw["shape"])
+        self.dtype: Optional[str] = raw["dtype"]
+        self.shape: Optional[tuple] = None if raw["shape"] is None else tuple(raw["shape"])
+        self._ino: int = raw["ino"]
         self.nbytes: int = raw["nbytes"]
         self.source: str = raw["source"]
         self.offset: int = raw["offset"]
@@ -128,10 +132,10 @@ class TensorInfo:
         )
 
     def __repr__(self) -> str:
-        shape = "[" + ", ".join(str(d) for d in self.shape) + "]"
+        shape = "" if self.shape is None else "[" + ", ".join(str(d) for d in self.shape) + "]"
         named = f" {self.name!r}" if self.name else ""
         return (
-            f"<TensorInfo {self.path}{named} {self.dtype}{shape} "
+            f"<TensorInfo {self.path}{named} {self.dtype or 'bytes'}{shape} "
             f"{self.nbytes} bytes at {self.source}:{self.offset}>"
         )
 
@@ -287,14 +291,20 @@ class File:
         p = name_or_path.strip("/")
         if p in tensors:
             return tensors[p]
+        by_ino = self._by_ino()
         if self.exists(p):
-            ino = self.tree.stat(p)["ino"]
+            t = by_ino.get(self.tree.stat(p)["ino"])
+            if t is not None:
+                return t
             for t in tensors.values():
-                if t.npy == p or p in t.links:
+                if t.npy == p:
                     return t
-            for t in tensors.values():
-                if self.tree.stat(t.path)["ino"] == ino:
-                    return t
+        # A checkpoint key: by-name/ links it to the file holding its bytes.
+        linked = "by-name/" + _ptefs.by_name(name_or_path)
+        if self.exists(linked):
+            t = by_ino.get(self.tree.stat(linked)["ino"])
+            if t is not None:
+                return t
         found = [
             t
             for t in tensors.values()
@@ -309,6 +319,9 @@ class File:
                 + ", ".join(t.path for t in found)
             )
         raise NotFound(f"{name_or_path}: no such tensor or path")
+
+    def _by_ino(self) -> Dict[int, TensorInfo]:
+        return {t._ino: t for t in self.tensors().values()}
 
     def numpy(self, name_or_path: str):
         """The tensor as a read-only NumPy array.

@@ -26,6 +26,12 @@ fn main(py: Python<'_>, args: Vec<OsString>) -> i32 {
     py.detach(|| ptefs::cli::main_with_args(args))
 }
 
+/// The name under `by-name/` of checkpoint key `key`.
+#[pyfunction]
+fn by_name(key: &str) -> String {
+    ptefs::tree::names::DirNames::default().unique(&ptefs::tree::names::encode(key), "")
+}
+
 /// The module.
 #[pymodule]
 fn _ptefs(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -38,6 +44,7 @@ fn _ptefs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tree::Tree>()?;
     m.add_class::<memory::Memory>()?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_function(wrap_pyfunction!(by_name, m)?)?;
     m.add_function(wrap_pyfunction!(reports::diff, m)?)?;
     Ok(())
 }

@@ -63,8 +63,8 @@ fn matched(tree: &tree::Tree, checkpoint: &Checkpoint) -> MatchReport {
         .keys
         .keys()
         .filter(|k| {
-            let name = tree::names::DirNames::default().unique(&tree::names::encode(k), "");
-            tree.resolve(&format!("by-name/{name}")).is_none()
+            tree.resolve(&format!("by-name/{}", crate::by_name(k)))
+                .is_none()
         })
         .cloned()
         .collect();

@@ -1,6 +1,7 @@
 //! Every stored tensor of a tree, once: each file the tree types as a
 //! tensor (program constants, external tensors, `.ptd` entries, `.ptn`
-//! keys, decoded delegate weights, test-set inputs, debug outputs), with
+//! keys, decoded delegate weights, test-set inputs, debug outputs, and a
+//! data file's untyped blobs), with
 //! where its bytes lie in its source and the entry the tree's `index.json`
 //! beside it gives it (names, users, checkpoint names), as the mount shows
 //! them. The same bytes at several paths (hard links) are one tensor.
@@ -19,15 +20,17 @@ struct Tensor {
     /// The path that names it: its file in the nearest `index.json` that
     /// lists it, else its first `.bin` name.
     path: String,
+    /// Its inode: the same for each of its paths.
+    ino: Ino,
     /// Every path of the same file (aliases, `values/<id>`, constants).
     links: Vec<String>,
     /// Its `.npy` twin, where NumPy can describe it.
     npy: Option<String>,
     /// The element type in the vocabulary of what stores it (`FLOAT`,
-    /// `xnn_datatype_qint8`).
-    dtype: String,
-    /// Logical sizes.
-    shape: Vec<i64>,
+    /// `xnn_datatype_qint8`); `null` for a data file's untyped blob.
+    dtype: Option<String>,
+    /// Logical sizes; `null` for an untyped blob.
+    shape: Option<Vec<i64>>,
     /// Bytes stored.
     nbytes: u64,
     /// The source file's name as the tree shows it.
@@ -41,17 +44,17 @@ struct Tensor {
 /// The tensors of `fs`'s tree as a JSON array, by path.
 pub fn list(fs: &Fs) -> Result<String, serde_json::Error> {
     let tree = &fs.view().tree;
-    // Each tensor file's names, in walk order, and the index files.
+    // Every file's names, in walk order, and the index files.
     let mut names: HashMap<Ino, Vec<String>> = HashMap::new();
     let mut order: Vec<Ino> = Vec::new();
     let mut indexes: Vec<(String, Ino)> = Vec::new();
     let mut npys: HashMap<String, Ino> = HashMap::new();
     for (path, ino) in fs.walk(ROOT) {
-        if path == "index.json" || path.ends_with("/index.json") {
-            indexes.push((path, ino));
+        if tree.is_dir(ino) {
             continue;
         }
-        if tree.tensor_meta(ino).is_none() {
+        if path == "index.json" || path.ends_with("/index.json") {
+            indexes.push((path, ino));
             continue;
         }
         if path.ends_with(".npy") {
@@ -64,9 +67,10 @@ pub fn list(fs: &Fs) -> Result<String, serde_json::Error> {
         }
         seen.push(path);
     }
-    // The entries of the index files that name a tensor file; an entry
-    // that types it (`numpy_dtype`: a tensor's, not a constant buffer's or
-    // a blob's) wins over one that only names it.
+    // The entries of the index files that name a file; an entry that
+    // types it (`numpy_dtype`: a tensor's, not a constant buffer's or a
+    // blob's) wins over one that only names it. A data file's untyped
+    // entries (named blobs in `tensors/`) are stored tensors too.
     let mut entries: HashMap<Ino, (String, Value)> = HashMap::new();
     for (path, ino) in indexes {
         let Ok(bytes) = fs.read_copy(ino, 0, u64::MAX) else {
@@ -76,7 +80,13 @@ pub fn list(fs: &Fs) -> Result<String, serde_json::Error> {
             continue;
         };
         let dir = path.strip_suffix("index.json").unwrap_or("");
-        for item in items {
+        let data_file = dir == "tensors/" || dir.ends_with("/tensors/");
+        // A quantized weight's entry holds its scales' entry.
+        let nested: Vec<Value> = items
+            .iter()
+            .filter_map(|i| i.get("scales").filter(|s| s.get("name").is_some()).cloned())
+            .collect();
+        for item in items.into_iter().chain(nested) {
             let Some(name) = item.get("name").and_then(Value::as_str) else {
                 continue;
             };
@@ -84,10 +94,12 @@ pub fn list(fs: &Fs) -> Result<String, serde_json::Error> {
             let Ok(file_ino) = fs.resolve(&file) else {
                 continue;
             };
-            if !names.contains_key(&file_ino) {
+            let typed = |e: &Value| e.get("numpy_dtype").is_some();
+            let wanted =
+                tree.tensor_meta(file_ino).is_some() || (data_file && item.get("key").is_some());
+            if !wanted || !names.contains_key(&file_ino) {
                 continue;
             }
-            let typed = |e: &Value| e.get("numpy_dtype").is_some();
             let better = match entries.get(&file_ino) {
                 None => true,
                 Some((_, e)) => typed(&item) && !typed(e),
@@ -97,9 +109,13 @@ pub fn list(fs: &Fs) -> Result<String, serde_json::Error> {
             }
         }
     }
-    let mut out = Vec::with_capacity(order.len());
+    let mut out = Vec::with_capacity(entries.len());
     for ino in order {
-        let (Some(meta), Some(file)) = (tree.tensor_meta(ino), tree.file(ino)) else {
+        let meta = tree.tensor_meta(ino);
+        if meta.is_none() && !entries.contains_key(&ino) {
+            continue;
+        }
+        let Some(file) = tree.file(ino) else {
             continue;
         };
         let (source, span) = match &*file.content {
@@ -124,10 +140,11 @@ pub fn list(fs: &Fs) -> Result<String, serde_json::Error> {
         let npy = twin(&path, &entry).filter(|n| npys.contains_key(n));
         out.push(Tensor {
             path,
+            ino,
             links,
             npy,
-            dtype: meta.dtype.name(),
-            shape: meta.sizes.to_vec(),
+            dtype: meta.map(|m| m.dtype.name()),
+            shape: meta.map(|m| m.sizes.to_vec()),
             nbytes: span.len,
             source: tree.source_name(source).to_owned(),
             offset: span.offset,

@@ -37,9 +37,8 @@ def ptefs_command() -> str:
 
 
 def run_ptefs(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [ptefs_command(), *args], capture_output=True, text=True, timeout=120, **kw
-    )
+    kw.setdefault("text", True)
+    return subprocess.run([ptefs_command(), *args], capture_output=True, timeout=120, **kw)
 
 
 def skip_or_fail(why: str) -> None:
