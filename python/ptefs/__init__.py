@@ -469,6 +469,14 @@ def open(
         inputs = [_path(s) for s in source]
     try:
         tree = _ptefs.Tree(inputs, data_list, name_path, auto_data, recursive)
+    except Error as e:
+        if keep is not None:
+            os.close(keep)
+            # Bytes have no name: say so rather than name the memory file.
+            e.args = tuple(str(a).replace(inputs[0], "<bytes>") for a in e.args)
+            if getattr(e, "path", None) == inputs[0]:
+                e.path = "<bytes>"
+        raise
     except BaseException:
         if keep is not None:
             os.close(keep)

@@ -75,8 +75,10 @@ def test_invalid_files_raise_the_commands_error(tmp_path: Path, name, data, says
     assert out.returncode == 2
     assert out.stderr.strip() == f"ptefs: {message}"
     # The same bytes given as bytes fail the same way.
-    with pytest.raises(ptefs.FormatError):
+    with pytest.raises(ptefs.FormatError) as e:
         ptefs.open(data)
+    assert str(e.value) == message.replace(str(path), "<bytes>")
+    assert e.value.path == "<bytes>"
 
 
 def test_every_fuzz_finding_opens_or_fails_cleanly() -> None:
