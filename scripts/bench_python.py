@@ -47,7 +47,8 @@ def main():
                 buf = pte.program.constant_buffer[int(key[6:])].storage
             else:
                 named = pte.named_data
-                buf = named.buffers[named.pte_data[key]].buffer
+                buf = named.buffers[named.pte_data[key].buffer_index]
+                buf = getattr(buf, "buffer", buf)
             return float(np.frombuffer(buf, "<f4").sum(dtype="f8"))
 
     elif mode == "safetensors":
