@@ -3,7 +3,8 @@
 # fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check that
 # graph.dot files render), nginx (an HTTP server with range support for the
 # remote-source tests), openssl (their htpasswd lines), NumPy, PyYAML and
-# moto's S3 server (with boto3).
+# moto's S3 server (with boto3), and maturin and pytest for the Python
+# package.
 # Idempotent.
 set -euo pipefail
 need=()
@@ -32,4 +33,8 @@ fi
 if ! command -v moto_server >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
   echo "setup: pip install 'moto[server]'" >&2
   python3 -m pip install --quiet 'moto[server]'
+fi
+if ! command -v maturin >/dev/null || ! python3 -c "import pytest" 2>/dev/null; then
+  echo "setup: pip install maturin pytest" >&2
+  python3 -m pip install --quiet 'maturin>=1.9,<2' pytest
 fi

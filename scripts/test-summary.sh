@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sums up a `cargo test` log: one line of passed, failed and skipped tests,
-# after the names of those that failed or were skipped.
+# Sums up a `cargo test` log, and the pytest run in it: one line of passed,
+# failed and skipped tests, after the names of those that failed or were skipped.
 #   scripts/test-summary.sh LOG SKIP_LOG CARGO_STATUS
 # A test that skipped (no FUSE, not root) passed as far as cargo knows: it is
 # listed in SKIP_LOG and counted as skipped, not passed. Exits non-zero when
@@ -15,9 +15,17 @@ read -r passed failed ignored < <(awk '
       if ($(i+1) ~ /^ignored;?$/) g += $i
     }
   }
+  # pytest (-q): "2 failed, 50 passed, 1 skipped in 9.81s"
+  / in [0-9.]+s( \([0-9:]+\))?$/ && /(passed|failed)/ {
+    for (i = 1; i <= NF; i++) {
+      if ($(i+1) ~ /^passed,?$/) p += $i
+      if ($(i+1) ~ /^failed,?$/) f += $i
+      if ($(i+1) ~ /^skipped,?$/) g += $i
+    }
+  }
   END { print p + 0, f + 0, g + 0 }' "$log")
-failed_names=$(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log" | sort -u)
-ignored_names=$(sed -n 's/^test \(.*\) \.\.\. ignored.*$/\1/p' "$log" | sort -u)
+failed_names=$( (sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log"; sed -n 's/^FAILED \([^ ]*\).*$/\1/p' "$log") | sort -u)
+ignored_names=$( (sed -n 's/^test \(.*\) \.\.\. ignored.*$/\1/p' "$log"; sed -n 's/^SKIPPED \[[0-9]*\] \(.*\)$/\1/p' "$log") | sort -u)
 skipped_names=$(sort -u "$skips")
 nskipped=$(( $(grep -c . <<<"$skipped_names" || true) + ignored ))
 passed=$(( passed - $(grep -c . <<<"$skipped_names" || true) ))

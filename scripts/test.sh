@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, lints, generated code, unit,
-# integration and mount tests. Every test binary runs even when one fails,
+# integration and mount tests, then the Python package's tests (its wheel
+# installed in a fresh virtual environment). Every test binary runs even when one fails,
 # and the last line sums up what passed, failed and was skipped, naming the
 # failed and skipped tests. Mount tests skip loudly without FUSE, and fail
 # instead when PTEFS_REQUIRE_FUSE=1.
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy -p ptefs-python --all-targets --quiet -- -D warnings
 # The fuzz targets use the library's API; they must keep compiling.
 (cd fuzz && cargo check --quiet --bins)
 scripts/gen-schema.sh --check
@@ -19,5 +21,9 @@ trap 'rm -f "$log" "$skips"' EXIT
 set +e
 PTEFS_SKIP_LOG=$skips cargo test --all-targets --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# The Python package: its own pytest run, counted in the summary.
+scripts/test-python.sh -q -rfs 2>&1 | tee -a "$log"
+pystatus=${PIPESTATUS[0]}
 set -e
+((status == 0)) && status=$pystatus
 scripts/test-summary.sh "$log" "$skips" "$status"

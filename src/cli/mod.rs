@@ -249,6 +249,15 @@ pub fn report_view(opened: Result<View, crate::view::OpenError>) -> Result<View,
 
 /// Runs the command line and returns the exit status.
 pub fn main() -> i32 {
+    main_with_args(std::env::args_os().collect())
+}
+
+/// Runs the command line `args` (the program's name first) in this
+/// process and returns the exit status: what `ptefs` installed by the
+/// Python wheel runs, with the arguments Python was given. `mount` forks
+/// from here as from the binary. The process's own argument area (which
+/// may be an interpreter's) has its secrets masked all the same.
+pub fn main_with_args(args: Vec<OsString>) -> i32 {
     // fuser warns when it finds its mount already gone, which is how every
     // `ptefs umount` ends; RUST_LOG can still ask for it.
     let filter = "warn,fuser::session=error";
@@ -264,11 +273,12 @@ pub fn main() -> i32 {
                 record.target()
             )
         })
-        .init();
-    let args: Vec<OsString> = std::env::args_os().collect();
+        // A second run in one process (from Python) keeps the first logger.
+        .try_init()
+        .ok();
     // Before anything else runs: the daemon keeps this command line for
     // as long as the mount lives, and every user can read it.
-    cmdline::hide_secrets(&args);
+    cmdline::hide_secrets(&std::env::args_os().collect::<Vec<_>>());
     let args = plain_mount_form(args);
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,

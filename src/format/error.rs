@@ -156,6 +156,19 @@ impl Error {
         Error::Field(message.into())
     }
 
+    /// The byte offset in the file where the fault is, where the error
+    /// names one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::CutOff { at, .. } => Some(*at),
+            Error::PastEnd { offset, .. }
+            | Error::Overflow { offset, .. }
+            | Error::TooSmall { offset, .. } => Some(*offset),
+            Error::In { source, .. } => source.offset(),
+            _ => None,
+        }
+    }
+
     /// The same error inside `context`.
     pub fn context(self, context: impl fmt::Display) -> Self {
         Error::In {

@@ -1,0 +1,168 @@
+//! `inspect` and `diff` as the `ptefs` command makes them with `--json`:
+//! the library's report values, serialised with serde_json. Opening and
+//! parsing follow `src/cli/inspect.rs` and `src/cli/diff.rs` step by step
+//! (the same library calls in the same order), so that the dictionaries
+//! equal what the command prints.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use pyo3::prelude::*;
+
+use ptefs::meta::names::{Checkpoint, MatchReport};
+use ptefs::report::diff::{Options, Section, Side, Tolerance, compare};
+use ptefs::report::inspect::{inspect as inspect_file, largest};
+use ptefs::source::redact::shown;
+use ptefs::tree;
+use ptefs::view::{Opened, Request, load_checkpoint};
+
+use crate::errors::{Error, open_error};
+
+/// Opens and maps what `req` names with the data files found beside it.
+fn open(req: &Request) -> Result<Opened, ptefs::view::OpenError> {
+    let (req, _notes) = req.with_found_data();
+    Opened::open(&req)
+}
+
+/// `ptefs inspect --json [--top N]` of the first input of `req`.
+pub fn inspect(py: Python<'_>, req: &Request, top: Option<usize>) -> PyResult<String> {
+    let out = py.detach(|| -> Result<String, PyErr> {
+        let opened = open(req).map_err(|e| Python::attach(|py| open_error(py, e)))?;
+        let inputs = opened
+            .parse()
+            .map_err(|e| Python::attach(|py| open_error(py, e)))?;
+        let Some(input) = inputs.shown.first() else {
+            return Err(Error::new_err("nothing to inspect"));
+        };
+        let mut report = inspect_file(&input.name, &input.parsed, &inputs.attached_data());
+        if let Some(path) = &req.names {
+            let checkpoint =
+                load_checkpoint(path).map_err(|e| Python::attach(|py| open_error(py, e)))?;
+            let tree = tree::build_with_names(
+                std::slice::from_ref(input),
+                &inputs.attached,
+                false,
+                Some(&checkpoint),
+            );
+            report.checkpoint = Some(matched(&tree, &checkpoint));
+        }
+        if let Some(n) = top {
+            let tree = tree::build(std::slice::from_ref(input), &inputs.attached, false);
+            let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
+            report.largest = Some(largest(&tree, n, &sizes));
+        }
+        serde_json::to_string(&report).map_err(|e| Error::new_err(e.to_string()))
+    })?;
+    Ok(out)
+}
+
+/// Which keys of `checkpoint` found a file in `tree` (under `by-name/`),
+/// as `ptefs inspect --names` counts them.
+fn matched(tree: &tree::Tree, checkpoint: &Checkpoint) -> MatchReport {
+    let unmatched: Vec<String> = checkpoint
+        .keys
+        .keys()
+        .filter(|k| {
+            tree.resolve(&format!("by-name/{}", crate::by_name(k)))
+                .is_none()
+        })
+        .cloned()
+        .collect();
+    MatchReport {
+        keys: checkpoint.keys.len(),
+        matched: checkpoint.keys.len() - unmatched.len(),
+        unmatched,
+    }
+}
+
+/// `ptefs diff --json` of two files, each with `data` attached: the
+/// report as JSON, and whether they differ.
+#[pyfunction]
+#[pyo3(signature = (a, b, data=Vec::new(), names=None, auto_data=true, only=Vec::new(), atol=0.0, rtol=0.0))]
+#[allow(clippy::too_many_arguments)]
+pub fn diff(
+    py: Python<'_>,
+    a: PathBuf,
+    b: PathBuf,
+    data: Vec<PathBuf>,
+    names: Option<PathBuf>,
+    auto_data: bool,
+    only: Vec<String>,
+    atol: f64,
+    rtol: f64,
+) -> PyResult<(String, bool)> {
+    if !(atol >= 0.0 && rtol >= 0.0) {
+        return Err(Error::new_err(
+            "atol and rtol must be numbers at or above 0",
+        ));
+    }
+    let only = only
+        .iter()
+        .map(|s| {
+            Section::from_str(s, true).map_err(|_| {
+                let known: Vec<String> = Section::value_variants()
+                    .iter()
+                    .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_owned()))
+                    .collect();
+                Error::new_err(format!(
+                    "{s:?} is no section; sections are {}",
+                    known.join(", ")
+                ))
+            })
+        })
+        .collect::<PyResult<Vec<Section>>>()?;
+    for p in [&a, &b] {
+        if p.is_dir() {
+            return Err(Error::new_err(format!(
+                "{}: is a directory; compare directories with `ptefs diff`",
+                shown(p)
+            )));
+        }
+    }
+    let opt = Options {
+        only,
+        tolerance: Tolerance { atol, rtol },
+    };
+    let request = |input: &PathBuf| Request {
+        inputs: vec![input.clone()],
+        data: data.clone(),
+        recursive: false,
+        names: None,
+        auto_data,
+        debug_buffer: None,
+    };
+    let (ra, rb) = (request(&a), request(&b));
+    let (na, nb) = (shown(&a), shown(&b));
+    py.detach(|| -> PyResult<(String, bool)> {
+        let fail = |e| Python::attach(|py| open_error(py, e));
+        let checkpoint = names
+            .as_deref()
+            .map(load_checkpoint)
+            .transpose()
+            .map_err(fail)?;
+        let mut oa = open(&ra).map_err(fail)?;
+        let mut ob = open(&rb).map_err(fail)?;
+        // Tensors are compared byte for byte: remote files are read whole.
+        oa.fetch_whole().map_err(fail)?;
+        ob.fetch_whole().map_err(fail)?;
+        let (ia, ib) = (oa.parse().map_err(fail)?, ob.parse().map_err(fail)?);
+        let (Some(xa), Some(xb)) = (ia.shown.first(), ib.shown.first()) else {
+            return Err(Error::new_err("nothing to compare"));
+        };
+        let ta = tree::build_with_names(&ia.shown, &ia.attached, false, checkpoint.as_ref());
+        let tb = tree::build_with_names(&ib.shown, &ib.attached, false, checkpoint.as_ref());
+        let side = |input, attached, tree| Side {
+            input,
+            attached,
+            tree,
+        };
+        let report = compare(
+            &side(xa, &ia.attached, &ta),
+            &side(xb, &ib.attached, &tb),
+            (&na, &nb),
+            &opt,
+        );
+        let json = serde_json::to_string(&report).map_err(|e| Error::new_err(e.to_string()))?;
+        Ok((json, report.differ))
+    })
+}

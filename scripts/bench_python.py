@@ -1,0 +1,77 @@
+"""Timings for scripts/bench-python.sh: each mode prints the median time in
+nanoseconds of RUNS runs of one way to open a file and sum one tensor.
+
+  ptefs FILE PATH RUNS            ptefs.open + numpy(PATH).sum()
+  executorch FILE KEY RUNS        deserialize_pte_binary + the same sum
+                                  (KEY: named data key, or const:<index>)
+  safetensors FILE NAME RUNS      safe_open + get_tensor(NAME).sum()
+  save FILE OUT                   every tensor of FILE, by tree path, as one
+                                  safetensors file (prints nothing)
+"""
+
+import statistics
+import sys
+import time
+
+
+def median_ns(fn, runs):
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - start)
+    return int(statistics.median(times))
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "ptefs":
+        import ptefs
+
+        path, name, runs = sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+        def run():
+            with ptefs.open(path) as f:
+                return float(f.numpy(name).sum(dtype="f8"))
+
+    elif mode == "executorch":
+        import numpy as np
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        path, key, runs = sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+        def run():
+            with open(path, "rb") as f:
+                pte = deserialize_pte_binary(f.read())
+            if key.startswith("const:"):
+                buf = pte.program.constant_buffer[int(key[6:])].storage
+            else:
+                named = pte.named_data
+                buf = named.buffers[named.pte_data[key].buffer_index]
+                buf = getattr(buf, "buffer", buf)
+            return float(np.frombuffer(buf, "<f4").sum(dtype="f8"))
+
+    elif mode == "safetensors":
+        from safetensors import safe_open
+
+        path, name, runs = sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+        def run():
+            with safe_open(path, framework="np") as f:
+                return float(f.get_tensor(name).sum(dtype="f8"))
+
+    elif mode == "save":
+        import ptefs
+        from safetensors.numpy import save_file
+
+        with ptefs.open(sys.argv[2]) as f:
+            save_file({p: f.numpy(p) for p in f.tensors()}, sys.argv[3])
+        return
+    else:
+        raise SystemExit(__doc__)
+    run()  # warm: imports, page cache
+    print(median_ns(run, runs))
+
+
+if __name__ == "__main__":
+    main()
