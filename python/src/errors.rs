@@ -66,7 +66,7 @@ pub fn format_error(
 
 /// The exception for a failed filesystem call on `path`.
 pub fn fs_error(path: &str, e: FsError) -> PyErr {
-    let message = format!("{}: {e}", ptefs::text::escape(path));
+    let message = format!("{}: {e}", ptefs::escape::escape(path));
     match e {
         FsError::NotFound => NotFound::new_err(message),
         FsError::SourceChanged(_) | FsError::Read { .. } => SourceError::new_err(message),

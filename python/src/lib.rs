@@ -29,7 +29,7 @@ fn main(py: Python<'_>, args: Vec<OsString>) -> i32 {
 /// The name under `by-name/` of checkpoint key `key`.
 #[pyfunction]
 fn by_name(key: &str) -> String {
-    ptefs::tree::names::DirNames::default().unique(&ptefs::tree::names::encode(key), "")
+    ptefs::tree::file_names::by_name(key)
 }
 
 /// The module.

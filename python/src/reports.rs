@@ -1,19 +1,16 @@
 //! `inspect` and `diff` as the `ptefs` command makes them with `--json`:
-//! the library's report values, serialised with serde_json. Opening and
-//! parsing follow `src/cli/inspect.rs` and `src/cli/diff.rs` step by step
-//! (the same library calls in the same order), so that the dictionaries
-//! equal what the command prints.
+//! the library's report values (`report::inspect::inspect_input`,
+//! `report::diff::compare_inputs`, which the command calls too),
+//! serialised with serde_json.
 
 use std::path::PathBuf;
 
 use clap::ValueEnum;
 use pyo3::prelude::*;
 
-use ptefs::meta::names::{Checkpoint, MatchReport};
-use ptefs::report::diff::{Options, Section, Side, Tolerance, compare};
-use ptefs::report::inspect::{inspect as inspect_file, largest};
+use ptefs::report::diff::{Options, Section, Tolerance, compare_inputs};
+use ptefs::report::inspect::{Extras, inspect_input};
 use ptefs::source::redact::shown;
-use ptefs::tree;
 use ptefs::view::{Opened, Request, load_checkpoint};
 
 use crate::errors::{Error, open_error};
@@ -34,45 +31,21 @@ pub fn inspect(py: Python<'_>, req: &Request, top: Option<usize>) -> PyResult<St
         let Some(input) = inputs.shown.first() else {
             return Err(Error::new_err("nothing to inspect"));
         };
-        let mut report = inspect_file(&input.name, &input.parsed, &inputs.attached_data());
-        if let Some(path) = &req.names {
-            let checkpoint =
-                load_checkpoint(path).map_err(|e| Python::attach(|py| open_error(py, e)))?;
-            let tree = tree::build_with_names(
-                std::slice::from_ref(input),
-                &inputs.attached,
-                false,
-                Some(&checkpoint),
-            );
-            report.checkpoint = Some(matched(&tree, &checkpoint));
-        }
-        if let Some(n) = top {
-            let tree = tree::build(std::slice::from_ref(input), &inputs.attached, false);
-            let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
-            report.largest = Some(largest(&tree, n, &sizes));
-        }
+        let checkpoint = match &req.names {
+            Some(path) => {
+                Some(load_checkpoint(path).map_err(|e| Python::attach(|py| open_error(py, e)))?)
+            }
+            None => None,
+        };
+        let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
+        let extras = Extras {
+            checkpoint: checkpoint.as_ref(),
+            top,
+        };
+        let report = inspect_input(input, &inputs.attached, &sizes, extras, &mut |_| {});
         serde_json::to_string(&report).map_err(|e| Error::new_err(e.to_string()))
     })?;
     Ok(out)
-}
-
-/// Which keys of `checkpoint` found a file in `tree` (under `by-name/`),
-/// as `ptefs inspect --names` counts them.
-fn matched(tree: &tree::Tree, checkpoint: &Checkpoint) -> MatchReport {
-    let unmatched: Vec<String> = checkpoint
-        .keys
-        .keys()
-        .filter(|k| {
-            tree.resolve(&format!("by-name/{}", crate::by_name(k)))
-                .is_none()
-        })
-        .cloned()
-        .collect();
-    MatchReport {
-        keys: checkpoint.keys.len(),
-        matched: checkpoint.keys.len() - unmatched.len(),
-        unmatched,
-    }
 }
 
 /// `ptefs diff --json` of two files, each with `data` attached: the
@@ -130,6 +103,7 @@ pub fn diff(
         names: None,
         auto_data,
         debug_buffer: None,
+        profile: None,
     };
     let (ra, rb) = (request(&a), request(&b));
     let (na, nb) = (shown(&a), shown(&b));
@@ -146,22 +120,15 @@ pub fn diff(
         oa.fetch_whole().map_err(fail)?;
         ob.fetch_whole().map_err(fail)?;
         let (ia, ib) = (oa.parse().map_err(fail)?, ob.parse().map_err(fail)?);
-        let (Some(xa), Some(xb)) = (ia.shown.first(), ib.shown.first()) else {
-            return Err(Error::new_err("nothing to compare"));
-        };
-        let ta = tree::build_with_names(&ia.shown, &ia.attached, false, checkpoint.as_ref());
-        let tb = tree::build_with_names(&ib.shown, &ib.attached, false, checkpoint.as_ref());
-        let side = |input, attached, tree| Side {
-            input,
-            attached,
-            tree,
-        };
-        let report = compare(
-            &side(xa, &ia.attached, &ta),
-            &side(xb, &ib.attached, &tb),
+        let report = compare_inputs(
+            (&ia.shown, &ia.attached),
+            (&ib.shown, &ib.attached),
             (&na, &nb),
             &opt,
-        );
+            checkpoint.as_ref(),
+            &mut |_| {},
+        )
+        .ok_or_else(|| Error::new_err("nothing to compare"))?;
         let json = serde_json::to_string(&report).map_err(|e| Error::new_err(e.to_string()))?;
         Ok((json, report.differ))
     })

@@ -50,6 +50,7 @@ impl Tree {
             names,
             auto_data,
             debug_buffer: None,
+            profile: None,
         };
         let (view, request) = py.detach(|| (View::open(&request), request));
         let view = view.map_err(|e| open_error(py, e))?;

@@ -9,9 +9,8 @@ use serde::Serialize;
 use super::progress::Progress;
 use super::{NOT_FOUND, OK, TROUBLE, error, open_inputs};
 use crate::meta::checkpoint::Checkpoint;
-use crate::report::diff::{self, Directories, Options, Pairing, Report, Section, Side, Tolerance};
+use crate::report::diff::{self, Directories, Options, Pairing, Report, Section, Tolerance};
 use crate::source::redact::shown;
-use crate::tree;
 
 #[derive(Args, Debug)]
 #[command(
@@ -238,26 +237,15 @@ fn compare_files(
         oa.parse().map_err(|e| fail(&e))?,
         ob.parse().map_err(|e| fail(&e))?,
     );
-    let (Some(xa), Some(xb)) = (ia.shown.first(), ib.shown.first()) else {
-        return Err(TROUBLE);
-    };
-    stage("building the trees");
-    let (ta, tb) = (
-        tree::build_with_names(&ia.shown, &ia.attached, false, checkpoint),
-        tree::build_with_names(&ib.shown, &ib.attached, false, checkpoint),
-    );
-    let side = |input, attached, tree| Side {
-        input,
-        attached,
-        tree,
-    };
-    stage("comparing metadata and tensor bytes");
-    Ok(diff::compare(
-        &side(xa, &ia.attached, &ta),
-        &side(xb, &ib.attached, &tb),
+    diff::compare_inputs(
+        (&ia.shown, &ia.attached),
+        (&ib.shown, &ib.attached),
         names,
         opt,
-    ))
+        checkpoint,
+        &mut |what| stage(what),
+    )
+    .ok_or(TROUBLE)
 }
 
 /// Model files under `root` by relative path, found by their content.

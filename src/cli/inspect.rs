@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, open_inputs};
-use crate::report::inspect::{checkpoint_matches, inspect, largest};
+use crate::report::inspect::{Extras, inspect_input};
 use crate::source::redact::shown;
 
 #[derive(Args, Debug)]
@@ -62,8 +62,21 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
             ));
         }
     });
-    progress.stage("summarizing");
-    let mut report = inspect(&input.name, &input.parsed, &inputs.attached_data());
+    let checkpoint = match &args.attach.names {
+        Some(path) => {
+            progress.stage("loading the checkpoint");
+            Some(crate::view::load_checkpoint(path).map_err(|e| fail(&e))?)
+        }
+        None => None,
+    };
+    let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
+    let extras = Extras {
+        checkpoint: checkpoint.as_ref(),
+        top: args.top,
+    };
+    let mut report = inspect_input(input, &inputs.attached, &sizes, extras, &mut |what| {
+        progress.stage(what)
+    });
     // The profile and its program: the file and --program, or --profile
     // and the file.
     let other = match (&args.program, &args.profile.profile) {
@@ -88,24 +101,6 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
             crate::report::inspect::join_profile(&mut report, &input.name, &input.parsed, &parsed)
         };
         joined.map_err(|e| fail(&format_args!("{}: {e}", shown(path))))?;
-    }
-    if let Some(path) = &args.attach.names {
-        progress.stage("loading the checkpoint");
-        let checkpoint = crate::view::load_checkpoint(path).map_err(|e| fail(&e))?;
-        progress.stage("building the tree with the checkpoint's names");
-        let tree = crate::tree::build_with_names(
-            std::slice::from_ref(input),
-            &inputs.attached,
-            false,
-            Some(&checkpoint),
-        );
-        report.checkpoint = Some(checkpoint_matches(&tree, &checkpoint));
-    }
-    if let Some(n) = args.top {
-        progress.stage("building the tree");
-        let tree = crate::tree::build(std::slice::from_ref(input), &inputs.attached, false);
-        let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
-        report.largest = Some(largest(&tree, n, &sizes));
     }
     progress.finish();
     let out = if args.json {

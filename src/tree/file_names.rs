@@ -117,6 +117,12 @@ fn shorten(stem: &str, ext_len: usize, suffix_len: usize) -> String {
     format!("{}~{hex}", &stem[..cut])
 }
 
+/// The name under `by-name/` of the file a checkpoint key names, when it
+/// names one.
+pub fn by_name(key: &str) -> String {
+    DirNames::default().unique(&encode(key), "")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

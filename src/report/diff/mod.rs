@@ -170,6 +170,36 @@ fn by_method(items: Vec<tensors::Item<'_>>) -> BTreeMap<Option<String>, Vec<tens
     per
 }
 
+/// Compares the first shown input of each side (`(shown, attached)`),
+/// building both trees, with a checkpoint's names where given; `stage`
+/// hears the name of each step as it starts. `None` when a side shows
+/// nothing. The command and the Python module both compare here.
+pub fn compare_inputs(
+    a: (&[crate::tree::Input<'_>], &[crate::tree::Input<'_>]),
+    b: (&[crate::tree::Input<'_>], &[crate::tree::Input<'_>]),
+    names: (&str, &str),
+    opt: &Options,
+    checkpoint: Option<&crate::meta::checkpoint::Checkpoint>,
+    stage: &mut dyn FnMut(&str),
+) -> Option<Report> {
+    let (xa, xb) = (a.0.first()?, b.0.first()?);
+    stage("building the trees");
+    let ta = crate::tree::build_with_names(a.0, a.1, false, checkpoint);
+    let tb = crate::tree::build_with_names(b.0, b.1, false, checkpoint);
+    stage("comparing metadata and tensor bytes");
+    let side = |input, attached, tree| Side {
+        input,
+        attached,
+        tree,
+    };
+    Some(compare(
+        &side(xa, a.1, &ta),
+        &side(xb, b.1, &tb),
+        names,
+        opt,
+    ))
+}
+
 /// Compares side `a` with side `b` (the reference, for relative
 /// differences and tolerances).
 pub fn compare(a: &Side<'_, '_>, b: &Side<'_, '_>, names: (&str, &str), opt: &Options) -> Report {

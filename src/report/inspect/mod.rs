@@ -101,18 +101,64 @@ pub struct Largest {
     pub share: f64,
 }
 
+/// What `inspect` adds, when asked, to the summary of a file.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Extras<'c> {
+    /// Count which of its keys name a tensor (`--names`).
+    pub checkpoint: Option<&'c crate::meta::checkpoint::Checkpoint>,
+    /// List the N largest entries, each byte range once (`--top N`).
+    pub top: Option<usize>,
+}
+
+/// `inspect` of `input` with the files attached to it (`source_sizes`:
+/// each source's length, by source id), and what `extras` ask for;
+/// `stage` hears the name of each step as it starts. The command and the
+/// Python module both make their reports here.
+pub fn inspect_input(
+    input: &crate::tree::Input<'_>,
+    attached: &[crate::tree::Input<'_>],
+    source_sizes: &[u64],
+    extras: Extras<'_>,
+    stage: &mut dyn FnMut(&str),
+) -> Inspection {
+    stage("summarizing");
+    let data: Vec<&DataFile<'_>> = attached
+        .iter()
+        .filter_map(|i| match &i.parsed {
+            Parsed::Data(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    let mut report = inspect(&input.name, &input.parsed, &data);
+    if let Some(checkpoint) = extras.checkpoint {
+        stage("building the tree with the checkpoint's names");
+        let tree = crate::tree::build_with_names(
+            std::slice::from_ref(input),
+            attached,
+            false,
+            Some(checkpoint),
+        );
+        report.checkpoint = Some(checkpoint_matches(&tree, checkpoint));
+    }
+    if let Some(n) = extras.top {
+        stage("building the tree");
+        let tree = crate::tree::build(std::slice::from_ref(input), attached, false);
+        report.largest = Some(largest(&tree, n, source_sizes));
+    }
+    report
+}
+
 /// Which keys of `checkpoint` name a file in `tree` (under `by-name/`,
 /// where the tree shows each matched key by its encoded file name).
 pub fn checkpoint_matches(
     tree: &crate::tree::Tree,
     checkpoint: &crate::meta::checkpoint::Checkpoint,
 ) -> crate::meta::checkpoint::MatchReport {
-    use crate::tree::file_names::{DirNames, encode};
     let unmatched: Vec<String> = checkpoint
         .keys
         .keys()
         .filter(|k| {
-            let name = DirNames::default().unique(&encode(k), "");
+            let name = crate::tree::file_names::by_name(k);
             tree.resolve(&format!("by-name/{name}")).is_none()
         })
         .cloned()
