@@ -78,11 +78,28 @@ fn on_a_terminal(args: &[&Path]) -> Option<String> {
         cmd.push(' ');
         cmd.push_str(&format!("'{}'", a.display()));
     }
-    let out = Command::new("script")
+    // script copies its stdin to the terminal, and at the end of stdin
+    // may hang the terminal up under a command still starting: keep it
+    // open until the command is done.
+    let mut child = Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    let stdin = child.stdin.take();
+    let err = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
+    let out = std::io::read_to_string(child.stdout.take().unwrap()).unwrap_or_default();
+    child.wait().unwrap();
+    drop(stdin);
+    let err = err.join().unwrap_or_default();
+    Some(if err.is_empty() {
+        out
+    } else {
+        format!("{out}[script's stderr: {err}]")
+    })
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::meta::schemas;
 use crate::schema::{ScalarType, program as fb};
 
 /// Items of a list literal shown before `…`.
-const LIST_ITEMS: usize = 32;
+pub(super) const LIST_ITEMS: usize = 32;
 /// Bytes of a string literal shown before `…`.
 const STRING_BYTES: usize = 64;
 /// Stack frames shown per instruction, innermost last.
@@ -156,7 +156,7 @@ fn instruction(plan: fb::ExecutionPlan<'_>, ins: fb::Instruction<'_>, dirs: &[St
 
 /// `[a, b, c]` for a list of `n` items, or the first items and `… N items]`
 /// for a long one.
-fn list(n: usize, items: impl Iterator<Item = String>) -> String {
+pub(super) fn list(n: usize, items: impl Iterator<Item = String>) -> String {
     let shown: Vec<String> = items.take(LIST_ITEMS).collect();
     if n > LIST_ITEMS {
         format!("[{}, … {n} items]", shown.join(", "))

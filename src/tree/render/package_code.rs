@@ -14,12 +14,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
+use super::code_txt::{LIST_ITEMS, list};
 use crate::format::package::graph;
 use crate::format::{NAME_LIMIT, clip};
 use crate::schema::native_graph as ng;
 
 /// Items of a list literal shown before `…`.
-const LIST_ITEMS: usize = 32;
 /// Bytes of a string literal shown before `…`.
 const STRING_BYTES: usize = 64;
 
@@ -272,15 +272,5 @@ fn argument(a: &ng::Argument<'_>) -> String {
         format!("graph {}", clip(x.name(), NAME_LIMIT))
     } else {
         format!("<argument type {}>", a.value_type().0)
-    }
-}
-
-/// `[a, b, c]`, or the first items and `… N items]` for a long list.
-fn list(n: usize, items: impl Iterator<Item = String>) -> String {
-    let shown: Vec<String> = items.take(LIST_ITEMS).collect();
-    if n > LIST_ITEMS {
-        format!("[{}, … {n} items]", shown.join(", "))
-    } else {
-        format!("[{}]", shown.join(", "))
     }
 }
