@@ -21,6 +21,10 @@ pub(super) struct InspectArgs {
     /// Also list the N largest tensors and blobs (each byte range once).
     #[arg(long, value_name = "N")]
     top: Option<usize>,
+    /// Also print each tensor's statistics: min, max, mean, std, zeros,
+    /// NaN and Inf (as `ptefs report` computes them).
+    #[arg(long)]
+    stats: bool,
     #[command(flatten)]
     attach: super::Attach,
     #[arg(help = super::INPUT_KINDS)]
@@ -75,6 +79,19 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
         report.largest = Some(largest(&tree, n, &sizes));
     }
+    let stats = if args.stats {
+        progress.stage("computing statistics");
+        let tree = crate::tree::build(std::slice::from_ref(input), &inputs.attached, false);
+        let bytes: Vec<&[u8]> = opened.sources.iter().map(|s| s.bytes()).collect();
+        let r = crate::report::summary::summarize(crate::report::summary::Subject {
+            tree: &tree,
+            sources: &bytes,
+        });
+        report.stats = Some(r.stats.clone());
+        Some(r)
+    } else {
+        None
+    };
     progress.finish();
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
@@ -84,7 +101,12 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         s.push('\n');
         s
     } else {
-        report.text()
+        let mut t = report.text();
+        if let Some(r) = &stats {
+            t.push_str("\nStatistics:\n");
+            t.push_str(&r.stats_text());
+        }
+        t
     };
     super::print(&out)?;
     Ok(OK)

@@ -50,6 +50,9 @@ pub struct Inspection {
     /// The largest tensors and blobs, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub largest: Option<Vec<Largest>>,
+    /// Each tensor's statistics, when asked for (`--stats`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Vec<crate::report::summary::TensorStats>>,
 }
 
 /// One of the largest tensors or blobs of a file.
@@ -316,6 +319,7 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 checkpoint: None,
                 profile: None,
                 largest: None,
+                stats: None,
             }
         }
         Parsed::Data(d) => build::data(name, d),
