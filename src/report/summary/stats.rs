@@ -170,7 +170,11 @@ impl Elem {
             Elem::U64 => u64::from_le_bytes(at(8)) as f64,
             Elem::U4 => {
                 let byte = b.get(i / 2).copied().unwrap_or(0);
-                f64::from(if i.is_multiple_of(2) { byte & 15 } else { byte >> 4 })
+                f64::from(if i.is_multiple_of(2) {
+                    byte & 15
+                } else {
+                    byte >> 4
+                })
             }
         }
     }
@@ -503,6 +507,10 @@ pub struct TensorStats {
     pub name: Option<String>,
     /// Its layer.
     pub layer: String,
+    /// The file holding its bytes.
+    pub file: String,
+    /// Where they start in that file.
+    pub offset: u64,
     /// Element type.
     pub dtype: String,
     /// The stored values' statistics.
@@ -657,6 +665,8 @@ pub(super) fn compute(subject: Subject<'_>, items: &[Stored]) -> Vec<TensorStats
             path: s.path.clone(),
             name: s.name.clone(),
             layer: s.layer.clone(),
+            file: subject.tree.source_name(s.source).to_owned(),
+            offset: s.span.offset,
             dtype: s.dtype.clone().unwrap_or_default(),
             stored: m,
             dequantized: d,
