@@ -199,12 +199,13 @@ impl Opened {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
-        let tree = tree::build_full(
+        let tree = tree::build_reporting(
             &parsed.shown,
             &parsed.attached,
             one_dir_each,
             names,
             &parsed.debug,
+            Some(crate::report::summary::tree_files),
         );
         Ok((tree, parsed.skipped))
     }

@@ -17,6 +17,7 @@ pub mod lazy;
 mod listing;
 pub mod names;
 pub mod render;
+pub mod report_files;
 pub mod table;
 mod walk;
 
@@ -25,7 +26,7 @@ use std::borrow::Cow;
 /// What parsing and building a file's tree read of it (for sources that
 /// fetch ranges).
 pub use crate::delegate::fetch::needed as fetch_plan;
-pub use build::{DebugBuffer, Input, build, build_full, build_with_names};
+pub use build::{DebugBuffer, Input, build, build_full, build_reporting, build_with_names};
 pub use content::{Content, Contents, FileRef, Piece, Widen};
 pub use lazy::{Lazy, SharedBytes};
 pub use listing::{Entries, Listed};

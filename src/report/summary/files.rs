@@ -3,21 +3,76 @@
 //! every number.
 
 use std::io::{self, Write};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
 use super::Report;
+use crate::tree::Input;
+use crate::tree::report_files::{ReportFile, ReportFiles, ReportInputs};
 
 /// The files of a tree's `report/` directory.
-pub const FILES: [&str; 7] = [
-    "size.json",
-    "layers.tsv",
-    "duplicates.tsv",
-    "coverage.json",
-    "quantization.tsv",
-    "stats.tsv",
-    "treemap.svg",
-];
+pub use crate::tree::report_files::FILES;
+
+/// The renderer of one tree's `report/` directory (a
+/// [`crate::tree::report_files::ReportMaker`]): the report is computed on
+/// the first read of any of its files and kept for the others.
+pub fn tree_files() -> Arc<dyn ReportFiles> {
+    Arc::new(Cached(OnceLock::new()))
+}
+
+struct Cached(OnceLock<Result<Report, String>>);
+
+impl ReportFiles for Cached {
+    fn render(&self, inputs: &ReportInputs, file: &str, out: &mut dyn Write) -> io::Result<()> {
+        match self.0.get_or_init(|| compute(inputs)) {
+            Ok(r) => render_file(r, file, out),
+            Err(e) => writeln!(out, "cannot compute the report: {e}"),
+        }
+    }
+}
+
+/// `f`, parsed.
+fn input(f: &ReportFile) -> Result<Input<'_>, String> {
+    let parsed =
+        crate::format::parse((*f.bytes).as_ref()).map_err(|e| format!("{}: {e}", f.name))?;
+    Ok(Input {
+        name: f.name.clone(),
+        source: f.source,
+        bytes: f.bytes.clone(),
+        parsed,
+    })
+}
+
+/// Parses the files again and builds their tree (without `report/`), as
+/// `ptefs report` does.
+fn compute(inputs: &ReportInputs) -> Result<Report, String> {
+    let shown = input(&inputs.shown)?;
+    let attached = inputs
+        .attached
+        .iter()
+        .map(input)
+        .collect::<Result<Vec<_>, _>>()?;
+    let tree = crate::tree::build_with_names(
+        std::slice::from_ref(&shown),
+        &attached,
+        false,
+        inputs.names.as_ref(),
+    );
+    let count = std::iter::once(&inputs.shown)
+        .chain(&inputs.attached)
+        .map(|f| f.source + 1)
+        .max()
+        .unwrap_or(0);
+    let mut sources: Vec<&[u8]> = vec![&[]; count];
+    for f in std::iter::once(&inputs.shown).chain(&inputs.attached) {
+        sources[f.source] = (*f.bytes).as_ref();
+    }
+    Ok(super::summarize(super::Subject {
+        tree: &tree,
+        sources: &sources,
+    }))
+}
 
 /// A table cell: tabs and line breaks would split rows and columns.
 fn cell(s: &str) -> String {

@@ -14,9 +14,10 @@
 //!
 //! The tree's own `report/` files need this computation, but the tree may
 //! not import reports (reports read trees). The tree therefore takes the
-//! report as a renderer it is handed ([`crate::tree::ReportRenderer`]);
-//! [`tree_renderer`] is that renderer, and the view, which may use both,
-//! passes it in. Imports stay acyclic: report → tree, view → report.
+//! report as a renderer it is handed
+//! ([`crate::tree::report_files::ReportMaker`]); [`tree_files`] is that
+//! renderer, and the view, which may use both, passes it in. Imports stay
+//! acyclic: report → tree, view → report → tree.
 
 mod coverage;
 mod duplicates;
@@ -36,7 +37,7 @@ use crate::tree::Tree;
 
 pub use coverage::{DelegateCoverage, MethodCoverage, OpCalls};
 pub use duplicates::{Copy, Duplicate};
-pub use files::{FILES, render_file};
+pub use files::{FILES, render_file, tree_files};
 pub use layers::Layer;
 pub use memory::{Lifetime, MethodMemory, PlannedBuffer};
 pub use quantization::{Quantization, WeightQuant};

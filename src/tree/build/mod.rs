@@ -20,6 +20,7 @@ use std::sync::Arc;
 use super::lazy::{self, RenderCache, SharedBytes};
 use super::names::{DirNames, encode};
 use super::render::{self, npy};
+use super::report_files::{ReportFile, ReportInputs, ReportMaker};
 use super::table::{ConstantsTable, Listing, TensorTable};
 use super::{Content, Dtype, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
 use crate::format::{DataFile, Parsed, ProgramFile, Span, scalar};
@@ -80,6 +81,19 @@ pub fn build_full(
     names: Option<&Checkpoint>,
     debug: &[DebugBuffer],
 ) -> Tree {
+    build_reporting(inputs, attached, one_dir_each, names, debug, None)
+}
+
+/// [`build_full`], with a `report/` directory for each program, bundled
+/// program and package, whose files `reports` renders when first read.
+pub fn build_reporting(
+    inputs: &[Input<'_>],
+    attached: &[Input<'_>],
+    one_dir_each: bool,
+    names: Option<&Checkpoint>,
+    debug: &[DebugBuffer],
+    reports: Option<ReportMaker>,
+) -> Tree {
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -101,6 +115,16 @@ pub fn build_full(
         checkpoint: names.cloned(),
         cache: Some(RenderCache::new(lazy::CACHE_BUDGET)),
         debug_buffers: debug.iter().map(|d| (d.of, (d.source, d.len))).collect(),
+        reports,
+        report_data: attached
+            .iter()
+            .filter(|i| matches!(i.parsed, Parsed::Data(_)))
+            .map(|i| ReportFile {
+                name: i.name.clone(),
+                source: i.source,
+                bytes: i.bytes.clone(),
+            })
+            .collect(),
         ..Builder::default()
     };
     for i in inputs.iter().chain(attached) {
@@ -224,6 +248,10 @@ struct Builder {
     by_name: Vec<(String, Ino)>,
     /// Per ETDump source, its debug buffer's source and length.
     debug_buffers: HashMap<SourceId, (SourceId, u64)>,
+    /// Renders `report/` files, when the tree has them.
+    reports: Option<ReportMaker>,
+    /// The attached data files, for reports.
+    report_data: Vec<ReportFile>,
 }
 
 /// Source, offset, length and prefix length of a file's bytes.
@@ -583,6 +611,40 @@ impl Builder {
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
             Parsed::Package(p) => self.package(&mut dir, origin, p),
             Parsed::Profile(p) => self.profile(&mut dir, origin, p),
+        }
+        if matches!(
+            input.parsed,
+            Parsed::Program(_) | Parsed::Bundled(_) | Parsed::Package(_)
+        ) {
+            self.report_dir(&mut dir, input);
+        }
+    }
+
+    /// `report/`, whose files are rendered by the builder's report maker
+    /// when first read (all from one report, computed once).
+    fn report_dir(&mut self, dir: &mut Dir, input: &Input<'_>) {
+        let Some(maker) = self.reports else {
+            return;
+        };
+        let files = maker();
+        let inputs = Arc::new(ReportInputs {
+            shown: ReportFile {
+                name: input.name.clone(),
+                source: input.source,
+                bytes: input.bytes.clone(),
+            },
+            attached: self.report_data.clone(),
+            names: self.checkpoint.clone(),
+        });
+        let mut sub = self.subdir(dir, "report");
+        for name in super::report_files::FILES {
+            let (files, inputs) = (files.clone(), inputs.clone());
+            self.lazy(
+                &mut sub,
+                name,
+                input.source,
+                Box::new(move |_, out| files.render(&inputs, name, out)),
+            );
         }
     }
 }
