@@ -5,7 +5,10 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use serde::Deserialize;
 
 use super::Subject;
 use crate::format::Span;
@@ -24,8 +27,8 @@ pub(super) struct Stored {
     pub dtype: Option<String>,
     /// NumPy's type string, `raw_bits` when it only holds the bits.
     pub numpy: Option<(String, bool)>,
-    /// Logical sizes, for tensors.
-    pub sizes: Option<Vec<i64>>,
+    /// Logical sizes, for tensors (shared with the tree).
+    pub sizes: Option<Arc<[i64]>>,
     /// Its best name: a checkpoint key, fully qualified name, data key or
     /// delegate weight name; `None` when nothing names it.
     pub name: Option<String>,
@@ -108,22 +111,15 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
             all.first().cloned().unwrap_or_default()
         };
         let meta = f.tensor;
-        let entries: Vec<Value> = all
+        let entries: Vec<Rc<Entry>> = all
             .iter()
             .filter_map(|p| indexes.entry(subject, p, notes))
             .collect();
-        let field = |k: &str| {
-            entries
-                .iter()
-                .find_map(|e| e.get(k).filter(|v| !v.is_null()))
-        };
-        let text = |k: &str| field(k).and_then(Value::as_str).map(str::to_owned);
-        let numpy = text("numpy_dtype")
+        let text = |get: fn(&Entry) -> &Option<String>| entries.iter().find_map(|e| get(e).clone());
+        let numpy = text(|e| &e.numpy_dtype)
             .map(|d| {
-                (
-                    d,
-                    field("raw_bits").and_then(Value::as_bool).unwrap_or(false),
-                )
+                let raw = entries.iter().find_map(|e| e.raw_bits).unwrap_or(false);
+                (d, raw)
             })
             .or_else(|| match meta.map(|m| m.dtype) {
                 Some(crate::tree::Dtype::Scalar(t)) => {
@@ -136,17 +132,15 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
             .iter()
             .find_map(|p| p.split_once("by-name/").map(|(_, k)| k.to_owned()))
             .or_else(|| {
-                field("checkpoint_names")
-                    .and_then(Value::as_array)
-                    .and_then(|a| a.first())
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
+                entries
+                    .iter()
+                    .find_map(|e| e.checkpoint_names.as_ref()?.first().cloned())
             });
-        let key = text("key").filter(|k| !is_digest_key(k));
-        let weight_layer = text("layer");
+        let key = text(|e| &e.key).filter(|k| !is_digest_key(k));
+        let weight_layer = text(|e| &e.layer);
         let name = checkpoint
             .clone()
-            .or_else(|| text("fqn"))
+            .or_else(|| text(|e| &e.fqn))
             .or(key)
             .or_else(|| package_key(&all));
         let layer = match (&name, &weight_layer, &delegate) {
@@ -156,7 +150,7 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
             (None, None, _) => "(unnamed)".to_owned(),
         };
         let name = name.or_else(|| {
-            let role = text("role");
+            let role = text(|e| &e.role);
             weight_layer.as_ref().map(|l| match (&delegate, role) {
                 (Some(d), Some(r)) => format!("{d}/{l}.{r}"),
                 (Some(d), None) => format!("{d}/{l}"),
@@ -167,10 +161,7 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
         let quant = quant_of(subject, &entries, &all);
         let ops = entries
             .iter()
-            .filter_map(|e| e.get("users").and_then(Value::as_array))
-            .flatten()
-            .filter_map(|u| u.get("op").and_then(Value::as_str))
-            .map(str::to_owned)
+            .flat_map(|e| e.ops.iter().cloned())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -181,7 +172,7 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
             span,
             dtype: meta.map(|m| m.dtype.name()),
             numpy: numpy.filter(|_| meta.is_some()),
-            sizes: meta.map(|m| m.sizes.to_vec()),
+            sizes: meta.map(|m| m.sizes.clone()),
             name,
             layer,
             delegate,
@@ -255,10 +246,73 @@ fn store_of(path: &str, delegate: Option<&str>, source: &str) -> String {
     }
 }
 
+/// What the report uses of an `index.json` entry; everything else
+/// (shapes, offsets, layouts) is skipped while parsing, so a file with
+/// long shapes costs no memory for them.
+#[derive(Debug, Default, Deserialize)]
+struct Entry {
+    #[serde(default, deserialize_with = "lenient")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    fqn: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    key: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    checkpoint_names: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "lenient")]
+    layer: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    role: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    numpy_dtype: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    raw_bits: Option<bool>,
+    #[serde(default, deserialize_with = "lenient")]
+    stored_dtype: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    quantization: Option<QuantEntry>,
+    #[serde(default, deserialize_with = "lenient")]
+    scales: Option<Box<Entry>>,
+    #[serde(default, deserialize_with = "user_ops", rename = "users")]
+    ops: Vec<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+struct QuantEntry {
+    #[serde(default, deserialize_with = "lenient")]
+    scheme: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    channel_dim: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    group_size: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    block_size: Option<u64>,
+}
+
+/// A field of the expected shape, or `None`: each layout writes its own
+/// `index.json`, and a field another layout shapes differently is simply
+/// not used.
+fn lenient<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
+/// The operators of an entry's `users` (objects with an `op`).
+fn user_ops<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|u| u.get("op")?.as_str().map(str::to_owned))
+        .collect())
+}
+
 /// The `index.json` entries of each directory, parsed once.
 #[derive(Default)]
 struct Indexes {
-    dirs: HashMap<String, HashMap<String, Value>>,
+    dirs: HashMap<String, HashMap<String, Rc<Entry>>>,
 }
 
 impl Indexes {
@@ -269,7 +323,7 @@ impl Indexes {
         subject: Subject<'_>,
         path: &str,
         notes: &mut Vec<String>,
-    ) -> Option<Value> {
+    ) -> Option<Rc<Entry>> {
         let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
         if !self.dirs.contains_key(dir) {
             let parsed = load_index(subject, dir, notes);
@@ -279,7 +333,11 @@ impl Indexes {
     }
 }
 
-fn load_index(subject: Subject<'_>, dir: &str, notes: &mut Vec<String>) -> HashMap<String, Value> {
+fn load_index(
+    subject: Subject<'_>,
+    dir: &str,
+    notes: &mut Vec<String>,
+) -> HashMap<String, Rc<Entry>> {
     let mut out = HashMap::new();
     let path = if dir.is_empty() {
         "index.json".to_owned()
@@ -292,82 +350,116 @@ fn load_index(subject: Subject<'_>, dir: &str, notes: &mut Vec<String>) -> HashM
     let Some(f) = subject.tree.file(ino) else {
         return out;
     };
-    let piece = f.content.read(0, f.content.len());
-    let mut bytes = Vec::new();
-    let tail = piece
-        .tail
-        .map(|(s, span)| subject.bytes(s, span))
-        .unwrap_or(&[]);
-    piece.assemble(tail, &mut bytes);
-    let value: Value = match serde_json::from_slice(&bytes) {
+    // Read in pieces rather than copied whole: a large program's index
+    // is tens of megabytes, already held once by the render cache.
+    let reader = ContentReader {
+        subject,
+        content: &f.content,
+        at: 0,
+        len: f.content.len(),
+    };
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
+    let first = loop {
+        match std::io::BufRead::fill_buf(&mut reader) {
+            Ok([]) | Err(_) => break None,
+            Ok(buf) => {
+                if let Some(i) = buf.iter().position(|b| !b.is_ascii_whitespace()) {
+                    break Some(buf[i]);
+                }
+                let n = buf.len();
+                std::io::BufRead::consume(&mut reader, n);
+            }
+        }
+    };
+    // A list of entries, or (a package's) a map of them.
+    let items: Result<Vec<Entry>, _> = match first {
+        Some(b'{') => serde_json::from_reader::<_, HashMap<String, Entry>>(reader)
+            .map(|m| m.into_values().collect()),
+        _ => serde_json::from_reader(reader),
+    };
+    let items = match items {
         Ok(v) => v,
         Err(e) => {
-            notes.push(format!("{path}: not JSON ({e}); its names are not used"));
+            notes.push(format!("{path}: not read ({e}); its names are not used"));
             return out;
         }
     };
-    let items = match value {
-        Value::Array(a) => a,
-        Value::Object(o) => o.into_iter().map(|(_, v)| v).collect(),
-        _ => Vec::new(),
-    };
-    for item in items {
-        // A weight's scales are described inside its entry.
-        if let Some(s) = item.get("scales").filter(|s| s.is_object())
-            && let Some(n) = s.get("name").and_then(Value::as_str)
+    for mut item in items {
+        // A weight's scales are described inside its entry, and belong to
+        // its layer.
+        if let Some(mut s) = item.scales.take()
+            && let Some(n) = s.name.clone()
         {
-            // Scales belong to their weight's layer.
-            let mut s = s.clone();
-            if let (Some(o), Some(l)) = (s.as_object_mut(), item.get("layer")) {
-                o.insert("layer".to_owned(), l.clone());
-                let role = item.get("role").and_then(Value::as_str).unwrap_or("weight");
-                o.insert("role".to_owned(), Value::String(format!("{role}.scale")));
-            }
-            out.insert(n.to_owned(), s);
+            s.layer = item.layer.clone();
+            let role = item.role.as_deref().unwrap_or("weight");
+            s.role = Some(format!("{role}.scale"));
+            item.scales = Some(Box::new(Entry {
+                name: s.name.clone(),
+                stored_dtype: s.stored_dtype.clone(),
+                ..Entry::default()
+            }));
+            out.insert(n, Rc::new(*s));
         }
-        if let Some(n) = item.get("name").and_then(Value::as_str) {
-            out.insert(n.to_owned(), item.clone());
+        if let Some(n) = item.name.clone() {
+            out.insert(n, Rc::new(item));
         }
     }
     out
 }
 
+/// Reads a file of the tree from its start.
+struct ContentReader<'a, 't> {
+    subject: Subject<'a>,
+    content: &'t crate::tree::Contents<'t>,
+    at: u64,
+    len: u64,
+}
+
+impl std::io::Read for ContentReader<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at >= self.len || buf.is_empty() {
+            return Ok(0);
+        }
+        let piece = self.content.read(self.at, buf.len() as u64);
+        let mut bytes = Vec::with_capacity(buf.len());
+        let tail = piece
+            .tail
+            .map(|(s, span)| self.subject.bytes(s, span))
+            .unwrap_or(&[]);
+        piece.assemble(tail, &mut bytes);
+        let n = bytes.len().min(buf.len());
+        buf[..n].copy_from_slice(&bytes[..n]);
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
 /// The quantization a weight's index entry records, with where its
 /// scales are.
-fn quant_of(subject: Subject<'_>, entries: &[Value], paths: &[String]) -> Option<Quant> {
-    let (e, q) = entries.iter().find_map(|e| {
-        e.get("quantization")
-            .filter(|q| q.is_object())
-            .map(|q| (e, q))
-    })?;
-    let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64);
-    let scheme = q
-        .get("scheme")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown")
-        .to_owned();
-    let scales = e.get("scales").and_then(|s| {
-        let name = s.get("name")?.as_str()?;
-        let dir = paths.iter().find_map(|p| {
+fn quant_of(subject: Subject<'_>, entries: &[Rc<Entry>], paths: &[String]) -> Option<Quant> {
+    let (e, q) = entries
+        .iter()
+        .find_map(|e| e.quantization.as_ref().map(|q| (e, q)))?;
+    let scales = e.scales.as_ref().and_then(|s| {
+        let name = s.name.as_deref()?;
+        let ino = paths.iter().find_map(|p| {
             let (d, _) = p.rsplit_once('/')?;
-            subject.tree.resolve(&format!("{d}/{name}")).map(|i| (d, i))
-        });
-        let (_, ino) = dir?;
+            subject.tree.resolve(&format!("{d}/{name}"))
+        })?;
         let f = subject.tree.file(ino)?;
         let Content::Source { source, span } = *f.content else {
             return None;
         };
         let dtype = s
-            .get("stored_dtype")
-            .and_then(Value::as_str)
-            .unwrap_or("float32")
-            .to_owned();
+            .stored_dtype
+            .clone()
+            .unwrap_or_else(|| "float32".to_owned());
         Some((source, span, dtype))
     });
     Some(Quant {
-        scheme,
-        channel_dim: num(q, "channel_dim").map(|d| d as usize),
-        group_size: num(q, "group_size").or_else(|| num(q, "block_size")),
+        scheme: q.scheme.clone().unwrap_or_else(|| "unknown".to_owned()),
+        channel_dim: q.channel_dim.map(|d| d as usize),
+        group_size: q.group_size.or(q.block_size),
         scales,
     })
 }
