@@ -429,13 +429,13 @@ fn the_page_is_self_contained_and_holds_every_part() {
     let page = std::fs::read_to_string(&html).unwrap();
     for needle in [
         "<svg class=\"treemap\"",
-        "id=\"duplicates\"",
-        "id=\"by_layer\"",
-        "id=\"by_dtype\"",
-        "id=\"by_backend\"",
-        "id=\"coverage\"",
-        "id=\"quantization\"",
-        "id=\"stats\"",
+        "id=\"t-duplicates\"",
+        "id=\"t-by_layer\"",
+        "id=\"t-by_dtype\"",
+        "id=\"t-by_backend\"",
+        "id=\"t-coverage-0\"",
+        "id=\"t-quantization\"",
+        "id=\"t-stats\"",
         "class=\"lifetimes\"",
     ] {
         assert!(page.contains(needle), "{needle} missing");
@@ -444,4 +444,180 @@ fn the_page_is_self_contained_and_holds_every_part() {
     for bad in ["src=\"http", "href=\"http", "@import", "url(http"] {
         assert!(!page.contains(bad), "{bad}");
     }
+}
+
+/// What `scripts/browser-check.py` saw of `page` in headless Chromium, or
+/// `None` when Chromium or websockets is missing (scripts/setup.sh
+/// installs both). The screenshot is kept as `target/tmp/<shot>`.
+fn in_chromium(page: &Path, shot: &str) -> Option<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/browser-check.py");
+    let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join(shot);
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(page)
+        .arg(&png)
+        .output()
+        .unwrap();
+    if out.status.code() == Some(3) {
+        eprintln!(
+            "skipping the browser check: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shot = std::fs::read(&png).unwrap();
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG screenshot");
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Writes the page of `file` and checks it in Chromium against the JSON
+/// report: no console errors, rectangles' areas proportional to their
+/// bytes, every table row there. Returns the page's size.
+fn check_page(file: &Path, shot: &str) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let out = Command::new(ptefs_bin())
+        .arg("report")
+        .arg(file)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let size = std::fs::metadata(&html).unwrap().len();
+    let r = report(file, &[]);
+    let Some(seen) = in_chromium(&html, shot) else {
+        return size;
+    };
+    assert_eq!(seen["errors"], serde_json::json!([]), "console errors");
+    let area = seen["area"].as_f64().unwrap();
+    let total = r["total_bytes"].as_f64().unwrap();
+    let rects = seen["rects"].as_array().unwrap();
+    assert!(rects.len() > 1);
+    let mut checked = 0;
+    for rect in rects {
+        let want = rect["bytes"].as_f64().unwrap() / total * area;
+        let got = rect["area"].as_f64().unwrap();
+        // Below one square unit, the three decimals written are the error.
+        if want >= 1.0 {
+            assert!(
+                (got - want).abs() <= 0.01 * want,
+                "{}: area {got}, {want} for its bytes",
+                rect["title"]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 1, "{checked} rectangles checked");
+    let rows = |id: &str| -> Vec<String> {
+        seen["tables"][id]
+            .as_array()
+            .unwrap_or_else(|| panic!("table {id}"))
+            .iter()
+            .map(|c| c.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let names = |key: &str, field: &str, cap: usize| -> Vec<String> {
+        let mut v: Vec<String> = r[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .take(cap)
+            .map(|x| x[field].as_str().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(
+        sorted(rows("t-by_dtype")),
+        names("by_dtype", "dtype", usize::MAX)
+    );
+    assert_eq!(sorted(rows("t-by_layer")), names("by_layer", "layer", 1000));
+    assert_eq!(
+        sorted(rows("t-by_backend")),
+        names("by_backend", "backend", usize::MAX)
+    );
+    assert_eq!(sorted(rows("t-files")), names("files", "name", usize::MAX));
+    assert_eq!(
+        rows("t-duplicates").len(),
+        r["duplicates"].as_array().unwrap().len().min(1000)
+    );
+    let label = |x: &Value| {
+        x["name"]
+            .as_str()
+            .or(x["path"].as_str())
+            .unwrap()
+            .to_owned()
+    };
+    let stats = r["stats"].as_array().unwrap();
+    let shown: BTreeSet<String> = rows("t-stats").into_iter().collect();
+    assert_eq!(shown.len(), stats.len().min(500));
+    assert!(shown.iter().all(|s| stats.iter().any(|x| &label(x) == s)));
+    let weights = r["quantization"]["weights"].as_array().unwrap();
+    assert_eq!(rows("t-quantization").len(), weights.len().min(1000));
+    for (i, m) in r["coverage"].as_array().unwrap().iter().enumerate() {
+        let ops: usize = m["kernels"].as_array().unwrap().len()
+            + m["delegates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["ops"].as_object().unwrap().len().max(1))
+                .sum::<usize>();
+        assert_eq!(rows(&format!("t-coverage-{i}")).len(), ops);
+    }
+    size
+}
+
+#[test]
+fn the_page_renders_in_chromium() {
+    check_page(&fixture("mv2_xnnpack.pte"), "report-mv2_xnnpack.png");
+    check_page(&fixture("quant_xnnpack.pte"), "report-quant_xnnpack.png");
+    check_page(&fixture("mlp_external.pte"), "report-mlp_external.png");
+}
+
+#[test]
+fn a_100k_tensor_page_is_capped_under_2_mb() {
+    // 100,000 distinct constants (distinct bytes, so none is shared).
+    let values: Vec<V> = (0..100_000u32)
+        .map(|i| {
+            let bytes: Vec<u8> = [i as f32, (i % 7) as f32]
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect();
+            V::Tensor(Tensor::new(
+                ScalarType::FLOAT,
+                &[2],
+                Data::Constant(bytes.into()),
+            ))
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(dir.path(), "big.pte", &Program::forward(values).to_bytes());
+    let size = check_page(&file, "report-100k.png");
+    assert!(size < 2 << 20, "{size} bytes");
+    let html = {
+        let out = Command::new(ptefs_bin())
+            .arg("report")
+            .arg(&file)
+            .arg("-o")
+            .arg(dir.path().join("p.html"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        std::fs::read_to_string(dir.path().join("p.html")).unwrap()
+    };
+    assert!(
+        html.contains("smaller items"),
+        "the treemap says what it merged"
+    );
+    assert!(html.matches("<rect").count() < 10_000);
 }

@@ -70,7 +70,7 @@ return d*p.textContent.localeCompare(q.textContent);});rows.forEach(function(r){
 /// A table: header cells (`n`-classed when numeric) and rows of cells
 /// (already escaped HTML, with the sort value of numeric ones).
 struct Table {
-    id: &'static str,
+    id: String,
     head: Vec<(&'static str, bool)>,
     rows: Vec<(bool, Vec<Cell>)>,
 }
@@ -82,9 +82,9 @@ enum Cell {
 }
 
 impl Table {
-    fn new(id: &'static str, head: &[(&'static str, bool)]) -> Table {
+    fn new(id: impl Into<String>, head: &[(&'static str, bool)]) -> Table {
         Table {
-            id,
+            id: id.into(),
             head: head.to_vec(),
             rows: Vec::new(),
         }
@@ -93,7 +93,7 @@ impl Table {
     fn render(&self, s: &mut String) {
         let _ = write!(
             s,
-            "<table class=\"sortable\" id=\"{}\"><thead><tr>",
+            "<table class=\"sortable\" id=\"t-{}\"><thead><tr>",
             self.id
         );
         for (h, n) in &self.head {
@@ -354,7 +354,7 @@ fn coverage(s: &mut String, r: &Report) {
          (blue; red when ExecuTorch 1.5's portable kernel library lacks the operator) and nodes \
          inside delegates (green).</p>",
     );
-    for m in &r.coverage {
+    for (i, m) in r.coverage.iter().enumerate() {
         let total = m.kernel_calls + m.delegated_nodes;
         let _ = write!(
             s,
@@ -395,7 +395,7 @@ fn coverage(s: &mut String, r: &Report) {
         }
         s.push_str("</div>");
         let mut t = Table::new(
-            "coverage",
+            format!("coverage-{i}"),
             &[
                 ("runs on", false),
                 ("operator", false),

@@ -35,24 +35,32 @@ pub fn capped(root: &SizeNode) -> (SizeNode, usize) {
         return (root.clone(), 0);
     }
     sizes.sort_unstable_by(|a, b| b.cmp(a));
-    let threshold = sizes[MAX_LEAVES].max(1) + 1;
+    // The largest leaves are drawn, ties in tree order, up to the cap.
+    let threshold = sizes[MAX_LEAVES - 1];
     let mut merged = 0;
-    let node = prune(root, threshold, &mut merged);
+    let mut budget = MAX_LEAVES;
+    let node = prune(root, threshold, &mut budget, &mut merged);
     (node, merged)
 }
 
-fn prune(n: &SizeNode, t: u64, merged: &mut usize) -> SizeNode {
+fn prune(n: &SizeNode, t: u64, budget: &mut usize, merged: &mut usize) -> SizeNode {
     if n.children.is_empty() {
+        *budget = budget.saturating_sub(1);
         return n.clone();
     }
     let mut kept = Vec::new();
     let (mut small, mut count) = (0u64, 0usize);
     for c in &n.children {
-        if c.bytes < t {
-            small += c.bytes;
-            count += c.leaves().len();
+        let leaves = if c.children.is_empty() {
+            1
         } else {
-            kept.push(prune(c, t, merged));
+            c.leaves().len()
+        };
+        if c.bytes < t || *budget == 0 {
+            small += c.bytes;
+            count += leaves;
+        } else {
+            kept.push(prune(c, t, budget, merged));
         }
     }
     if count > 0 {
@@ -104,15 +112,12 @@ fn hue(name: &str) -> u32 {
     }) % 360
 }
 
-fn draw(s: &mut String, n: &SizeNode, r: Rect, total: u64, depth: usize, store: &str) {
+/// Draws `n` in `r`; `group` is the name of the group holding it, whose
+/// colour its leaves share.
+fn draw(s: &mut String, n: &SizeNode, r: Rect, total: u64, depth: usize, group: &str) {
     if n.bytes == 0 {
         return;
     }
-    let store = if n.kind == "store" || n.kind == "file" && store.is_empty() {
-        n.name.as_str()
-    } else {
-        store
-    };
     let share = if total == 0 {
         0.0
     } else {
@@ -129,7 +134,7 @@ fn draw(s: &mut String, n: &SizeNode, r: Rect, total: u64, depth: usize, store: 
     } else if n.kind == "other" {
         "#d9d9d9".to_owned()
     } else {
-        format!("hsl({},55%,{}%)", hue(store), 62 + (depth % 3) * 6)
+        format!("hsl({},50%,{}%)", hue(group), 62 + (depth % 3) * 6)
     };
     let _ = write!(
         s,
@@ -151,7 +156,9 @@ fn draw(s: &mut String, n: &SizeNode, r: Rect, total: u64, depth: usize, store: 
     );
     if n.children.is_empty() {
         if r.w > 60.0 && r.h > 14.0 {
-            let text: String = n.name.chars().take((r.w / 7.0) as usize).collect();
+            // The last part of the name says most in little room.
+            let short = n.name.rsplit('/').next().unwrap_or(&n.name);
+            let text: String = short.chars().take((r.w / 7.0) as usize).collect();
             let _ = write!(
                 s,
                 "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" pointer-events=\"none\">{}</text>",
@@ -168,7 +175,7 @@ fn draw(s: &mut String, n: &SizeNode, r: Rect, total: u64, depth: usize, store: 
         .map(|c| c.bytes as f64 / n.bytes as f64 * r.w * r.h)
         .collect();
     for (c, cr) in n.children.iter().zip(squarify(&areas, r)) {
-        draw(s, c, cr, total, depth + 1, store);
+        draw(s, c, cr, total, depth + 1, &n.name);
     }
 }
 
