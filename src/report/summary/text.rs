@@ -93,12 +93,19 @@ impl Report {
             );
         }
         let _ = writeln!(s, "\nWhere the bytes go:");
+        let several = self.size.children.len() > 1;
         for file in &self.size.children {
             for c in &file.children {
+                // A store's name says which file only when there are several.
+                let name = if several && c.kind == "store" {
+                    format!("{}: {}", file.name, c.name)
+                } else {
+                    c.name.clone()
+                };
                 let _ = writeln!(
                     s,
                     "  {:<56} {:>12} {:>7}",
-                    escape(&c.name),
+                    escape(&name),
                     human(c.bytes),
                     pct(c.bytes, total)
                 );
