@@ -15,9 +15,12 @@ pub const WIDTH: f64 = 1200.0;
 /// Height.
 pub const HEIGHT: f64 = 640.0;
 
+/// How rectangles are outlined.
+const STYLE: &str = "rect{stroke:#fff;stroke-width:.3}rect.g{stroke:#333;stroke-width:1}";
+
 /// Leaves drawn at most; smaller ones are merged per group into one
 /// "N smaller items" leaf.
-pub const MAX_LEAVES: usize = 2500;
+pub const MAX_LEAVES: usize = 2000;
 
 #[derive(Clone, Copy)]
 struct Rect {
@@ -85,7 +88,7 @@ pub fn svg(root: &SizeNode) -> String {
     let _ = write!(
         s,
         "<svg class=\"treemap\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" \
-         width=\"{WIDTH}\" height=\"{HEIGHT}\">"
+         width=\"{WIDTH}\" height=\"{HEIGHT}\"><style>{STYLE}</style>"
     );
     let total = root.bytes;
     draw(
@@ -136,22 +139,23 @@ fn draw(s: &mut String, n: &SizeNode, r: Rect, total: u64, depth: usize, group: 
     } else {
         format!("hsl({},50%,{}%)", hue(group), 62 + (depth % 3) * 6)
     };
+    // Strokes come from the page's (or the document's) style: groups are
+    // outlined, leaves filled.
+    let class = if n.children.is_empty() {
+        ""
+    } else {
+        " class=\"g\""
+    };
     let _ = write!(
         s,
-        "<rect x=\"{:.3}\" y=\"{:.3}\" width=\"{:.3}\" height=\"{:.3}\" data-bytes=\"{}\" data-kind=\"{}\" \
-         fill=\"{fill}\" stroke=\"{}\" stroke-width=\"{}\"><title>{}</title></rect>",
+        "<rect{class} x=\"{:.3}\" y=\"{:.3}\" width=\"{:.3}\" height=\"{:.3}\" data-bytes=\"{}\" \
+         data-kind=\"{}\" fill=\"{fill}\"><title>{}</title></rect>",
         r.x,
         r.y,
         r.w,
         r.h,
         n.bytes,
         n.kind,
-        if n.children.is_empty() {
-            "#fff"
-        } else {
-            "#333"
-        },
-        if n.children.is_empty() { 0.3 } else { 1.0 },
         esc(&title)
     );
     if n.children.is_empty() {

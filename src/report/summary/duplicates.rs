@@ -57,7 +57,17 @@ pub(super) fn find(subject: Subject<'_>, items: &[Stored]) -> Vec<Duplicate> {
     for s in ranges.into_values() {
         by_len.entry(s.span.len).or_default().push(s);
     }
-    let candidates: Vec<&Stored> = by_len
+    // Ranges of one length are told apart first by a few hundred bytes
+    // from their start, middle and end: a file of many equally sized
+    // tensors then costs a SHA-256 only of those that may be equal.
+    let mut by_sample: HashMap<(u64, u64), Vec<&Stored>> = HashMap::new();
+    for s in by_len.into_values().filter(|v| v.len() > 1).flatten() {
+        by_sample
+            .entry((s.span.len, sample(subject.bytes(s.source, s.span))))
+            .or_default()
+            .push(s);
+    }
+    let candidates: Vec<&Stored> = by_sample
         .into_values()
         .filter(|v| v.len() > 1)
         .flatten()
@@ -93,6 +103,19 @@ pub(super) fn find(subject: Subject<'_>, items: &[Stored]) -> Vec<Duplicate> {
             .then_with(|| a.sha256.cmp(&b.sha256))
     });
     out
+}
+
+/// A hash of 256 bytes each from the start, middle and end of `b`.
+fn sample(b: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    const PART: usize = 256;
+    let mid = b.len() / 2;
+    let parts = [
+        &b[..PART.min(b.len())],
+        &b[mid.saturating_sub(PART / 2)..(mid + PART / 2).min(b.len())],
+        &b[b.len().saturating_sub(PART)..],
+    ];
+    foldhash::fast::FixedState::with_seed(0).hash_one(parts)
 }
 
 /// SHA-256 of each item's bytes, on every core.

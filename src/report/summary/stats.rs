@@ -264,29 +264,42 @@ impl Partial {
     }
 }
 
-/// One block of f32s (`b` holds whole elements): eight lanes so the
-/// compiler vectorises, non-finite values masked out and counted apart.
+/// Eight f32s from 32 little-endian bytes.
+#[inline(always)]
+fn lanes(c: &[u8; 32]) -> [f32; 8] {
+    std::array::from_fn(|l| {
+        f32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]])
+    })
+}
+
+/// One block of f32s (`b` holds whole elements): eight lanes of
+/// branch-free selects so the compiler vectorises, non-finite values
+/// masked out and counted apart.
 fn block_f32(b: &[u8]) -> Partial {
     const L: usize = 8;
-    let read = |c: &[u8], l: usize| {
-        f32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]])
-    };
     let mut mn = [f32::INFINITY; L];
     let mut mx = [f32::NEG_INFINITY; L];
     let mut sum = [0f64; L];
     let mut zeros = [0u32; L];
     let mut bad = [0u32; L];
+    let mut nan = [0u32; L];
     let chunks = b.chunks_exact(4 * L);
     let rest = chunks.remainder();
     for c in chunks.clone() {
+        let Ok(c) = <&[u8; 32]>::try_from(c) else {
+            continue;
+        };
+        let x = lanes(c);
         for l in 0..L {
-            let x = read(c, l);
-            let fin = x.is_finite();
-            mn[l] = if fin { mn[l].min(x) } else { mn[l] };
-            mx[l] = if fin { mx[l].max(x) } else { mx[l] };
-            sum[l] += f64::from(if fin { x } else { 0.0 });
-            zeros[l] += u32::from(x == 0.0);
+            let fin = x[l].is_finite();
+            let lo = if fin { x[l] } else { f32::INFINITY };
+            let hi = if fin { x[l] } else { f32::NEG_INFINITY };
+            mn[l] = if lo < mn[l] { lo } else { mn[l] };
+            mx[l] = if hi > mx[l] { hi } else { mx[l] };
+            sum[l] += f64::from(if fin { x[l] } else { 0.0 });
+            zeros[l] += u32::from(x[l] == 0.0);
             bad[l] += u32::from(!fin);
+            nan[l] += u32::from(x[l].is_nan());
         }
     }
     let mut p = Partial::default();
@@ -298,45 +311,41 @@ fn block_f32(b: &[u8]) -> Partial {
         s += sum[l];
         p.zeros += u64::from(zeros[l]);
         nonfinite += u64::from(bad[l]);
+        p.nan += u64::from(nan[l]);
     }
     for c in rest.chunks_exact(4) {
-        let x = read(c, 0);
+        let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         if x.is_finite() {
             p.min = p.min.min(f64::from(x));
             p.max = p.max.max(f64::from(x));
             s += f64::from(x);
         } else {
             nonfinite += 1;
+            p.nan += u64::from(x.is_nan());
         }
         p.zeros += u64::from(x == 0.0);
     }
+    p.inf = nonfinite - p.nan;
     let total = (b.len() / 4) as u64;
     p.n = total - nonfinite;
-    if nonfinite > 0 {
-        for c in b.chunks_exact(4) {
-            let x = read(c, 0);
-            p.nan += u64::from(x.is_nan());
-            p.inf += u64::from(x.is_infinite());
-        }
-    }
     if p.n == 0 {
         return Partial {
-            n: 0,
-            ..Partial {
-                nan: p.nan,
-                inf: p.inf,
-                ..Partial::default()
-            }
+            nan: p.nan,
+            inf: p.inf,
+            ..Partial::default()
         };
     }
     p.mean = s / p.n as f64;
     let mean = p.mean;
     let mut m2 = [0f64; L];
     for c in chunks {
+        let Ok(c) = <&[u8; 32]>::try_from(c) else {
+            continue;
+        };
+        let x = lanes(c);
         for (l, acc) in m2.iter_mut().enumerate() {
-            let x = read(c, l);
-            let d = if x.is_finite() {
-                f64::from(x) - mean
+            let d = if x[l].is_finite() {
+                f64::from(x[l]) - mean
             } else {
                 0.0
             };
@@ -345,7 +354,7 @@ fn block_f32(b: &[u8]) -> Partial {
     }
     let mut total_m2: f64 = m2.iter().sum();
     for c in rest.chunks_exact(4) {
-        let x = read(c, 0);
+        let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         if x.is_finite() {
             let d = f64::from(x) - mean;
             total_m2 += d * d;
@@ -353,6 +362,47 @@ fn block_f32(b: &[u8]) -> Partial {
     }
     p.m2 = total_m2;
     p
+}
+
+/// Histogram of f32s over `lo..=hi`: four interleaved counters so that
+/// neighbouring equal bins do not wait on each other, and no branches.
+fn histogram_f32(b: &[u8], lo: f64, hi: f64) -> [u64; BINS] {
+    let mut h = [[0u32; BINS]; 4];
+    let scale = (BINS as f64 / (hi - lo)) as f32;
+    let lo = lo as f32;
+    let top = (BINS - 1) as f32;
+    let chunks = b.chunks_exact(16);
+    let rest = chunks.remainder();
+    // Called per chunk (at most CHUNK elements): u32 counters suffice.
+    // The bin is read from the float's bits: adding 2^23 to a value in
+    // [0, 16) rounds it to an integer held in the low mantissa bits, with
+    // no float-to-integer conversion (a value on a bin's edge may fall in
+    // the bin below); NaN lands anywhere and counts 0.
+    const MAGIC: f32 = 8_388_608.0;
+    let bin = |x: f32| {
+        let v = ((x - lo) * scale - 0.5).clamp(0.0, top);
+        ((v + MAGIC).to_bits() & (BINS as u32 - 1)) as usize
+    };
+    for c in chunks {
+        let x: [f32; 4] = std::array::from_fn(|k| {
+            f32::from_le_bytes([c[4 * k], c[4 * k + 1], c[4 * k + 2], c[4 * k + 3]])
+        });
+        let b: [usize; 4] = std::array::from_fn(|k| bin(x[k]));
+        for k in 0..4 {
+            h[k][b[k]] += u32::from(x[k].is_finite());
+        }
+    }
+    for c in rest.chunks_exact(4) {
+        let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        h[0][bin(x)] += u32::from(x.is_finite());
+    }
+    let mut out = [0u64; BINS];
+    for hk in &h {
+        for (o, v) in out.iter_mut().zip(hk) {
+            *o += u64::from(*v);
+        }
+    }
+    out
 }
 
 /// One block of any other type, element by element.
@@ -456,14 +506,7 @@ impl Reading<'_> {
             }
         };
         if self.elem == Elem::F32 && self.scales.is_none() {
-            for c in self
-                .bytes
-                .get(from * 4..to * 4)
-                .unwrap_or(&[])
-                .chunks_exact(4)
-            {
-                put(f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
-            }
+            return histogram_f32(self.bytes.get(from * 4..to * 4).unwrap_or(&[]), lo, hi);
         } else {
             for i in from..to {
                 put(self.value(i));
@@ -770,6 +813,25 @@ mod tests {
         // The generic path agrees with the f32 one.
         let g = block_any(v.len(), |i| f64::from(v[i]));
         assert!((g.m2 / n - var).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_f32_histogram_bins_as_floor_does_away_from_edges() {
+        let v: Vec<f32> = (0..1000)
+            .map(|i| i as f32 * 0.0161 + 0.001)
+            .chain([f32::NAN])
+            .collect();
+        let (lo, hi) = (0.001f64, f64::from(v[999]));
+        let h = histogram_f32(&f32s(&v), lo, hi);
+        let mut want = [0u64; BINS];
+        for &x in &v[..1000] {
+            let b = ((f64::from(x) - lo) / (hi - lo) * BINS as f64) as usize;
+            want[b.min(BINS - 1)] += 1;
+        }
+        assert_eq!(h.iter().sum::<u64>(), 1000);
+        for (a, b) in h.iter().zip(want) {
+            assert!(a.abs_diff(b) <= 1, "{h:?} vs {want:?}");
+        }
     }
 
     #[test]
