@@ -621,3 +621,56 @@ fn a_100k_tensor_page_is_capped_under_2_mb() {
     );
     assert!(html.matches("<rect").count() < 10_000);
 }
+
+#[test]
+fn packages_report_their_keys_as_layers_against_the_package_oracles() {
+    for name in ["mlp", "kv", "tied", "conv"] {
+        let file = fixture(&format!("{name}.ptn"));
+        let r = report(&file, &[]);
+        let rows = oracle_rows(&format!("ptn/{name}"));
+        // Each key's bytes once (aliases are other names of them).
+        let keys: Vec<&Value> = rows.iter().filter(|x| x.get("key").is_some()).collect();
+        let ranges: BTreeSet<(u64, u64)> = keys
+            .iter()
+            .map(|k| {
+                (
+                    k["offset_in_file"].as_u64().unwrap(),
+                    k["nbytes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let stats = r["stats"].as_array().unwrap();
+        let seen: BTreeSet<(u64, u64)> = stats
+            .iter()
+            .filter(|s| s["elements"].as_u64().unwrap() > 0)
+            .map(|s| {
+                let k = keys
+                    .iter()
+                    .find(|k| k["offset_in_file"] == s["offset"])
+                    .unwrap_or_else(|| panic!("{name}: no key at {}", s["offset"]));
+                (s["offset"].as_u64().unwrap(), k["nbytes"].as_u64().unwrap())
+            })
+            .collect();
+        let nonempty: BTreeSet<(u64, u64)> = ranges.iter().copied().filter(|r| r.1 > 0).collect();
+        assert_eq!(seen, nonempty, "{name}: one statistics row per stored key");
+        // Layers are the keys' module paths.
+        let layers: BTreeSet<String> = r["by_layer"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["layer"].as_str().unwrap().to_owned())
+            .collect();
+        for k in &keys {
+            if k["nbytes"].as_u64() == Some(0) {
+                continue;
+            }
+            let key = k["key"].as_str().unwrap();
+            let module = key.rsplit_once('.').map_or(key, |(m, _)| m);
+            assert!(
+                layers.contains(module),
+                "{name}: {module} not in {layers:?}"
+            );
+        }
+        numpy_check(&file, &[]);
+    }
+}
