@@ -674,3 +674,64 @@ fn packages_report_their_keys_as_layers_against_the_package_oracles() {
         numpy_check(&file, &[]);
     }
 }
+
+#[test]
+fn a_constant_repeated_as_named_data_is_a_duplicate() {
+    // As a weight used by a portable operator and by a delegate is stored:
+    // in the constant segment, and again as the delegate's named data.
+    let weight: Vec<u8> = (0..128u32)
+        .flat_map(|i| (i as f32 - 60.0).to_le_bytes())
+        .collect();
+    let mut p = Program::forward(vec![V::Tensor(Tensor::new(
+        ScalarType::FLOAT,
+        &[8, 16],
+        Data::Constant(weight.clone().into()),
+    ))]);
+    p.named = vec![("w_for_the_delegate".to_owned(), weight.into())];
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(dir.path(), "m.pte", &p.to_bytes());
+    let r = report(&file, &[]);
+    let dups = r["duplicates"].as_array().unwrap();
+    assert_eq!(dups.len(), 1, "{dups:?}");
+    let paths: Vec<&str> = dups[0]["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.iter().any(|p| p.starts_with("named/")), "{paths:?}");
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.starts_with("constants/") || p.contains("/tensors/")),
+        "{paths:?}"
+    );
+    assert_eq!(dups[0]["wasted"].as_u64(), Some(512));
+}
+
+#[test]
+fn inspect_stats_prints_the_statistics() {
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--stats", "--json"])
+        .arg(fixture("mlp.pte"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = report(&fixture("mlp.pte"), &[]);
+    assert_eq!(v["stats"], r["stats"]);
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--stats"])
+        .arg(fixture("mlp.pte"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Statistics:"), "{text}");
+    assert_eq!(
+        text.lines()
+            .skip_while(|l| !l.starts_with("Statistics:"))
+            .count(),
+        2 + 4,
+        "{text}"
+    );
+}
