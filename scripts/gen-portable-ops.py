@@ -26,7 +26,8 @@ OUT = pathlib.Path(__file__).resolve().parent.parent / "src/report/summary/porta
 def default_yaml():
     import executorch  # noqa: PLC0415
 
-    return pathlib.Path(executorch.__file__).parent / "kernels/portable/functions.yaml"
+    # A namespace package in some installs: no __file__, one __path__.
+    return pathlib.Path(list(executorch.__path__)[0]) / "kernels/portable/functions.yaml"
 
 
 def ops(text):
