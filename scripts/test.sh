@@ -14,6 +14,8 @@ cargo clippy -p ptefs-python --all-targets --quiet -- -D warnings
 # The fuzz targets use the library's API; they must keep compiling.
 (cd fuzz && cargo check --quiet --bins)
 scripts/gen-schema.sh --check
+# The portable kernels' operator list, where ExecuTorch is installed.
+if python3 -c "import executorch" 2>/dev/null; then scripts/gen-portable-ops.py --check; fi
 
 log=$(mktemp)
 skips=$(mktemp)

@@ -225,14 +225,14 @@ impl Opened {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
-        let tree = tree::build_full(
-            &parsed.shown,
-            &parsed.attached,
+        let options = tree::Options {
             one_dir_each,
             names,
-            &parsed.debug,
-            parsed.profile.as_ref(),
-        );
+            debug: &parsed.debug,
+            profile: parsed.profile.as_ref(),
+            reports: Some(crate::report::summary::tree_files),
+        };
+        let tree = tree::build_with(&parsed.shown, &parsed.attached, &options);
         Ok((tree, parsed.skipped))
     }
 

@@ -22,6 +22,10 @@ pub(super) struct InspectArgs {
     /// Also list the N largest tensors and blobs (each byte range once).
     #[arg(long, value_name = "N")]
     top: Option<usize>,
+    /// Also print each tensor's statistics: min, max, mean, std, zeros,
+    /// NaN and Inf (as `ptefs report` computes them).
+    #[arg(long)]
+    stats: bool,
     #[command(flatten)]
     attach: super::Attach,
     /// For an ETDump (.etdp): the program that ran, whose operators name
@@ -102,6 +106,19 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         };
         joined.map_err(|e| fail(&format_args!("{}: {e}", shown(path))))?;
     }
+    let stats = if args.stats {
+        progress.stage("computing statistics");
+        let tree = crate::tree::build(std::slice::from_ref(input), &inputs.attached, false);
+        let bytes: Vec<&[u8]> = opened.sources.iter().map(|s| s.bytes()).collect();
+        let r = crate::report::summary::summarize(crate::report::summary::Subject {
+            tree: &tree,
+            sources: &bytes,
+        });
+        report.stats = Some(r.stats.clone());
+        Some(r)
+    } else {
+        None
+    };
     progress.finish();
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
@@ -111,7 +128,12 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         s.push('\n');
         s
     } else {
-        report.text()
+        let mut t = report.text();
+        if let Some(r) = &stats {
+            t.push_str("\nStatistics:\n");
+            t.push_str(&r.stats_text());
+        }
+        t
     };
     super::print(&out)?;
     Ok(OK)

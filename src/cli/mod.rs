@@ -10,6 +10,7 @@ mod inspect;
 mod list;
 mod mount;
 pub mod progress;
+mod report;
 mod stat;
 
 use std::ffi::OsString;
@@ -67,6 +68,9 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Compare two files: methods, operators and tensors that changed.
     Diff(diff::DiffArgs),
+    /// Where the bytes go, what runs where, what the weights look like:
+    /// text, JSON, or one HTML page with pictures.
+    Report(report::ReportArgs),
 }
 
 /// What every kind of input is, for each command's `--help`.
@@ -295,6 +299,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Stat(args) => stat::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::Report(args) => report::run(&args),
     };
     status.unwrap_or_else(|code| code)
 }

@@ -1,9 +1,13 @@
 //! Reports about whole files: `inspect` (what a file holds and what makes
-//! it big) and `diff` (what differs between two). Each is a typed,
-//! serialisable value; text and JSON are two renderings of it.
+//! it big), `diff` (what differs between two) and `report` (where the
+//! bytes go, what runs where, what the weights look like; [`summary`], and
+//! its HTML [`page`]). Each is a typed, serialisable value; text, JSON and
+//! HTML are renderings of it.
 
 mod composition;
 pub mod diff;
 pub mod inspect;
+pub mod page;
+pub mod summary;
 
 pub use composition::Share;

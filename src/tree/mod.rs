@@ -17,6 +17,7 @@ mod layout;
 pub mod lazy;
 mod listing;
 pub mod render;
+pub mod report_files;
 pub mod table;
 mod walk;
 
@@ -26,7 +27,9 @@ use std::borrow::Cow;
 /// fetch ranges).
 pub use crate::delegate::payload_fetch::needed as fetch_plan;
 pub use content::{Content, Contents, FileRef, Piece, Widen};
-pub use layout::{AttachedProfile, DebugBuffer, Input, build, build_full, build_with_names};
+pub use layout::{
+    AttachedProfile, DebugBuffer, Input, Options, build, build_with, build_with_names,
+};
 pub use lazy::{Lazy, SharedBytes};
 pub use listing::{Entries, Listed};
 pub use walk::Walk;

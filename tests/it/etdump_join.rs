@@ -520,7 +520,11 @@ fn exercise(program: &[u8], profile: &[u8]) {
         bytes: Arc::new(profile.to_vec()),
         parsed,
     };
-    let tree = ptefs::tree::build_full(&inputs, &[], false, None, &[], Some(&prof));
+    let options = ptefs::tree::Options {
+        profile: Some(&prof),
+        ..Default::default()
+    };
+    let tree = ptefs::tree::build_with(&inputs, &[], &options);
     for (_, ino) in tree.walk(ROOT) {
         if let Some(f) = tree.file(ino) {
             let len = f.content.len();

@@ -46,6 +46,7 @@ mod package_mount;
 mod package_writer;
 mod progress;
 mod remote;
+mod report;
 mod resources;
 mod secrets;
 mod sources;

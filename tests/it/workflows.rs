@@ -301,6 +301,12 @@ fn diff_r_of_two_exports_reports_only_the_changed_bytes() {
             "methods/forward/tensors/1.w1.bin",
             "methods/forward/tensors/1.w1.npy",
             "methods/forward/values/1",
+            // The report names its file (a.pte, b.pte) in coverage.json,
+            // size.json and the treemap, and w1's statistics changed.
+            "report/coverage.json",
+            "report/size.json",
+            "report/stats.tsv",
+            "report/treemap.svg",
             "segments/0.bin"
         ],
         "{text}"
@@ -405,13 +411,16 @@ fn a_bundled_program_shows_its_program_and_test_sets() {
     let (_d, v) = view_bytes("m.bpte", &bytes);
     assert_eq!(
         ls(&v, ""),
-        ["README.txt", "header.json", "program", "testsets"]
+        ["README.txt", "header.json", "program", "report", "testsets"]
     );
     // The embedded program's tree is the program's tree.
     let inner = view("mlp.pte");
     for (path, want) in files(&inner) {
         if path.ends_with("index.json") || path == "header.json" || path == "program.json" {
             continue; // they state offsets, which move
+        }
+        if path.starts_with("report/") {
+            continue; // a bundle's report/ is at its root, of the whole bundle
         }
         assert!(
             read(&v, &format!("program/{path}")) == want,
@@ -483,7 +492,9 @@ fn mount_t_fuse_ptefs() {
         "mount -t fuse.ptefs: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(listing, 9);
+    // README.txt, header.json, program.json, ops.txt, ops.yaml, methods,
+    // constants, named, segments and report.
+    assert_eq!(listing, 10);
     assert_eq!(
         sha256(&seg),
         "123e96c44be97de09bbf094da890b28c84f22ffa7f1227f1aa67c9d7ada954cb"

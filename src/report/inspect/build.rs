@@ -248,6 +248,7 @@ pub(super) fn bundled(
         checkpoint: None,
         profile: None,
         largest: None,
+        stats: None,
     }
 }
 
@@ -291,5 +292,6 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
         checkpoint: None,
         profile: None,
         largest: None,
+        stats: None,
     }
 }

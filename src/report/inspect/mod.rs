@@ -50,6 +50,9 @@ pub struct Inspection {
     /// The largest tensors and blobs, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub largest: Option<Vec<Largest>>,
+    /// Each tensor's statistics, when asked for (`--stats`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Vec<crate::report::summary::TensorStats>>,
 }
 
 /// `report` with the profile `profile` joined with `program` (shown as
@@ -412,6 +415,7 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 checkpoint: None,
                 profile: None,
                 largest: None,
+                stats: None,
             }
         }
         Parsed::Data(d) => build::data(name, d),

@@ -46,6 +46,7 @@ pub(super) fn package(name: &str, p: &PackageFile<'_>) -> Inspection {
         checkpoint: None,
         profile: None,
         largest: None,
+        stats: None,
     }
 }
 

@@ -352,6 +352,7 @@ pub(super) fn inspection(name: &str, p: &ProfileFile<'_>) -> Inspection {
         checkpoint: None,
         profile: Some(summary(p)),
         largest: None,
+        stats: None,
     }
 }
 

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use super::file_names::{DirNames, encode};
 use super::lazy::{self, RenderCache, SharedBytes};
 use super::render::{self, npy};
+use super::report_files::{ReportFile, ReportInputs, ReportMaker};
 use super::table::{ConstantsTable, Listing, TensorTable};
 use super::{Content, Dtype, Entry, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta, Tree};
 use crate::format::{DataFile, Parsed, ProgramFile, Span, scalar};
@@ -57,7 +58,12 @@ pub fn build_with_names(
     one_dir_each: bool,
     names: Option<&Checkpoint>,
 ) -> Tree {
-    build_full(inputs, attached, one_dir_each, names, &[], None)
+    let options = Options {
+        one_dir_each,
+        names,
+        ..Options::default()
+    };
+    build_with(inputs, attached, &options)
 }
 
 /// The debug buffer of an ETDump: the file whose byte ranges its debug
@@ -74,16 +80,33 @@ pub struct DebugBuffer {
     pub name: String,
 }
 
-/// [`build_with_names`], with the debug buffers of ETDumps and the
-/// profile (an ETDump) joined with every program shown.
-pub fn build_full(
-    inputs: &[Input<'_>],
-    attached: &[Input<'_>],
-    one_dir_each: bool,
-    names: Option<&Checkpoint>,
-    debug: &[DebugBuffer],
-    profile: Option<&Input<'_>>,
-) -> Tree {
+/// What a tree shows beyond its inputs and the data attached to them.
+#[derive(Default, Clone, Copy)]
+pub struct Options<'o, 'a> {
+    /// Each input in a directory of its own (more than one input, or a
+    /// directory given).
+    pub one_dir_each: bool,
+    /// A checkpoint's keys (`--names`), under `by-name/` and in
+    /// `index.json`.
+    pub names: Option<&'o Checkpoint>,
+    /// The debug buffers of ETDumps.
+    pub debug: &'o [DebugBuffer],
+    /// A profile (an ETDump) joined with every program shown.
+    pub profile: Option<&'o Input<'a>>,
+    /// What renders the `report/` directory of each program, bundled
+    /// program and package, when first read; none without it.
+    pub reports: Option<ReportMaker>,
+}
+
+/// The tree of `inputs` with `attached` data, showing what `options` add.
+pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Options<'_, '_>) -> Tree {
+    let Options {
+        one_dir_each,
+        names,
+        debug,
+        profile,
+        reports,
+    } = *options;
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -109,6 +132,16 @@ pub fn build_full(
             source: i.source,
             name: i.name.clone(),
         }),
+        reports,
+        report_data: attached
+            .iter()
+            .filter(|i| matches!(i.parsed, Parsed::Data(_)))
+            .map(|i| ReportFile {
+                name: i.name.clone(),
+                source: i.source,
+                bytes: i.bytes.clone(),
+            })
+            .collect(),
         ..Builder::default()
     };
     for i in inputs.iter().chain(attached).chain(profile) {
@@ -234,6 +267,10 @@ struct Builder {
     debug_buffers: HashMap<SourceId, (SourceId, u64)>,
     /// The profile joined with every program shown.
     profile: Option<AttachedProfile>,
+    /// Renders `report/` files, when the tree has them.
+    reports: Option<ReportMaker>,
+    /// The attached data files, for reports.
+    report_data: Vec<ReportFile>,
 }
 
 /// Source, offset, length and prefix length of a file's bytes.
@@ -593,6 +630,40 @@ impl Builder {
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
             Parsed::Package(p) => self.package(&mut dir, origin, p),
             Parsed::Profile(p) => self.profile(&mut dir, origin, p),
+        }
+        if matches!(
+            input.parsed,
+            Parsed::Program(_) | Parsed::Bundled(_) | Parsed::Package(_)
+        ) {
+            self.report_dir(&mut dir, input);
+        }
+    }
+
+    /// `report/`, whose files are rendered by the builder's report maker
+    /// when first read (all from one report, computed once).
+    fn report_dir(&mut self, dir: &mut Dir, input: &Input<'_>) {
+        let Some(maker) = self.reports else {
+            return;
+        };
+        let files = maker();
+        let inputs = Arc::new(ReportInputs {
+            shown: ReportFile {
+                name: input.name.clone(),
+                source: input.source,
+                bytes: input.bytes.clone(),
+            },
+            attached: self.report_data.clone(),
+            names: self.checkpoint.clone(),
+        });
+        let mut sub = self.subdir(dir, "report");
+        for name in super::report_files::FILES {
+            let (files, inputs) = (files.clone(), inputs.clone());
+            self.lazy(
+                &mut sub,
+                name,
+                input.source,
+                Box::new(move |_, out| files.render(&inputs, name, out)),
+            );
         }
     }
 }

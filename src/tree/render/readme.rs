@@ -32,6 +32,10 @@ constants/<i>.bin    constant buffer i (index 0 is reserved): the bytes of the
                      its slot may hold after them; index.json gives both sizes
 named/<key>.bin      named data blobs; index.json
 segments/<i>.bin     each raw segment
+report/              ptefs report's numbers, computed when first read:
+                     size.json (bytes by file, store, layer, tensor; by dtype
+                     and backend), layers.tsv, duplicates.tsv, coverage.json,
+                     quantization.tsv, stats.tsv, treemap.svg
 
 Raw files are byte ranges of the source file. Names are percent-encoded
 where a key holds '/', NUL, '%', '~' or a leading '.'; index.json keeps
@@ -61,6 +65,9 @@ header.json                  identifier, version, where the program lies
 program/                     the embedded program's whole tree
 testsets/<method>/<case>/    each test case: input_<i> and expected_<i> as
                              .bin and .npy, index.json for every value
+report/                      ptefs report's numbers (size.json, layers.tsv,
+                             duplicates.tsv, coverage.json, quantization.tsv,
+                             stats.tsv, treemap.svg), computed when first read
 ";
 
 /// For a native program package.
@@ -84,6 +91,9 @@ methods/<m>/
   graph.dot          the graph for Graphviz (dot -Tsvg graph.dot)
 ERROR.txt            present when a member could not be read; the rest of
                      the package is still shown
+report/              ptefs report's numbers (size.json, layers.tsv,
+                     duplicates.tsv, coverage.json, quantization.tsv,
+                     stats.tsv, treemap.svg), computed when first read
 
 Raw files are byte ranges of the package file (its members are stored, not
 compressed). An alias is another name for its owner's bytes. Names are

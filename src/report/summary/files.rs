@@ -1,0 +1,212 @@
+//! The report as files of the tree (`report/`): JSON for the nested parts,
+//! tab-separated tables for the rest, so `sort`, `awk` and `jq` reach
+//! every number.
+
+use std::io::{self, Write};
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+
+use super::Report;
+use crate::tree::Input;
+use crate::tree::report_files::{ReportFile, ReportFiles, ReportInputs};
+
+/// The files of a tree's `report/` directory.
+pub use crate::tree::report_files::FILES;
+
+/// The renderer of one tree's `report/` directory (a
+/// [`crate::tree::report_files::ReportMaker`]): the report is computed on
+/// the first read of any of its files and kept for the others.
+pub fn tree_files() -> Arc<dyn ReportFiles> {
+    Arc::new(Cached(OnceLock::new()))
+}
+
+struct Cached(OnceLock<Result<Report, String>>);
+
+impl ReportFiles for Cached {
+    fn render(&self, inputs: &ReportInputs, file: &str, out: &mut dyn Write) -> io::Result<()> {
+        match self.0.get_or_init(|| compute(inputs)) {
+            Ok(r) => render_file(r, file, out),
+            Err(e) => writeln!(out, "cannot compute the report: {e}"),
+        }
+    }
+}
+
+/// `f`, parsed.
+fn input(f: &ReportFile) -> Result<Input<'_>, String> {
+    let parsed =
+        crate::format::parse((*f.bytes).as_ref()).map_err(|e| format!("{}: {e}", f.name))?;
+    Ok(Input {
+        name: f.name.clone(),
+        source: f.source,
+        bytes: f.bytes.clone(),
+        parsed,
+    })
+}
+
+/// Parses the files again and builds their tree (without `report/`), as
+/// `ptefs report` does.
+fn compute(inputs: &ReportInputs) -> Result<Report, String> {
+    let shown = input(&inputs.shown)?;
+    let attached = inputs
+        .attached
+        .iter()
+        .map(input)
+        .collect::<Result<Vec<_>, _>>()?;
+    let tree = crate::tree::build_with_names(
+        std::slice::from_ref(&shown),
+        &attached,
+        false,
+        inputs.names.as_ref(),
+    );
+    let count = std::iter::once(&inputs.shown)
+        .chain(&inputs.attached)
+        .map(|f| f.source + 1)
+        .max()
+        .unwrap_or(0);
+    let mut sources: Vec<&[u8]> = vec![&[]; count];
+    for f in std::iter::once(&inputs.shown).chain(&inputs.attached) {
+        sources[f.source] = (*f.bytes).as_ref();
+    }
+    Ok(super::summarize(super::Subject {
+        tree: &tree,
+        sources: &sources,
+    }))
+}
+
+/// A table cell: tabs and line breaks would split rows and columns.
+fn cell(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('\t', "\\t")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map_or_else(String::new, |v| format!("{v}"))
+}
+
+fn json(out: &mut dyn Write, v: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, v)?;
+    out.write_all(b"\n")
+}
+
+/// Writes file `name` of `report/` for `report`.
+pub fn render_file(report: &Report, name: &str, out: &mut dyn Write) -> io::Result<()> {
+    match name {
+        "size.json" => {
+            #[derive(Serialize)]
+            struct Size<'a> {
+                total_bytes: u64,
+                files: &'a [super::FileSize],
+                by_dtype: &'a [super::DtypeRow],
+                by_backend: &'a [super::Backend],
+                size: &'a super::SizeNode,
+            }
+            json(
+                out,
+                &Size {
+                    total_bytes: report.total_bytes,
+                    files: &report.files,
+                    by_dtype: &report.by_dtype,
+                    by_backend: &report.by_backend,
+                    size: &report.size,
+                },
+            )
+        }
+        "coverage.json" => json(out, &report.coverage),
+        "layers.tsv" => {
+            writeln!(out, "layer\ttensors\tparams\tbytes\tdtypes")?;
+            for l in &report.by_layer {
+                let dtypes: Vec<String> =
+                    l.dtypes.iter().map(|(d, b)| format!("{d}:{b}")).collect();
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}\t{}",
+                    cell(&l.layer),
+                    l.tensors,
+                    l.params,
+                    l.bytes,
+                    cell(&dtypes.join(","))
+                )?;
+            }
+            Ok(())
+        }
+        "duplicates.tsv" => {
+            writeln!(out, "sha256\tbytes\twasted\tfile\toffset\tpath")?;
+            for d in &report.duplicates {
+                for c in &d.copies {
+                    writeln!(
+                        out,
+                        "{}\t{}\t{}\t{}\t{}\t{}",
+                        d.sha256,
+                        d.bytes,
+                        d.wasted,
+                        cell(&c.file),
+                        c.offset,
+                        cell(&c.path)
+                    )?;
+                }
+            }
+            Ok(())
+        }
+        "quantization.tsv" => {
+            writeln!(
+                out,
+                "path\tname\tdtype\tscheme\tgroup_size\tbits\tbytes\tscale_bytes\tfp32_bytes\tcompression"
+            )?;
+            for w in &report.quantization.weights {
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    cell(&w.path),
+                    cell(w.name.as_deref().unwrap_or("")),
+                    cell(&w.dtype),
+                    cell(&w.scheme),
+                    w.group_size.map_or_else(String::new, |g| g.to_string()),
+                    w.bits,
+                    w.bytes,
+                    w.scale_bytes,
+                    w.fp32_bytes,
+                    w.compression
+                )?;
+            }
+            Ok(())
+        }
+        "stats.tsv" => {
+            writeln!(
+                out,
+                "path\tname\tlayer\tdtype\telements\tmin\tmax\tmean\tstd\tzeros\tnan\tinf\thistogram\tdq_min\tdq_max\tdq_mean\tdq_std"
+            )?;
+            for s in &report.stats {
+                let m = &s.stored;
+                let h: Vec<String> = m.histogram.iter().map(u64::to_string).collect();
+                let d = s.dequantized.as_ref();
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    cell(&s.path),
+                    cell(s.name.as_deref().unwrap_or("")),
+                    cell(&s.layer),
+                    cell(&s.dtype),
+                    m.elements,
+                    num(m.min),
+                    num(m.max),
+                    num(m.mean),
+                    num(m.std),
+                    m.zeros,
+                    m.nan,
+                    m.inf,
+                    h.join(","),
+                    num(d.and_then(|d| d.min)),
+                    num(d.and_then(|d| d.max)),
+                    num(d.and_then(|d| d.mean)),
+                    num(d.and_then(|d| d.std)),
+                )?;
+            }
+            Ok(())
+        }
+        "treemap.svg" => out.write_all(crate::report::page::treemap_document(report).as_bytes()),
+        other => writeln!(out, "no such report file: {other}"),
+    }
+}

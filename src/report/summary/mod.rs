@@ -1,0 +1,192 @@
+//! `ptefs report`: where a file's bytes go, what runs where and what the
+//! weights look like, as one typed value ([`Report`]). The terminal text,
+//! the `--json` document, the HTML page and the tree's `report/` files are
+//! renderings of it.
+//!
+//! The report is computed from the tree ([`crate::tree::Tree`]) and the
+//! parsed files: the tree already decides what each stored byte range is
+//! called (constants, named data, delegate weights, `.ptn` keys, `--names`
+//! keys), which ranges are the same file (one inode, several names), and
+//! what type and shape each tensor has; the `index.json` beside each
+//! tensor says its fully qualified name, key, users and quantization. So
+//! the report names things exactly as the tree does, and a layout change
+//! shows up in both.
+//!
+//! The tree's own `report/` files need this computation, but the tree may
+//! not import reports (reports read trees). The tree therefore takes the
+//! report as a renderer it is handed
+//! ([`crate::tree::report_files::ReportMaker`]); [`tree_files`] is that
+//! renderer, and the view, which may use both, passes it in. Imports stay
+//! acyclic: report → tree, view → report → tree.
+
+mod coverage;
+mod duplicates;
+mod files;
+mod layers;
+mod memory;
+mod quantization;
+mod size;
+pub mod stats;
+mod tensors;
+pub mod text;
+
+use serde::Serialize;
+
+use crate::format::{DataFile, Parsed};
+use crate::tree::Tree;
+
+pub use coverage::{DelegateCoverage, MethodCoverage, OpCalls};
+pub use duplicates::{Copy, Duplicate};
+pub use files::{FILES, render_file, tree_files};
+pub use layers::Layer;
+pub use memory::{Lifetime, MethodMemory, PlannedBuffer};
+pub use quantization::{Quantization, WeightQuant};
+pub use size::{Backend, DtypeRow, SizeNode};
+pub use stats::TensorStats;
+
+/// Everything `ptefs report` says about a file (and the data files
+/// attached to it).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The file reported on (the first, for several).
+    pub file: String,
+    /// Bytes of every file reported on, attached data files included.
+    pub total_bytes: u64,
+    /// Each file and its bytes.
+    pub files: Vec<FileSize>,
+    /// Where the bytes go: file → store (segments, named data, delegates)
+    /// → layer → tensor, each node's bytes the sum of its children's.
+    pub size: SizeNode,
+    /// Stored tensors by element type.
+    pub by_dtype: Vec<DtypeRow>,
+    /// Stored tensors by module path (layer).
+    pub by_layer: Vec<Layer>,
+    /// Delegates by backend.
+    pub by_backend: Vec<Backend>,
+    /// Equal bytes stored more than once.
+    pub duplicates: Vec<Duplicate>,
+    /// Per method, what runs on kernels and what inside delegates.
+    pub coverage: Vec<MethodCoverage>,
+    /// How the weights are stored: dtype, scheme, bits, compression.
+    pub quantization: Quantization,
+    /// Per tensor: min, max, mean, std, zeros, NaN, Inf and a histogram.
+    pub stats: Vec<TensorStats>,
+    /// Per method: planned buffers and the lifetimes of planned values.
+    pub memory: Vec<MethodMemory>,
+    /// Things the report could not work out, one sentence each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One file reported on.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileSize {
+    /// Its name in the tree.
+    pub name: String,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// What a report is computed from: a tree and the bytes of its sources.
+#[derive(Clone, Copy)]
+pub struct Subject<'a> {
+    /// The tree built from the files.
+    pub tree: &'a Tree,
+    /// Each source's bytes, by [`crate::tree::SourceId`]; a source the
+    /// tree does not use may be empty.
+    pub sources: &'a [&'a [u8]],
+}
+
+impl<'a> Subject<'a> {
+    /// The bytes of `span` of source `source`, or nothing when they are
+    /// out of range (never a panic on a tree that disagrees with them).
+    fn bytes(&self, source: usize, span: crate::format::Span) -> &'a [u8] {
+        let Some(b) = self.sources.get(source) else {
+            return &[];
+        };
+        let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
+        let end = usize::try_from(span.end()).unwrap_or(usize::MAX);
+        b.get(start..end).unwrap_or(&[])
+    }
+}
+
+/// Computes the report of `subject`.
+pub fn summarize(subject: Subject<'_>) -> Report {
+    let mut notes = Vec::new();
+    let collected = tensors::collect(subject, &mut notes);
+    let parsed: Vec<(String, Parsed<'_>)> = subject
+        .sources
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| !b.is_empty())
+        .filter_map(|(id, b)| {
+            let name = subject.tree.source_name(id);
+            (!name.is_empty())
+                .then(|| crate::format::parse(b).ok().map(|p| (name.to_owned(), p)))
+                .flatten()
+        })
+        .collect();
+    let data: Vec<&DataFile<'_>> = parsed
+        .iter()
+        .filter_map(|(_, p)| match p {
+            Parsed::Data(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    let files: Vec<FileSize> = parsed
+        .iter()
+        .map(|(name, p)| FileSize {
+            name: name.clone(),
+            bytes: file_len(p),
+        })
+        .collect();
+    let total_bytes = files.iter().map(|f| f.bytes).sum();
+    let inspections: Vec<crate::report::inspect::Inspection> = parsed
+        .iter()
+        .filter(|(_, p)| matches!(p, Parsed::Program(_) | Parsed::Bundled(_)))
+        .map(|(name, p)| crate::report::inspect::inspect(name, p, &data))
+        .collect();
+    let coverage = coverage::coverage(&inspections);
+    let memory = parsed
+        .iter()
+        .flat_map(|(name, p)| memory::memory(name, p))
+        .collect();
+    let stats = stats::compute(subject, &collected);
+    let quantization = quantization::summarize(&collected, &coverage, &stats);
+    Report {
+        file: files.first().map(|f| f.name.clone()).unwrap_or_default(),
+        total_bytes,
+        size: size::tree(subject, &collected, &files),
+        by_dtype: size::by_dtype(&collected),
+        by_layer: layers::by_layer(&collected),
+        by_backend: size::by_backend(&inspections, &collected),
+        duplicates: duplicates::find(subject, &collected),
+        files,
+        coverage,
+        quantization,
+        stats,
+        memory,
+        notes,
+    }
+}
+
+/// The bytes of a parsed file.
+fn file_len(p: &Parsed<'_>) -> u64 {
+    let b = match p {
+        Parsed::Program(p) => p.bytes,
+        Parsed::Data(d) => d.bytes,
+        Parsed::Bundled(b) => b.bytes,
+        Parsed::Package(p) => p.bytes,
+        Parsed::Profile(p) => p.bytes,
+    };
+    b.len() as u64
+}
+
+/// `part / whole`, rounded to four places.
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 / whole as f64 * 10_000.0).round() / 10_000.0
+    }
+}

@@ -1,0 +1,484 @@
+//! The stored byte ranges of a tree, each once, with what the tree calls
+//! them: every file that is a span of a source (its `.bin`), grouped by
+//! inode, so a range seen at several paths (a constant and a method's
+//! tensor, a delegate weight and its named-data entry) is one item.
+
+use std::collections::HashMap;
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::Subject;
+use crate::format::Span;
+use crate::tree::{Content, Ino, ROOT};
+
+/// One stored byte range.
+#[derive(Debug, Clone)]
+pub(super) struct Stored {
+    /// The first path the tree gives it.
+    pub path: String,
+    /// Which source holds it.
+    pub source: usize,
+    /// Where.
+    pub span: Span,
+    /// Element type name, for tensors (`FLOAT`, `xnn_datatype_qcint8`).
+    pub dtype: Option<String>,
+    /// NumPy's type string, `raw_bits` when it only holds the bits.
+    pub numpy: Option<(String, bool)>,
+    /// Logical sizes, for tensors (shared with the tree).
+    pub sizes: Option<Arc<[i64]>>,
+    /// Its best name: a checkpoint key, fully qualified name, data key or
+    /// delegate weight name; `None` when nothing names it.
+    pub name: Option<String>,
+    /// The module path it belongs to (see `layers`).
+    pub layer: String,
+    /// What stores it: `constants`, `named data`, a delegate, a `.ptd`.
+    pub store: String,
+    /// The delegate using it (`forward/0-XnnpackBackend`), if any.
+    pub delegate: Option<String>,
+    /// How a delegate quantized it, from its `index.json`.
+    pub quant: Option<Quant>,
+    /// True for the scales of another weight.
+    pub is_scale: bool,
+    /// Operators using it (`aten::permute_copy.out`), from `index.json`.
+    pub ops: Vec<String>,
+}
+
+impl Stored {
+    /// Elements, when the shape is known.
+    pub fn elements(&self) -> Option<u64> {
+        self.sizes
+            .as_ref()
+            .map(|s| s.iter().map(|&d| d.max(0) as u64).product())
+    }
+
+    /// True for a typed tensor (not an opaque blob).
+    pub fn is_tensor(&self) -> bool {
+        self.dtype.is_some()
+    }
+}
+
+/// A delegate weight's quantization, as its `index.json` records it.
+#[derive(Debug, Clone)]
+pub(super) struct Quant {
+    /// `PerChannelQuant`, `PerTensorQuant`, `PerChannelGroupQuant`, ...
+    pub scheme: String,
+    /// The dimension scales run along.
+    pub channel_dim: Option<usize>,
+    /// Elements per scale along that dimension, for group schemes.
+    pub group_size: Option<u64>,
+    /// Where the scales are: source, span and element type name.
+    pub scales: Option<(usize, Span, String)>,
+}
+
+/// Every stored range of `subject`'s tree, in path order of first names.
+pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
+    let tree = subject.tree;
+    // Inode → every path, in walk order.
+    let mut paths: HashMap<Ino, Vec<String>> = HashMap::new();
+    let mut order: Vec<Ino> = Vec::new();
+    for (path, ino) in tree.walk(ROOT) {
+        if path
+            .split('/')
+            .any(|c| c == "segments" || c == "members" || c == "report")
+        {
+            continue;
+        }
+        let Some(f) = tree.file(ino) else { continue };
+        if !matches!(*f.content, Content::Source { .. }) {
+            continue;
+        }
+        let e = paths.entry(ino).or_default();
+        if e.is_empty() {
+            order.push(ino);
+        }
+        e.push(path);
+    }
+    let mut indexes = Indexes::default();
+    let mut out = Vec::with_capacity(order.len());
+    for ino in order {
+        let Some(f) = tree.file(ino) else { continue };
+        let Content::Source { source, span } = *f.content else {
+            continue;
+        };
+        let all = paths.remove(&ino).unwrap_or_default();
+        let first = tree.path(ino);
+        let path = if all.contains(&first) {
+            first
+        } else {
+            all.first().cloned().unwrap_or_default()
+        };
+        let meta = f.tensor;
+        let entries: Vec<Rc<Entry>> = all
+            .iter()
+            .filter_map(|p| indexes.entry(subject, p, notes))
+            .collect();
+        let text = |get: fn(&Entry) -> &Option<String>| entries.iter().find_map(|e| get(e).clone());
+        let numpy = text(|e| &e.numpy_dtype)
+            .map(|d| {
+                let raw = entries.iter().find_map(|e| e.raw_bits).unwrap_or(false);
+                (d, raw)
+            })
+            .or_else(|| match meta.map(|m| m.dtype) {
+                Some(crate::tree::Dtype::Scalar(t)) => {
+                    crate::format::scalar::numpy(t).map(|n| (n.descr.to_owned(), n.raw_bits))
+                }
+                _ => None,
+            });
+        let delegate = all.iter().find_map(|p| delegate_of(p));
+        let checkpoint = all
+            .iter()
+            .find_map(|p| p.split_once("by-name/").map(|(_, k)| k.to_owned()))
+            .or_else(|| {
+                entries
+                    .iter()
+                    .find_map(|e| e.checkpoint_names.as_ref()?.first().cloned())
+            });
+        let key = text(|e| &e.key).filter(|k| !is_digest_key(k));
+        let weight_layer = text(|e| &e.layer);
+        let name = checkpoint
+            .clone()
+            .or_else(|| text(|e| &e.fqn))
+            .or(key)
+            .or_else(|| package_key(&all));
+        let layer = match (&name, &weight_layer, &delegate) {
+            (Some(n), _, _) => module_of(n),
+            (None, Some(l), Some(d)) => format!("{d}/{l}"),
+            (None, Some(l), None) => l.clone(),
+            (None, None, _) => "(unnamed)".to_owned(),
+        };
+        let name = name.or_else(|| {
+            let role = text(|e| &e.role);
+            weight_layer.as_ref().map(|l| match (&delegate, role) {
+                (Some(d), Some(r)) => format!("{d}/{l}.{r}"),
+                (Some(d), None) => format!("{d}/{l}"),
+                (None, _) => l.clone(),
+            })
+        });
+        let is_scale = all.iter().any(|p| p.ends_with(".scale.bin"));
+        let quant = quant_of(subject, &entries, &all);
+        let ops = entries
+            .iter()
+            .flat_map(|e| e.ops.iter().cloned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        out.push(Stored {
+            store: store_of(&path, delegate.as_deref(), tree.source_name(source)),
+            path,
+            source,
+            span,
+            dtype: meta.map(|m| m.dtype.name()),
+            numpy: numpy.filter(|_| meta.is_some()),
+            sizes: meta.map(|m| m.sizes.clone()),
+            name,
+            layer,
+            delegate,
+            quant,
+            is_scale,
+            ops,
+        });
+    }
+    out
+}
+
+/// The module path of a tensor named `name`: all but its last dotted
+/// component (`layers.0.attn.wq.weight` → `layers.0.attn.wq`); a name
+/// without a dot is its own module.
+pub(super) fn module_of(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((m, _)) if !m.is_empty() => m.to_owned(),
+        _ => name.to_owned(),
+    }
+}
+
+/// True for keys that are digests rather than names: XNNPACK keys its
+/// named data by SHA-256 (`<hex>`, `scale_<hex>`).
+fn is_digest_key(k: &str) -> bool {
+    let hex = k.rsplit('_').next().unwrap_or(k);
+    hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// `methods/forward/delegates/0-XnnpackBackend` → `forward/0-XnnpackBackend`.
+fn delegate_of(path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let at = parts.iter().position(|p| *p == "delegates")?;
+    let method = parts.get(at.checked_sub(1)?)?;
+    let d = parts.get(at + 1)?;
+    Some(format!("{method}/{d}"))
+}
+
+/// A `.ptn` tensor's key: its file under a top-level `tensors/`.
+fn package_key(paths: &[String]) -> Option<String> {
+    paths.iter().find_map(|p| {
+        let (dir, file) = p.rsplit_once('/')?;
+        let top = dir.rsplit('/').next()?;
+        (top == "tensors" && !p.contains("methods/"))
+            .then(|| file.strip_suffix(".bin").unwrap_or(file).to_owned())
+    })
+}
+
+/// What stores the range at `path`.
+fn store_of(path: &str, delegate: Option<&str>, source: &str) -> String {
+    if let Some(d) = delegate
+        && !path.contains("/named/")
+        && !path.starts_with("named/")
+    {
+        return format!("delegate {d}");
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    let has = |c: &str| parts.contains(&c);
+    if source.ends_with(".ptd") || has("named") {
+        "named data".to_owned()
+    } else if has("constants") || has("tensors") && has("methods") {
+        "constants".to_owned()
+    } else if has("tensors") {
+        "tensors".to_owned()
+    } else {
+        parts
+            .len()
+            .checked_sub(2)
+            .and_then(|i| parts.get(i))
+            .map_or("other", |s| s)
+            .to_owned()
+    }
+}
+
+/// What the report uses of an `index.json` entry; everything else
+/// (shapes, offsets, layouts) is skipped while parsing, so a file with
+/// long shapes costs no memory for them.
+#[derive(Debug, Default, Deserialize)]
+struct Entry {
+    #[serde(default, deserialize_with = "lenient")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    fqn: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    key: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    checkpoint_names: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "lenient")]
+    layer: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    role: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    numpy_dtype: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    raw_bits: Option<bool>,
+    #[serde(default, deserialize_with = "lenient")]
+    stored_dtype: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    quantization: Option<QuantEntry>,
+    #[serde(default, deserialize_with = "lenient")]
+    scales: Option<Box<Entry>>,
+    #[serde(default, deserialize_with = "user_ops", rename = "users")]
+    ops: Vec<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+struct QuantEntry {
+    #[serde(default, deserialize_with = "lenient")]
+    scheme: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    channel_dim: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    group_size: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    block_size: Option<u64>,
+}
+
+/// A field of the expected shape, or `None`: each layout writes its own
+/// `index.json`, and a field another layout shapes differently is simply
+/// not used.
+fn lenient<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
+/// The operators of an entry's `users` (objects with an `op`).
+fn user_ops<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|u| u.get("op")?.as_str().map(str::to_owned))
+        .collect())
+}
+
+/// The `index.json` entries of each directory, parsed once.
+#[derive(Default)]
+struct Indexes {
+    dirs: HashMap<String, HashMap<String, Rc<Entry>>>,
+}
+
+impl Indexes {
+    /// The entry describing the file at `path`, from its directory's
+    /// `index.json`.
+    fn entry(
+        &mut self,
+        subject: Subject<'_>,
+        path: &str,
+        notes: &mut Vec<String>,
+    ) -> Option<Rc<Entry>> {
+        let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+        if !self.dirs.contains_key(dir) {
+            let parsed = load_index(subject, dir, notes);
+            self.dirs.insert(dir.to_owned(), parsed);
+        }
+        self.dirs.get(dir)?.get(file).cloned()
+    }
+}
+
+fn load_index(
+    subject: Subject<'_>,
+    dir: &str,
+    notes: &mut Vec<String>,
+) -> HashMap<String, Rc<Entry>> {
+    let mut out = HashMap::new();
+    let path = if dir.is_empty() {
+        "index.json".to_owned()
+    } else {
+        format!("{dir}/index.json")
+    };
+    let Some(ino) = subject.tree.resolve(&path) else {
+        return out;
+    };
+    let Some(f) = subject.tree.file(ino) else {
+        return out;
+    };
+    // Read in pieces rather than copied whole: a large program's index
+    // is tens of megabytes, already held once by the render cache.
+    let reader = ContentReader {
+        subject,
+        content: &f.content,
+        at: 0,
+        len: f.content.len(),
+    };
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
+    let first = loop {
+        match std::io::BufRead::fill_buf(&mut reader) {
+            Ok([]) | Err(_) => break None,
+            Ok(buf) => {
+                if let Some(i) = buf.iter().position(|b| !b.is_ascii_whitespace()) {
+                    break Some(buf[i]);
+                }
+                let n = buf.len();
+                std::io::BufRead::consume(&mut reader, n);
+            }
+        }
+    };
+    // A list of entries, or (a package's) a map of them.
+    let items: Result<Vec<Entry>, _> = match first {
+        Some(b'{') => serde_json::from_reader::<_, HashMap<String, Entry>>(reader)
+            .map(|m| m.into_values().collect()),
+        _ => serde_json::from_reader(reader),
+    };
+    let items = match items {
+        Ok(v) => v,
+        Err(e) => {
+            notes.push(format!("{path}: not read ({e}); its names are not used"));
+            return out;
+        }
+    };
+    for mut item in items {
+        // A weight's scales are described inside its entry, and belong to
+        // its layer.
+        if let Some(mut s) = item.scales.take()
+            && let Some(n) = s.name.clone()
+        {
+            s.layer = item.layer.clone();
+            let role = item.role.as_deref().unwrap_or("weight");
+            s.role = Some(format!("{role}.scale"));
+            item.scales = Some(Box::new(Entry {
+                name: s.name.clone(),
+                stored_dtype: s.stored_dtype.clone(),
+                ..Entry::default()
+            }));
+            out.insert(n, Rc::new(*s));
+        }
+        if let Some(n) = item.name.clone() {
+            out.insert(n, Rc::new(item));
+        }
+    }
+    out
+}
+
+/// Reads a file of the tree from its start.
+struct ContentReader<'a, 't> {
+    subject: Subject<'a>,
+    content: &'t crate::tree::Contents<'t>,
+    at: u64,
+    len: u64,
+}
+
+impl std::io::Read for ContentReader<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at >= self.len || buf.is_empty() {
+            return Ok(0);
+        }
+        let piece = self.content.read(self.at, buf.len() as u64);
+        let mut bytes = Vec::with_capacity(buf.len());
+        let tail = piece
+            .tail
+            .map(|(s, span)| self.subject.bytes(s, span))
+            .unwrap_or(&[]);
+        piece.assemble(tail, &mut bytes);
+        let n = bytes.len().min(buf.len());
+        buf[..n].copy_from_slice(&bytes[..n]);
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// The quantization a weight's index entry records, with where its
+/// scales are.
+fn quant_of(subject: Subject<'_>, entries: &[Rc<Entry>], paths: &[String]) -> Option<Quant> {
+    let (e, q) = entries
+        .iter()
+        .find_map(|e| e.quantization.as_ref().map(|q| (e, q)))?;
+    let scales = e.scales.as_ref().and_then(|s| {
+        let name = s.name.as_deref()?;
+        let ino = paths.iter().find_map(|p| {
+            let (d, _) = p.rsplit_once('/')?;
+            subject.tree.resolve(&format!("{d}/{name}"))
+        })?;
+        let f = subject.tree.file(ino)?;
+        let Content::Source { source, span } = *f.content else {
+            return None;
+        };
+        let dtype = s
+            .stored_dtype
+            .clone()
+            .unwrap_or_else(|| "float32".to_owned());
+        Some((source, span, dtype))
+    });
+    Some(Quant {
+        scheme: q.scheme.clone().unwrap_or_else(|| "unknown".to_owned()),
+        channel_dim: q.channel_dim.map(|d| d as usize),
+        group_size: q.group_size.or(q.block_size),
+        scales,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modules_and_digests() {
+        assert_eq!(module_of("layers.0.attn.wq.weight"), "layers.0.attn.wq");
+        assert_eq!(module_of("scale"), "scale");
+        assert!(is_digest_key(
+            "scale_764fbdc951b9073275969a61783721024dc566c0dd1d8e115e0098dd2d18ba36"
+        ));
+        assert!(!is_digest_key("fc1.weight"));
+        assert_eq!(
+            delegate_of("methods/forward/delegates/0-XnnpackBackend/xnnpack/weights/a.bin"),
+            Some("forward/0-XnnpackBackend".to_owned())
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! The report as terminal text: the tables, without the pictures.
+
+use std::fmt::Write;
+
+use super::Report;
+use crate::escape::escape;
+
+/// `12.3 MB` and the like (powers of 1000, as `du --si`).
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < UNITS.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    format!("{:.1}%", super::share(part, whole) * 100.0)
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.6}"))
+}
+
+impl Report {
+    /// The statistics table alone (`inspect --stats`).
+    pub fn stats_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<48} {:<10} {:>10} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>6}",
+            "tensor", "dtype", "elements", "min", "max", "mean", "std", "zeros", "nan", "inf"
+        );
+        for t in &self.stats {
+            let m = &t.stored;
+            let name = t.name.as_deref().unwrap_or(&t.path);
+            let _ = writeln!(
+                s,
+                "{:<48} {:<10} {:>10} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>6}",
+                escape(name),
+                escape(&t.dtype),
+                m.elements,
+                opt(m.min),
+                opt(m.max),
+                opt(m.mean),
+                opt(m.std),
+                m.zeros,
+                m.nan,
+                m.inf
+            );
+            if let Some(d) = &t.dequantized {
+                let _ = writeln!(
+                    s,
+                    "{:<48} {:<10} {:>10} {:>12} {:>12} {:>12} {:>12}",
+                    "  dequantized",
+                    "",
+                    d.elements,
+                    opt(d.min),
+                    opt(d.max),
+                    opt(d.mean),
+                    opt(d.std)
+                );
+            }
+        }
+        s
+    }
+
+    /// The whole report as text.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let total = self.total_bytes;
+        let _ = writeln!(
+            s,
+            "{}: {} ({} bytes)",
+            escape(&self.file),
+            human(total),
+            total
+        );
+        for f in &self.files {
+            let _ = writeln!(
+                s,
+                "  {:<40} {:>12} {:>7}",
+                escape(&f.name),
+                human(f.bytes),
+                pct(f.bytes, total)
+            );
+        }
+        let _ = writeln!(s, "\nWhere the bytes go:");
+        let several = self.size.children.len() > 1;
+        for file in &self.size.children {
+            for c in &file.children {
+                // A store's name says which file only when there are several.
+                let name = if several && c.kind == "store" {
+                    format!("{}: {}", file.name, c.name)
+                } else {
+                    c.name.clone()
+                };
+                let _ = writeln!(
+                    s,
+                    "  {:<56} {:>12} {:>7}",
+                    escape(&name),
+                    human(c.bytes),
+                    pct(c.bytes, total)
+                );
+            }
+        }
+        let _ = writeln!(s, "\nBy dtype:");
+        for d in &self.by_dtype {
+            let _ = writeln!(
+                s,
+                "  {:<28} {:>6} tensors {:>12} params {:>12} {:>7}",
+                escape(&d.dtype),
+                d.tensors,
+                d.params,
+                human(d.bytes),
+                pct(d.bytes, total)
+            );
+        }
+        let _ = writeln!(s, "\nBy layer (largest 20 of {}):", self.by_layer.len());
+        for l in self.by_layer.iter().take(20) {
+            let _ = writeln!(
+                s,
+                "  {:<48} {:>5} tensors {:>12} params {:>12}",
+                escape(&l.layer),
+                l.tensors,
+                l.params,
+                human(l.bytes)
+            );
+        }
+        let _ = writeln!(s, "\nBy backend:");
+        for b in &self.by_backend {
+            let _ = writeln!(
+                s,
+                "  {:<28} {:>3} delegates {:>12} payload {:>12} weights {:>6} nodes",
+                escape(&b.backend),
+                b.delegates,
+                human(b.blob_bytes),
+                human(b.weight_bytes),
+                b.nodes
+            );
+        }
+        let wasted: u64 = self.duplicates.iter().map(|d| d.wasted).sum();
+        let _ = writeln!(
+            s,
+            "\nDuplicates: {} ranges stored more than once, {} wasted",
+            self.duplicates.len(),
+            human(wasted)
+        );
+        for d in self.duplicates.iter().take(20) {
+            let _ = writeln!(
+                s,
+                "  {} {} x{}",
+                &d.sha256[..16.min(d.sha256.len())],
+                human(d.bytes),
+                d.copies.len()
+            );
+            for c in &d.copies {
+                let _ = writeln!(
+                    s,
+                    "    {}@{} {}",
+                    escape(&c.file),
+                    c.offset,
+                    escape(&c.path)
+                );
+            }
+        }
+        let _ = writeln!(s, "\nCoverage:");
+        for m in &self.coverage {
+            let _ = writeln!(
+                s,
+                "  {}/{}: {} kernel calls, {} delegated nodes in {} delegates",
+                escape(&m.file),
+                escape(&m.method),
+                m.kernel_calls,
+                m.delegated_nodes,
+                m.delegates.len()
+            );
+            for k in &m.kernels {
+                let flag = if k.portable {
+                    ""
+                } else {
+                    "  (not in the portable kernels)"
+                };
+                let _ = writeln!(s, "    {:>6} x {}{flag}", k.calls, escape(&k.op));
+            }
+            for d in &m.delegates {
+                let _ = writeln!(
+                    s,
+                    "    delegate {} {}: {} nodes",
+                    d.index,
+                    escape(&d.backend),
+                    d.nodes
+                );
+            }
+        }
+        let q = &self.quantization;
+        let _ = writeln!(
+            s,
+            "\nQuantization: {} weights, {} stored, {} as float32 ({}x)",
+            q.weights.len(),
+            human(q.stored_bytes),
+            human(q.fp32_bytes),
+            q.compression
+        );
+        if let Some(w) = &q.warning {
+            let _ = writeln!(s, "  warning: {}", escape(w));
+        }
+        let _ = writeln!(s, "\nMemory plan:");
+        for m in &self.memory {
+            let bufs: Vec<String> = m
+                .buffers
+                .iter()
+                .map(|b| format!("{}:{}", b.mem_id, human(b.bytes.max(0) as u64)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "  {}/{}: buffers {} ; {} planned values over {} instructions",
+                escape(&m.file),
+                escape(&m.method),
+                bufs.join(", "),
+                m.values.len(),
+                m.instructions
+            );
+        }
+        let _ = writeln!(s, "\nStatistics:");
+        s.push_str(&self.stats_text());
+        for n in &self.notes {
+            let _ = writeln!(s, "note: {}", escape(n));
+        }
+        s
+    }
+}
