@@ -12,11 +12,12 @@
 //!   [`view`] opens, parses and lays out what a command names;
 //! - [`fs`] is the filesystem core: every question a mount answers, with
 //!   typed errors mapped to errno in one place;
-//! - [`report`] holds `inspect` and `diff` as typed, serialisable reports;
+//! - [`report`] holds `inspect`, `diff` and `report` (sizes, coverage,
+//!   statistics, and its HTML page) as typed, serialisable reports;
 //! - [`fuse`] converts kernel requests into [`fs`] calls and nothing else;
 //! - [`cli`] is the `ptefs` command: `mount`, and offline `ls`, `cat`,
-//!   `stat` (through [`fs`], so they answer as the mount does), `inspect`
-//!   and `diff`.
+//!   `stat` (through [`fs`], so they answer as the mount does), `inspect`,
+//!   `diff` and `report`.
 
 pub mod allocator;
 pub mod auto_data;

@@ -225,12 +225,21 @@ impl Opened {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
+        // The report's numbers need every byte of its files, which a
+        // remote source's image holds only where its fetch plan fetched:
+        // the `report/` of a URL's tree says to run `ptefs report URL`
+        // (which fetches the file whole) instead.
+        let maker: tree::report_files::ReportMaker = if self.sources.iter().any(Source::is_remote) {
+            crate::report::summary::remote_tree_files
+        } else {
+            crate::report::summary::tree_files
+        };
         let options = tree::Options {
             one_dir_each,
             names,
             debug: &parsed.debug,
             profile: parsed.profile.as_ref(),
-            reports: Some(crate::report::summary::tree_files),
+            reports: Some(maker),
         };
         let tree = tree::build_with(&parsed.shown, &parsed.attached, &options);
         Ok((tree, parsed.skipped))

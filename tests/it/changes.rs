@@ -38,10 +38,12 @@ fn is_raw(path: &str) -> bool {
 /// once the source changed, they cannot be rendered from it.
 fn is_lazy(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    matches!(
-        name,
-        "plan.json" | "code.txt" | "memory.json" | "graph.dot" | "program.json" | "graph.json"
-    )
+    // Every file of `report/` is rendered when first read.
+    path.starts_with("report/")
+        || matches!(
+            name,
+            "plan.json" | "code.txt" | "memory.json" | "graph.dot" | "program.json" | "graph.json"
+        )
 }
 
 fn copy(dir: &Path, model: &str) -> std::path::PathBuf {

@@ -276,6 +276,19 @@ fn a_program_rewritten_from_a_fixture_opens_to_the_same_tree() {
                     }
                 }
                 assert_eq!(x, y, "{model}: {path}");
+            } else if path.starts_with("report/") {
+                // The report states the file's size and its ranges' offsets
+                // (size.json, duplicates.tsv, stats.tsv, treemap.svg), which
+                // move; what it says of the program does not.
+                if [
+                    "report/layers.tsv",
+                    "report/coverage.json",
+                    "report/quantization.tsv",
+                ]
+                .contains(&path.as_str())
+                {
+                    assert!(x == y, "{model}: {path} differs");
+                }
             } else if path.starts_with("segments/") {
                 // Segment padding may differ; the bytes tables point at may not.
                 assert_eq!(x.len(), y.len(), "{model}: {path}");

@@ -21,6 +21,26 @@ pub fn tree_files() -> Arc<dyn ReportFiles> {
     Arc::new(Cached(OnceLock::new()))
 }
 
+/// The renderer of the `report/` directory of a tree with remote
+/// sources: their images hold only the bytes fetched so far, so each file
+/// says how to get the report instead of reporting zeros.
+pub fn remote_tree_files() -> Arc<dyn ReportFiles> {
+    Arc::new(Remote)
+}
+
+struct Remote;
+
+impl ReportFiles for Remote {
+    fn render(&self, inputs: &ReportInputs, _file: &str, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "{}: the report needs every byte of the file, which a mount of a URL fetches \
+             only as files are read; run `ptefs report` on the URL (it fetches the file whole)",
+            inputs.shown.name
+        )
+    }
+}
+
 struct Cached(OnceLock<Result<Report, String>>);
 
 impl ReportFiles for Cached {

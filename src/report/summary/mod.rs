@@ -37,7 +37,7 @@ use crate::tree::Tree;
 
 pub use coverage::{DelegateCoverage, MethodCoverage, OpCalls};
 pub use duplicates::{Copy, Duplicate};
-pub use files::{FILES, render_file, tree_files};
+pub use files::{FILES, remote_tree_files, render_file, tree_files};
 pub use layers::Layer;
 pub use memory::{Lifetime, MethodMemory, PlannedBuffer};
 pub use quantization::{Quantization, WeightQuant};
