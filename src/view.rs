@@ -444,6 +444,22 @@ impl Opened {
 }
 
 impl View {
+    /// The size, coverage and statistics report (`ptefs report`) of what
+    /// is open. Statistics and duplicates read every byte, so remote
+    /// sources are fetched whole first, once.
+    pub fn report(&mut self) -> Result<crate::report::summary::Report, OpenError> {
+        for s in &mut self.sources {
+            s.fetch_whole()?;
+        }
+        let bytes: Vec<&[u8]> = self.sources.iter().map(|s| s.bytes()).collect();
+        Ok(crate::report::summary::summarize(
+            crate::report::summary::Subject {
+                tree: &self.tree,
+                sources: &bytes,
+            },
+        ))
+    }
+
     /// Opens, validates and lays out everything `req` names (see
     /// [`Opened::parse`] for what is an error).
     pub fn open(req: &Request) -> Result<View, OpenError> {

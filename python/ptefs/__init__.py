@@ -404,10 +404,19 @@ class File:
         composition."""
         return _json.loads(self.tree.inspect_json(top))
 
-    def report(self) -> Any:
-        """Not available yet: the size/coverage/statistics report is a
-        separate piece of work; this will return it once the library has it."""
-        raise NotImplementedError("the ptefs report is not available in this version")
+    def report(self, html: Optional[str] = None) -> Dict[str, Any]:
+        """The size, coverage and statistics report: the dict ``ptefs report
+        --json`` prints (``total_bytes``, ``by_dtype``, ``by_layer``,
+        ``by_backend``, ``duplicates``, ``coverage``, ``quantization``,
+        ``stats``, ``memory``). With ``html``, also writes the self-contained
+        page ``ptefs report -o`` writes to that path. Reads every byte of the
+        files (a remote file is fetched whole).
+        """
+        text, page = self.tree.report_json(html is not None)
+        if html is not None and page is not None:
+            with io.open(html, "w", encoding="utf-8") as out:
+                out.write(page)
+        return _json.loads(text)
 
 
 def _count(shape: Sequence[int]) -> int:

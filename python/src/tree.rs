@@ -212,6 +212,20 @@ impl Tree {
     fn inspect_json(&self, py: Python<'_>, top: Option<usize>) -> PyResult<String> {
         crate::reports::inspect(py, &self.request, top)
     }
+
+    /// `ptefs report --json` of what is open, as JSON, and with `html`
+    /// the self-contained page `ptefs report -o` writes.
+    #[pyo3(signature = (html=false))]
+    fn report_json(&self, py: Python<'_>, html: bool) -> PyResult<(String, Option<String>)> {
+        py.detach(|| -> Result<_, ptefs::view::OpenError> {
+            let mut view = View::open(&self.request)?;
+            let report = view.report()?;
+            let page = html.then(|| ptefs::report::page::html(&report));
+            let json = serde_json::to_string(&report).unwrap_or_default();
+            Ok((json, page))
+        })
+        .map_err(|e| open_error(py, e))
+    }
 }
 
 /// File type bits of `st_mode`, as `stat(2)` gives them.

@@ -157,5 +157,18 @@ def test_help_reads_well() -> None:
     assert ptefs.File.numpy.__doc__ and "without copying" in ptefs.File.numpy.__doc__
     stub = Path(ptefs.__file__).with_name("__init__.pyi")
     assert stub.exists() and Path(ptefs.__file__).with_name("py.typed").exists()
-    with pytest.raises(NotImplementedError, match="report"):
-        ptefs.open(fixture("add.pte")).report()
+    assert ptefs.File.report.__doc__ and "ptefs report" in ptefs.File.report.__doc__
+
+
+def test_report_equals_the_command(tmp_path: Path) -> None:
+    for name in ["mlp.pte", "mv2_xnnpack.pte"]:
+        page = tmp_path / f"{name}.html"
+        with ptefs.open(fixture(name)) as f:
+            report = f.report(html=str(page))
+        out = run_ptefs("report", "--json", str(fixture(name)))
+        assert out.returncode == 0, out.stderr
+        assert report == json.loads(out.stdout)
+        assert report["total_bytes"] == fixture(name).stat().st_size
+        cli_page = tmp_path / f"{name}.cli.html"
+        assert run_ptefs("report", "-o", str(cli_page), str(fixture(name))).returncode == 0
+        assert page.read_text() == cli_page.read_text()

@@ -7,7 +7,6 @@ use clap::Args;
 
 use super::progress::Progress;
 use super::{OK, TROUBLE, error};
-use crate::report::summary::{Subject, summarize};
 use crate::source::redact::shown;
 
 #[derive(Args, Debug)]
@@ -38,20 +37,11 @@ pub(super) fn compute(
     let req = attach.request(vec![file.to_path_buf()], false)?;
     progress.stage("opening");
     let mut view = progress.suspend(|| super::open_view(&req))?;
-    // Statistics and duplicates read every byte: a remote file is
-    // fetched whole once rather than range by range.
-    for s in &mut view.sources {
-        s.fetch_whole().map_err(|e| {
-            progress.suspend(|| error(e));
-            TROUBLE
-        })?;
-    }
     progress.stage("computing the report");
-    let bytes: Vec<&[u8]> = view.sources.iter().map(|s| s.bytes()).collect();
-    Ok(summarize(Subject {
-        tree: &view.tree,
-        sources: &bytes,
-    }))
+    view.report().map_err(|e| {
+        progress.suspend(|| error(e));
+        TROUBLE
+    })
 }
 
 pub(super) fn run(args: &ReportArgs) -> Result<i32, i32> {
