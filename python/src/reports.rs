@@ -37,12 +37,13 @@ pub fn inspect(py: Python<'_>, req: &Request, top: Option<usize>) -> PyResult<St
             }
             None => None,
         };
-        let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
+        let sources: Vec<&[u8]> = opened.sources.iter().map(|s| s.bytes()).collect();
         let extras = Extras {
             checkpoint: checkpoint.as_ref(),
             top,
+            stats: false,
         };
-        let report = inspect_input(input, &inputs.attached, &sizes, extras, &mut |_| {});
+        let report = inspect_input(input, &inputs.attached, &sources, extras, &mut |_| {});
         serde_json::to_string(&report).map_err(|e| Error::new_err(e.to_string()))
     })?;
     Ok(out)

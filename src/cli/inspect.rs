@@ -73,12 +73,13 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         }
         None => None,
     };
-    let sizes: Vec<u64> = opened.sources.iter().map(|s| s.opened.len).collect();
+    let sources: Vec<&[u8]> = opened.sources.iter().map(|s| s.bytes()).collect();
     let extras = Extras {
         checkpoint: checkpoint.as_ref(),
         top: args.top,
+        stats: args.stats,
     };
-    let mut report = inspect_input(input, &inputs.attached, &sizes, extras, &mut |what| {
+    let mut report = inspect_input(input, &inputs.attached, &sources, extras, &mut |what| {
         progress.stage(what)
     });
     // The profile and its program: the file and --program, or --profile
@@ -106,19 +107,6 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         };
         joined.map_err(|e| fail(&format_args!("{}: {e}", shown(path))))?;
     }
-    let stats = if args.stats {
-        progress.stage("computing statistics");
-        let tree = crate::tree::build(std::slice::from_ref(input), &inputs.attached, false);
-        let bytes: Vec<&[u8]> = opened.sources.iter().map(|s| s.bytes()).collect();
-        let r = crate::report::summary::summarize(crate::report::summary::Subject {
-            tree: &tree,
-            sources: &bytes,
-        });
-        report.stats = Some(r.stats.clone());
-        Some(r)
-    } else {
-        None
-    };
     progress.finish();
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
@@ -128,12 +116,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         s.push('\n');
         s
     } else {
-        let mut t = report.text();
-        if let Some(r) = &stats {
-            t.push_str("\nStatistics:\n");
-            t.push_str(&r.stats_text());
-        }
-        t
+        report.text()
     };
     super::print(&out)?;
     Ok(OK)

@@ -111,16 +111,18 @@ pub struct Extras<'c> {
     pub checkpoint: Option<&'c crate::meta::checkpoint::Checkpoint>,
     /// List the N largest entries, each byte range once (`--top N`).
     pub top: Option<usize>,
+    /// Each tensor's statistics (`--stats`).
+    pub stats: bool,
 }
 
-/// `inspect` of `input` with the files attached to it (`source_sizes`:
-/// each source's length, by source id), and what `extras` ask for;
+/// `inspect` of `input` with the files attached to it (`sources`: each
+/// source's bytes, by source id), and what `extras` ask for;
 /// `stage` hears the name of each step as it starts. The command and the
 /// Python module both make their reports here.
 pub fn inspect_input(
     input: &crate::tree::Input<'_>,
     attached: &[crate::tree::Input<'_>],
-    source_sizes: &[u64],
+    sources: &[&[u8]],
     extras: Extras<'_>,
     stage: &mut dyn FnMut(&str),
 ) -> Inspection {
@@ -146,7 +148,17 @@ pub fn inspect_input(
     if let Some(n) = extras.top {
         stage("building the tree");
         let tree = crate::tree::build(std::slice::from_ref(input), attached, false);
-        report.largest = Some(largest(&tree, n, source_sizes));
+        let sizes: Vec<u64> = sources.iter().map(|s| s.len() as u64).collect();
+        report.largest = Some(largest(&tree, n, &sizes));
+    }
+    if extras.stats {
+        stage("computing statistics");
+        let tree = crate::tree::build(std::slice::from_ref(input), attached, false);
+        let summary = crate::report::summary::summarize(crate::report::summary::Subject {
+            tree: &tree,
+            sources,
+        });
+        report.stats = Some(summary.stats);
     }
     report
 }

@@ -92,6 +92,10 @@ impl Inspection {
                 r.share * 100.0
             );
         }
+        if let Some(stats) = &self.stats {
+            o.push_str("\nStatistics:\n");
+            o.push_str(&crate::report::summary::stats_table(stats));
+        }
         o
     }
 }

@@ -43,6 +43,7 @@ pub use memory::{Lifetime, MethodMemory, PlannedBuffer};
 pub use quantization::{Quantization, WeightQuant};
 pub use size::{Backend, DtypeRow, SizeNode};
 pub use stats::TensorStats;
+pub use text::stats_table;
 
 /// Everything `ptefs report` says about a file (and the data files
 /// attached to it).
