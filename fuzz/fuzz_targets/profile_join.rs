@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use ptefs::tree::{Input, ROOT, build_full};
+use ptefs::tree::{Input, Options, ROOT, build_with};
 
 const PROGRAMS: [&[u8]; 2] = [
     include_bytes!("../../tests/fixtures/etdump/portable_mlp.pte"),
@@ -31,7 +31,11 @@ fuzz_target!(|bytes: &[u8]| {
             bytes: Arc::new(bytes.to_vec()),
             parsed,
         };
-        let tree = build_full(&inputs, &[], false, None, &[], Some(&profile));
+        let options = Options {
+            profile: Some(&profile),
+            ..Options::default()
+        };
+        let tree = build_with(&inputs, &[], &options);
         for (_, ino) in tree.walk(ROOT) {
             if let Some(f) = tree.file(ino) {
                 let len = f.content.len();
