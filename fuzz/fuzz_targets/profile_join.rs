@@ -17,8 +17,12 @@ const PROGRAMS: [&[u8]; 2] = [
 
 fuzz_target!(|bytes: &[u8]| {
     for program in PROGRAMS {
-        let Ok(parsed) = ptefs::format::parse(bytes) else { return };
-        let Ok(p) = ptefs::format::parse(program) else { return };
+        let Ok(parsed) = ptefs::format::parse(bytes) else {
+            return;
+        };
+        let Ok(p) = ptefs::format::parse(program) else {
+            return;
+        };
         let inputs = [Input {
             name: "m.pte".into(),
             source: 0,
