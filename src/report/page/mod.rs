@@ -605,7 +605,7 @@ fn lifetime_chart(s: &mut String, m: &MethodMemory) {
     let mut top = std::collections::HashMap::new();
     let mut y = 0.0;
     for b in &m.buffers {
-        top.insert(b.mem_id as u32, (y, b.bytes.max(1) as f64));
+        top.insert(b.mem_id as u32, y);
         y += b.bytes.max(1) as f64 / total * h;
     }
     let steps = m.instructions.max(1) as f64;
@@ -622,14 +622,13 @@ fn lifetime_chart(s: &mut String, m: &MethodMemory) {
         let (Some(first), Some(last)) = (v.first, v.last) else {
             continue;
         };
-        let Some(&(y0, size)) = top.get(&v.mem_id) else {
+        let Some(&y0) = top.get(&v.mem_id) else {
             continue;
         };
         let x = first as f64 / steps * w;
         let width = ((last - first + 1) as f64 / steps * w).max(1.0);
         let yy = y0 + v.offset as f64 / total * h;
         let hh = (v.bytes as f64 / total * h).max(1.0);
-        let _ = size;
         let _ = write!(
             s,
             "<rect x=\"{x:.2}\" y=\"{yy:.2}\" width=\"{width:.2}\" height=\"{hh:.2}\" fill=\"#e8a33d\" fill-opacity=\"0.7\"><title>{}</title></rect>",

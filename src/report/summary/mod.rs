@@ -153,7 +153,7 @@ pub fn summarize(subject: Subject<'_>) -> Report {
         .flat_map(|(name, p)| memory::memory(name, p))
         .collect();
     let stats = stats::compute(subject, &collected);
-    let quantization = quantization::summarize(&collected, &coverage, &stats);
+    let quantization = quantization::summarize(&collected, &coverage);
     Report {
         file: files.first().map(|f| f.name.clone()).unwrap_or_default(),
         total_bytes,

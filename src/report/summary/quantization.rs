@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::coverage::MethodCoverage;
-use super::stats::{Elem, TensorStats};
+use super::stats::Elem;
 use super::tensors::Stored;
 
 /// The quantization summary.
@@ -100,11 +100,7 @@ fn scheme(s: &Stored) -> (String, Option<u64>) {
     }
 }
 
-pub(super) fn summarize(
-    items: &[Stored],
-    coverage: &[MethodCoverage],
-    _stats: &[TensorStats],
-) -> Quantization {
+pub(super) fn summarize(items: &[Stored], coverage: &[MethodCoverage]) -> Quantization {
     let mut weights = Vec::new();
     for s in items.iter().filter(|s| s.is_tensor() && !s.is_scale) {
         let (scheme, group_size) = scheme(s);
