@@ -250,30 +250,10 @@ fn code_and_graph_show_every_instruction() {
     );
     assert_eq!(lines[6], "002 MaximumNode a=%7 b=%4:float[] -> %8");
     let dot = read(&v, &format!("{MLX}/graph.dot"));
-    let svg = dot_svg(&dot);
+    let svg = common::dot_svg("graph.dot", &dot);
     // Graphviz writes `-` as `&#45;` in SVG text.
     assert!(svg.contains("001&#45;AddmmNode"), "{svg}");
     assert!(svg.contains("d2ef/l1.weight"));
-}
-
-/// `dot -Tsvg` of `dot`, which must render.
-fn dot_svg(dot: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("graphviz's dot is needed to check graph.dot");
-    child.stdin.take().unwrap().write_all(dot).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

@@ -192,26 +192,6 @@ fn code_txt_has_a_line_per_node() {
     );
 }
 
-/// `dot -Tsvg` of `dot`, which must render.
-fn dot_svg(dot: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("graphviz's dot is needed to check graph.dot");
-    child.stdin.take().unwrap().write_all(dot).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 #[test]
 fn graph_dot_draws_nodes_values_and_constants() {
     let (_d, v) = open(payload());
@@ -244,7 +224,7 @@ fn graph_dot_draws_nodes_values_and_constants() {
     );
     assert!(s.contains("n5 -> outputs"), "{s}");
     assert!(!s.contains("v-1"), "{s}");
-    let svg = dot_svg(&dot);
+    let svg = common::dot_svg("graph.dot", &dot);
     assert!(svg.contains("0: MPSConv2D"), "{svg}");
 }
 
@@ -557,5 +537,5 @@ fn damaged_parts_of_a_graph_are_named_while_the_rest_shows() {
         g["mps_nodes"][8],
         serde_json::json!({"mpsnode_union_type": "MPSCast"})
     );
-    dot_svg(&read(&v, &format!("{MPS}/graph.dot")));
+    common::dot_svg("graph.dot", &read(&v, &format!("{MPS}/graph.dot")));
 }

@@ -137,28 +137,8 @@ fn code_and_graph_show_every_layer() {
     let path = g["layers"][1]["ptefs_path"].as_str().unwrap();
     assert_eq!(read(&v, path).len(), 256);
     let dot = read(&v, &format!("{OV}/graph.dot"));
-    let svg = dot_svg(&dot);
+    let svg = common::dot_svg("graph.dot", &dot);
     assert!(svg.contains("FullyConnected"));
-}
-
-/// `dot -Tsvg` of `dot`, which must render.
-fn dot_svg(dot: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("graphviz's dot is needed to check graph.dot");
-    child.stdin.take().unwrap().write_all(dot).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

@@ -254,33 +254,9 @@ fn graph_dot_renders() {
     let dot = read(&v, &format!("{DIR}/tosa/graph.dot"));
     let text = String::from_utf8(dot.clone()).unwrap();
     assert_eq!(text.matches("shape=box").count(), 15, "{text}");
-    let Some(bin) = common::mounted::which("dot") else {
-        eprintln!("SKIPPED: graphviz's dot is not installed");
-        assert!(std::env::var_os("PTEFS_REQUIRE_DOT").is_none());
-        return;
-    };
-    let svg = render_dot(&bin, &dot);
+    let svg = common::dot_svg("graph.dot", &dot);
     assert!(svg.contains("<svg"), "no SVG");
     assert!(svg.contains("CONV2D"));
-}
-
-fn render_dot(bin: &std::path::Path, dot: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new(bin)
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(dot).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "dot: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
@@ -300,9 +276,7 @@ fn names_with_quotes_and_line_breaks_still_render() {
     assert!(t.resolve(&format!("{DIR}/tosa/ERROR.txt")).is_none());
     let dot = text_at(&t, &bytes, &format!("{DIR}/tosa/graph.dot")).unwrap();
     assert!(dot.contains("a\\\"\\\\\\n_bias"), "{dot}");
-    if let Some(bin) = common::mounted::which("dot") {
-        assert!(render_dot(&bin, dot.as_bytes()).contains("<svg"));
-    }
+    assert!(common::dot_svg("graph.dot", dot.as_bytes()).contains("<svg"));
     let code = text_at(&t, &bytes, &format!("{DIR}/tosa/code.txt")).unwrap();
     assert!(
         code.contains("%\"a\\\"\\\\\\n_bias\":f32[32](128 bytes)"),

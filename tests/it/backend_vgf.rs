@@ -254,30 +254,6 @@ fn arms_standalone_vgf_wrapped_in_a_program() {
     assert!(code.contains("… 95 in all"), "{code}");
 }
 
-fn render_dot(dot: &[u8]) -> Option<String> {
-    use std::io::Write;
-    let Some(bin) = common::mounted::which("dot") else {
-        eprintln!("SKIPPED: graphviz's dot is not installed");
-        assert!(std::env::var_os("PTEFS_REQUIRE_DOT").is_none());
-        return None;
-    };
-    let mut child = std::process::Command::new(bin)
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(dot).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "dot: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8(out.stdout).unwrap())
-}
-
 #[test]
 fn graph_dot_renders() {
     for bytes in [std::fs::read(fixture(MLP)).unwrap(), program(vww4())] {
@@ -285,9 +261,8 @@ fn graph_dot_renders() {
         let dot = read(&v, &format!("{DIR}/vgf/graph.dot"));
         let text = String::from_utf8(dot.clone()).unwrap();
         assert!(text.contains("segment 0 GRAPH"), "{text}");
-        if let Some(svg) = render_dot(&dot) {
-            assert!(svg.contains("<svg") && svg.contains("graph_segment_0"));
-        }
+        let svg = common::dot_svg("graph.dot", &dot);
+        assert!(svg.contains("<svg") && svg.contains("graph_segment_0"));
     }
 }
 
@@ -306,9 +281,7 @@ fn names_with_quotes_and_line_breaks_still_render() {
     assert!(e.is_none(), "{e:?}");
     let dot = text_at(&t, &bytes, &format!("{DIR}/vgf/graph.dot")).unwrap();
     assert!(dot.contains("a\\\"\\\\\\nh_segment_0"), "{dot}");
-    if let Some(svg) = render_dot(dot.as_bytes()) {
-        assert!(svg.contains("<svg"));
-    }
+    assert!(common::dot_svg("graph.dot", dot.as_bytes()).contains("<svg"));
     let code = text_at(&t, &bytes, &format!("{DIR}/vgf/code.txt")).unwrap();
     assert!(
         code.contains("segment 0: GRAPH \"a\\\"\\\\\\nh_segment_0\""),

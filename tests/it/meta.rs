@@ -815,26 +815,6 @@ fn dot_or_skip(test: &str) -> bool {
     false
 }
 
-/// `dot -Tsvg` of `text`: the SVG, or a failure with dot's message.
-fn render_svg(what: &str, text: &[u8]) -> String {
-    use std::io::Write as _;
-    let mut child = std::process::Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(text).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stderr.is_empty(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// `(from, to, value)` of each edge line of a graph.dot.
 fn dot_edges(text: &str) -> Vec<(String, String, u64)> {
     text.lines()
@@ -857,7 +837,7 @@ fn graph_dot_renders_and_connects_each_tensor_to_its_readers() {
         for plan in flatc(&model)["execution_plan"].as_array().unwrap() {
             let name = plan["name"].as_str().unwrap();
             let text = read(&v, &format!("methods/{name}/graph.dot"));
-            let svg = render_svg(&format!("{model} {name}"), &text);
+            let svg = common::dot_svg(&format!("{model} {name}"), &text);
             let text = String::from_utf8(text).unwrap();
             let calls = plan["chains"]
                 .as_array()
@@ -906,7 +886,7 @@ fn graph_dot_renders_and_connects_each_tensor_to_its_readers() {
 
     let (_d, v) = view_bytes("llm.pte", &llm().to_bytes());
     let text = read(&v, "methods/forward/graph.dot");
-    render_svg("llm forward", &text);
+    common::dot_svg("llm forward", &text);
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains(
         "  v1 [shape=cylinder, label=\"%1 buffer layers.0.attention.kv_cache.k_cache\"];\n"

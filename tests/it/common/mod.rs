@@ -227,3 +227,26 @@ pub fn test_name(module: &str, name: &str) -> String {
         None => name.to_owned(),
     }
 }
+
+/// `dot -Tsvg` of the graph `dot` (graphviz, which scripts/setup.sh
+/// installs): the SVG; a failure names `what` with dot's complaint, as any
+/// warning counts as one.
+pub fn dot_svg(what: &str, dot: &[u8]) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("graphviz's dot is installed by scripts/setup.sh");
+    child.stdin.take().unwrap().write_all(dot).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{what}: dot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
