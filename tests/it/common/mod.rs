@@ -250,3 +250,31 @@ pub fn dot_svg(what: &str, dot: &[u8]) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Damaged copies of `good`: every truncation, then every byte flipped by
+/// 0xff, 0x80 and 0x01 in turn.
+pub fn damaged(good: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    let cuts = (0..good.len()).map(|n| good[..n].to_vec());
+    let flips = (0..good.len()).flat_map(move |at| {
+        [0xffu8, 0x80, 0x01].into_iter().map(move |flip| {
+            let mut p = good.to_vec();
+            p[at] ^= flip;
+            p
+        })
+    });
+    cuts.chain(flips)
+}
+
+/// Asserts that every file of `tree` reads within `bytes`, its source.
+pub fn reads_within(tree: &ptefs::tree::Tree, bytes: &[u8]) {
+    for (path, ino) in tree.walk(ROOT) {
+        if let Some(f) = tree.file(ino)
+            && let Some((_, span)) = f.content.read(0, f.content.len()).tail
+        {
+            assert!(
+                span.end() <= bytes.len() as u64,
+                "{path} reads past the file"
+            );
+        }
+    }
+}
