@@ -16,6 +16,7 @@ import asyncio
 import base64
 import json
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -51,13 +52,17 @@ MEASURE = r"""
 
 
 async def run(page, shot, width, height):
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helper processes may still be writing to the profile as it
+    # is removed: the browser runs in a process group of its own that is
+    # killed whole, and what is left of the profile is not an error.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen(
             [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
              "--no-first-run", "--no-default-browser-check", "--disable-extensions",
              "--disable-background-networking", "--disable-component-update",
              f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
         try:
             port = None
             for line in proc.stderr:
@@ -119,7 +124,10 @@ async def run(page, shot, width, height):
                 seen["errors"] = errors
                 return seen
         finally:
-            proc.kill()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             proc.wait()
 
 
