@@ -19,7 +19,7 @@ flatc --rust --gen-all -o "$out" -I schema schema/program.fbs
 flatc --rust -o "$out" -I schema schema/flat_tensor.fbs schema/bundled_program.fbs \
   schema/etdump.fbs
 # The delegate graphs (XNNPACK, Vulkan) stand alone (no includes).
-flatc --rust -o "$out" schema/xnnpack.fbs schema/vulkan.fbs
+flatc --rust -o "$out" schema/xnnpack.fbs schema/xnnpack_keys.fbs schema/vulkan.fbs
 # MLX's graph has over a hundred op tables: serde's Serialize, generated for
 # each, renders them all alike (graph.json, code.txt) without a hand-written
 # printer per op.

@@ -6,6 +6,8 @@
 //! flatbuffer are read, to learn its keys.
 
 use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::fs::{DirEntryExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::delegate::referenced_named_keys;
@@ -28,18 +30,9 @@ pub fn find(inputs: &[PathBuf], data: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>)
     let mut chosen: Vec<PathBuf> = Vec::new();
     let mut notes = Vec::new();
     for input in inputs.iter().filter(|p| p.is_file()) {
-        // The data files beside it first: without any, there is nothing
-        // to parse the program for.
-        let paths = candidates(input, data, &chosen);
-        let sources: Vec<(PathBuf, Source)> = paths
-            .into_iter()
-            .filter_map(|p| Source::open(&p).ok().map(|s| (p, s)))
-            .collect();
-        let parsed: Vec<(&Path, DataFile<'_>)> = sources
-            .iter()
-            .filter_map(|(p, s)| as_data(s.bytes()).map(|d| (p.as_path(), d)))
-            .collect();
-        if parsed.is_empty() {
+        // What the program lacks first: most programs lack nothing, and
+        // then the directory is never looked through.
+        if kind_of(input) != Some(Kind::Program) {
             continue;
         }
         let Ok(source) = Source::open(input) else {
@@ -53,6 +46,21 @@ pub fn find(inputs: &[PathBuf], data: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>)
         if wanted.keys.is_empty() {
             continue;
         }
+        // The data files beside it, known by their first bytes, are mapped
+        // and parsed to learn their keys.
+        let skip: Vec<&Path> = data.iter().chain(&chosen).map(PathBuf::as_path).collect();
+        let paths: Vec<PathBuf> = beside(input, &skip)
+            .into_iter()
+            .filter(|p| kind_of(p) == Some(Kind::Data))
+            .collect();
+        let sources: Vec<(PathBuf, Source)> = paths
+            .into_iter()
+            .filter_map(|p| Source::open(&p).ok().map(|s| (p, s)))
+            .collect();
+        let parsed: Vec<(&Path, DataFile<'_>)> = sources
+            .iter()
+            .filter_map(|(p, s)| as_data(s.bytes()).map(|d| (p.as_path(), d)))
+            .collect();
         let refs: Vec<&DataFile<'_>> = parsed.iter().map(|(_, d)| d).collect();
         for (i, keys) in suppliers(&wanted.keys, &refs) {
             let path = parsed[i].0;
@@ -152,29 +160,47 @@ fn as_data(bytes: &[u8]) -> Option<DataFile<'_>> {
     DataFile::parse(bytes).ok()
 }
 
-/// Regular files beside `program`, in name order, other than it, the
-/// given data files and those already chosen.
-fn candidates(program: &Path, data: &[PathBuf], chosen: &[PathBuf]) -> Vec<PathBuf> {
+/// Regular files beside `program`, in name order, other than it and the
+/// files `skip` names. Files are told apart by device and inode, which
+/// listing the directory gives without resolving any path.
+fn beside(program: &Path, skip: &[&Path]) -> Vec<PathBuf> {
     let dir = match program.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let (Ok(entries), Ok(here)) = (std::fs::read_dir(dir), std::fs::metadata(dir)) else {
         return Vec::new();
     };
-    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
+    let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let known: Vec<(u64, u64)> = std::iter::once(program)
+        .chain(skip.iter().copied())
+        .filter_map(identity)
+        .collect();
     let mut out: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| !known.contains(&(here.dev(), e.ino())))
         .map(|e| e.path())
-        .filter(|p| !same(p, program))
-        .filter(|p| !data.iter().chain(chosen).any(|d| same(p, d)))
         .collect();
     out.sort();
     out
+}
+
+/// What kind of file `path` is, from its first bytes alone: a directory
+/// of large models is looked through without mapping any of them.
+fn kind_of(path: &Path) -> Option<Kind> {
+    let mut head = [0u8; 16];
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut len = 0;
+    while len < head.len() {
+        match file.read(&mut head[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    format::sniff(&head[..len]).ok()
 }
 
 /// The profile of `program` found by itself: the only `.etdp` file
@@ -185,7 +211,7 @@ pub fn find_profile(program: &Path) -> Option<(PathBuf, String)> {
     if !program.is_file() {
         return None;
     }
-    let found: Vec<PathBuf> = candidates(program, &[], &[])
+    let found: Vec<PathBuf> = beside(program, &[])
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "etdp"))
         .collect();

@@ -58,6 +58,7 @@ pub(crate) mod generated {
     pub mod flat_tensor_verify_generated;
     pub mod program_generated;
     pub mod xnnpack_generated;
+    pub mod xnnpack_keys_generated;
     pub mod program_verify_generated;
     pub mod vulkan_generated;
     pub mod coreml_proto_generated;
@@ -73,6 +74,7 @@ pub(crate) mod generated {
 use generated::{
     bundled_program_generated, etdump_generated, flat_tensor_generated, mlx_generated,
     mps_generated, native_graph_generated, program_generated, vulkan_generated, xnnpack_generated,
+    xnnpack_keys_generated,
 };
 mod scalar_type_generated {
     pub use crate::program_generated::*;

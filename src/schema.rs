@@ -12,6 +12,8 @@ pub use crate::program_generated::executorch_flatbuffer as program;
 pub use crate::program_generated::executorch_flatbuffer::ScalarType;
 pub use crate::vulkan_generated::vulkan_flatbuffer as vulkan;
 pub use crate::xnnpack_generated::xnnpack_flatbuffer as xnnpack;
+/// The named-data keys of an XNNPACK graph alone.
+pub use crate::xnnpack_keys_generated::xnnpack_keys;
 
 /// Protobuf messages of Core ML's `model.mlmodel` (prost), from
 /// `schema/coreml.proto`.

@@ -336,6 +336,13 @@ class File:
         as its raw bytes (``uint8``).
         """
         path = name_or_path.strip("/")
+        if path.endswith((".npy", ".bin")):
+            # The common case in one call: a tensor file NumPy can view.
+            view = self.tree.npy_view(path)
+            if view is not None:
+                array = self._view(*view)
+                if array is not None:
+                    return array
         npy = None
         if path.endswith(".npy") and self.exists(path):
             npy = path
@@ -353,6 +360,21 @@ class File:
         if npy is None:
             return self._array(raw, typed=False)
         return self._array(npy, typed=True)
+
+    @staticmethod
+    def _view(descr: str, shape: tuple, fortran: bool, memory: "_ptefs.Memory"):
+        """The array over ``memory`` a ``.npy`` header describes, or None
+        when its bytes are not exactly what the header needs."""
+        import numpy
+
+        dtype = numpy.dtype(descr)
+        shape = tuple(shape)
+        if memory.nbytes == 0 or memory.nbytes != dtype.itemsize * _count(shape):
+            return None
+        if fortran:
+            a = numpy.asarray(_ArrayView(memory, dtype, (memory.nbytes // dtype.itemsize,)))
+            return a.reshape(shape, order="F")
+        return numpy.asarray(_ArrayView(memory, dtype, shape))
 
     def _array(self, path: str, typed: bool):
         """File ``path`` as an array: a ``.npy`` when ``typed``, else raw bytes."""

@@ -201,6 +201,59 @@ impl Tree {
         Ok(Some((PyBytes::new(py, prefix), memory)))
     }
 
+    /// A `.npy` file's array as it can be viewed without copying: its
+    /// descr, shape, whether it is in Fortran order, and a [`Memory`] over
+    /// its data in a local source's map. A `.bin` whose `.npy` twin serves
+    /// the same bytes is viewed through the twin. `None` when there is no
+    /// such view (no file, no twin, computed bytes, a remote source).
+    fn npy_view(&self, path: &str) -> PyResult<Option<NpyView>> {
+        let view = self.fs.view();
+        let tree = &view.tree;
+        let Some(ino) = tree.resolve(path) else {
+            return Ok(None);
+        };
+        let npy = match path.strip_suffix(".bin") {
+            Some(stem) => {
+                let twin = tree.resolve(&format!("{stem}.npy"));
+                let served = |i| {
+                    let f = tree.file(i)?;
+                    match &*f.content {
+                        Content::Source { source, span }
+                        | Content::Prefixed { source, span, .. } => Some((*source, *span)),
+                        _ => None,
+                    }
+                };
+                match twin {
+                    Some(t) if served(t).is_some() && served(t) == served(ino) => t,
+                    _ => return Ok(None),
+                }
+            }
+            None => ino,
+        };
+        let Some(file) = tree.file(npy) else {
+            return Ok(None);
+        };
+        let Content::Prefixed {
+            prefix,
+            source,
+            span,
+        } = &*file.content
+        else {
+            return Ok(None);
+        };
+        let Some((descr, shape, fortran)) = npy_header(prefix) else {
+            return Ok(None);
+        };
+        let s = &view.sources[*source];
+        s.check_unchanged()
+            .map_err(|e| fs_error(path, ptefs::fs::FsError::SourceChanged(e)))?;
+        let SharedBytes::Map(map) = s.shared() else {
+            return Ok(None);
+        };
+        Ok(Memory::new(SharedBytes::Map(map), span.offset, span.len)
+            .map(|m| (descr, shape, fortran, m)))
+    }
+
     /// Every stored tensor once, as JSON (see `tensors.rs`).
     fn tensors_json(&self, py: Python<'_>) -> PyResult<String> {
         py.detach(|| crate::tensors::list(&self.fs))
@@ -234,4 +287,30 @@ mod libc_mode {
     pub const DIR: u32 = 0o040000;
     /// A regular file.
     pub const REG: u32 = 0o100000;
+}
+
+/// A `.npy` array viewed in place: descr, shape, Fortran order, memory.
+type NpyView = (String, Vec<u64>, bool, Memory);
+
+/// The descr, shape and order of a `.npy` header as the tree renders them
+/// (`{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`);
+/// `None` for anything else, which the caller reads the slow way.
+fn npy_header(prefix: &[u8]) -> Option<(String, Vec<u64>, bool)> {
+    let text = std::str::from_utf8(prefix.get(10..)?).ok()?;
+    let descr = text.strip_prefix("{'descr': '")?;
+    let (descr, rest) = descr.split_once('\'')?;
+    let rest = rest.strip_prefix(", 'fortran_order': ")?;
+    let (fortran, rest) = if let Some(r) = rest.strip_prefix("False") {
+        (false, r)
+    } else {
+        (true, rest.strip_prefix("True")?)
+    };
+    let dims = rest.strip_prefix(", 'shape': (")?.split_once(')')?.0;
+    let shape = dims
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse().ok())
+        .collect::<Option<Vec<u64>>>()?;
+    Some((descr.to_owned(), shape, fortran))
 }

@@ -186,7 +186,7 @@ impl<'a> Decoded<'a> for Artifact<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let weights = (!self.weights.is_empty()).then(|| Weights {
             lacking: "weights lack files for their bytes",
             items: self
@@ -206,7 +206,7 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                     }),
                     id: u32::try_from(i).unwrap_or(u32::MAX),
                     value: Some(i),
-                    entry: w.entry.clone(),
+                    entry: super::layout::Fields::new(|| w.entry.clone()),
                     parts: Vec::new(),
                 })
                 .collect(),

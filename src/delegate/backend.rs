@@ -81,7 +81,7 @@ pub trait Decoded<'a>: std::fmt::Debug {
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)>;
 
     /// What its folder shows.
-    fn layout(&self) -> Layout<'a>;
+    fn layout(&self) -> Layout<'_>;
 
     /// The contents of lazily rendered file `path` ([`Layout`]'s
     /// `File::Rendered`); `paths` holds each weight's path in the tree.

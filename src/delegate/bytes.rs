@@ -80,7 +80,7 @@ impl<'a> Bytes<'a> {
 
     /// The bytes themselves: from `payload`, or from the entry `named`
     /// finds. `None` when the entry is missing or shorter than the span.
-    pub fn resolve(&self, payload: &'a [u8], named: &dyn Lookup<'a>) -> Option<&'a [u8]> {
+    pub fn resolve<'p>(&self, payload: &'p [u8], named: &dyn Lookup<'p>) -> Option<&'p [u8]> {
         let (whole, s) = match *self {
             Bytes::Payload(s) => (payload, s),
             Bytes::Named { key, span } => (named.bytes(key)?, span),

@@ -97,10 +97,39 @@ pub struct Weight<'a> {
     /// The key renderers find the weight's path by (see [`Paths`]).
     pub value: Option<usize>,
     /// The backend's own fields of the `index.json` entry, in order.
-    pub entry: Map<String, Value>,
+    pub entry: Fields<'a>,
     /// Further files that go with it (quantization scales), each with the
     /// entry key its own entry is nested under.
     pub parts: Vec<(&'static str, Weight<'a>)>,
+}
+
+/// A weight's own fields of its `index.json` entry, made only when
+/// `index.json` is read: most trees are never asked for it, and making
+/// them when the tree was laid out was most of what a delegate's folder
+/// cost.
+pub struct Fields<'a>(Box<dyn Fn() -> Map<String, Value> + 'a>);
+
+impl<'a> Fields<'a> {
+    /// Fields made by `make` when asked for.
+    pub fn new(make: impl Fn() -> Map<String, Value> + 'a) -> Self {
+        Fields(Box::new(make))
+    }
+
+    /// No fields of the backend's own.
+    pub fn none() -> Self {
+        Fields::new(Map::new)
+    }
+
+    /// The fields, made now.
+    pub fn make(&self) -> Map<String, Value> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Fields<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fields(..)")
+    }
 }
 
 /// A NumPy view of a weight's bytes.

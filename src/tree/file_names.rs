@@ -69,18 +69,21 @@ impl DirNames {
     pub fn unique_family(&mut self, stem: &str, exts: &[&str]) -> Vec<String> {
         let ext_len = exts.iter().map(|e| e.len()).max().unwrap_or(0);
         let base = shorten(stem, ext_len, 8);
+        let mut suffix = String::new();
         for n in 1u64.. {
-            let suffix = if n == 1 {
-                String::new()
-            } else {
-                format!("~{n}")
-            };
+            if n > 1 {
+                suffix.clear();
+                suffix.push('~');
+                suffix.push_str(&n.to_string());
+            }
+            let cut;
             let stem = if base.len() + suffix.len() + ext_len <= NAME_MAX {
-                base.clone()
+                base.as_str()
             } else {
-                shorten(stem, ext_len, suffix.len())
+                cut = shorten(stem, ext_len, suffix.len());
+                cut.as_str()
             };
-            let names: Vec<String> = exts.iter().map(|e| format!("{stem}{suffix}{e}")).collect();
+            let names: Vec<String> = exts.iter().map(|e| [stem, &suffix, e].concat()).collect();
             if names.iter().all(|name| !self.used.contains(name)) {
                 self.used.extend(names.iter().cloned());
                 return names;

@@ -54,7 +54,7 @@ fn child(path: &str) {
     // Once first, so that the pages of code the work runs are resident
     // before measuring (this one test binary holds every test's code, and
     // the pages it runs count as resident memory), and the memory it freed
-    // handed back, so the measured run's heap starts cold.
+    // handed back where there is much of it.
     open_and_read_all();
     ptefs::allocator::release_free();
     std::fs::write("/proc/self/clear_refs", "5").unwrap();

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::weights::Stored;
 use super::{Payload, Weight, blob, flattened, mil, reference};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -109,7 +109,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let mut files: Vec<File<'a>> = self
             .dir
             .files
@@ -157,50 +157,53 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// One weight's files and `index.json` entry.
-fn weight<'a>(k: usize, w: &Weight<'a>) -> layout::Weight<'a> {
-    let mut entry = Map::new();
-    let mut put = |key: &str, v: Value| {
-        entry.insert(key.to_owned(), v);
-    };
-    put("function", json!(w.function));
-    put("op_index", json!(w.op_index));
-    put("op_type", json!(w.op_type));
-    put("output", json!(w.output));
-    put("argument", json!(w.argument));
-    put("layer", json!(w.layer));
-    put("role", json!(w.role));
-    put("dtype", json!(mil::dtype_name(w.dtype)));
-    put("shape", json!(w.dims));
-    match &w.stored {
-        Stored::Blob {
-            file_name,
-            file_path,
-            metadata_offset,
-            blob,
-        } => {
-            put("stored", json!("blob"));
-            put("file", json!(file_name));
-            put("file_path", json!(file_path));
-            put("metadata_offset", json!(metadata_offset));
-            match blob {
-                Ok(b) => {
-                    put("blob_dtype", json!(blob::dtype_name(b.dtype)));
-                    put("data_offset", json!(b.data.offset));
-                    put("data_size", json!(b.data.len));
+fn weight<'s>(k: usize, w: &'s Weight<'_>) -> layout::Weight<'s> {
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |key: &str, v: Value| {
+            entry.insert(key.to_owned(), v);
+        };
+        put("function", json!(w.function));
+        put("op_index", json!(w.op_index));
+        put("op_type", json!(w.op_type));
+        put("output", json!(w.output));
+        put("argument", json!(w.argument));
+        put("layer", json!(w.layer));
+        put("role", json!(w.role));
+        put("dtype", json!(mil::dtype_name(w.dtype)));
+        put("shape", json!(w.dims));
+        match &w.stored {
+            Stored::Blob {
+                file_name,
+                file_path,
+                metadata_offset,
+                blob,
+            } => {
+                put("stored", json!("blob"));
+                put("file", json!(file_name));
+                put("file_path", json!(file_path));
+                put("metadata_offset", json!(metadata_offset));
+                match blob {
+                    Ok(b) => {
+                        put("blob_dtype", json!(blob::dtype_name(b.dtype)));
+                        put("data_offset", json!(b.data.offset));
+                        put("data_size", json!(b.data.len));
+                    }
+                    Err(e) => put("blob_error", json!(e)),
                 }
-                Err(e) => put("blob_error", json!(e)),
+            }
+            Stored::Inline { field, offset } => {
+                put("stored", json!("inline"));
+                put("field", json!(field));
+                put("model_offset", json!(offset));
             }
         }
-        Stored::Inline { field, offset } => {
-            put("stored", json!("inline"));
-            put("field", json!(field));
-            put("model_offset", json!(offset));
+        put("users", json!(w.users));
+        if w.user_count > w.users.len() {
+            put("user_count", json!(w.user_count));
         }
-    }
-    put("users", json!(w.users));
-    if w.user_count > w.users.len() {
-        put("user_count", json!(w.user_count));
-    }
+        entry
+    });
     let npy = mil::numpy(w.dtype).and_then(|(descr, size)| {
         let shape: Vec<u64> = w
             .dims

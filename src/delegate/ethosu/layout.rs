@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Block, Payload, WEIGHTS, stream};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -137,7 +137,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let mut files = Vec::new();
         for (b, bytes) in self.stream.blocks.iter().zip(&self.resolved) {
             let stem = stem(b);
@@ -164,7 +164,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 "outputs": self.outputs,
             }),
         });
-        let items: Vec<layout::Weight<'a>> =
+        let items: Vec<layout::Weight<'_>> =
             self.weight_blocks().map(|(b, r)| weight(b, r)).collect();
         Layout {
             files,
@@ -196,19 +196,25 @@ impl<'a> Payload<'a> {
 
 /// The weight block's files and `index.json` entry: bytes, viewed by
 /// NumPy as a flat `uint8` array.
-fn weight<'a>(b: &Block<'a>, bytes: &std::result::Result<Bytes<'a>, String>) -> layout::Weight<'a> {
+fn weight<'s>(
+    b: &'s Block<'_>,
+    bytes: &'s std::result::Result<Bytes<'_>, String>,
+) -> layout::Weight<'s> {
     let len = bytes.as_ref().map_or(0, |b| b.len());
-    let mut entry = Map::new();
-    let mut put = |k: &str, v: Value| {
-        entry.insert(k.to_owned(), v);
-    };
-    put("block", json!(b.name));
-    put("dtype", json!(WEIGHT_STREAM));
-    put("numpy_dtype", json!("|u1"));
-    put("shape", json!([len]));
-    put("offset", json!((!b.is_external()).then_some(b.data.offset)));
-    put("key", json!(b.key));
-    put("users", json!(["cmd_data"]));
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |k: &str, v: Value| {
+            entry.insert(k.to_owned(), v);
+        };
+        put("block", json!(b.name));
+        put("dtype", json!(WEIGHT_STREAM));
+        put("numpy_dtype", json!("|u1"));
+        put("shape", json!([len]));
+        put("offset", json!((!b.is_external()).then_some(b.data.offset)));
+        put("key", json!(b.key));
+        put("users", json!(["cmd_data"]));
+        entry
+    });
     layout::Weight {
         stem: stem(b),
         bytes: bytes.clone(),

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Constant, Payload, render};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, File, Layout, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::{Result, scalar};
 
@@ -97,7 +97,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let mut files: Vec<File<'a>> = ["graph.json", "code.txt", "graph.dot"]
             .into_iter()
             .map(|p| File::Rendered { path: p.into() })
@@ -134,21 +134,24 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// Constant `k`'s files and `index.json` entry.
-fn constant<'a>(k: usize, c: &Constant<'a>) -> layout::Weight<'a> {
-    let mut entry = Map::new();
-    let mut put = |key: &str, v: Value| {
-        entry.insert(key.to_owned(), v);
-    };
-    put("tid", json!(c.tid));
-    put("key", json!(c.key));
-    put("dtype", json!(dtype_name(c)));
-    put("shape", json!(c.dims));
-    put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
-    put(
-        "offset",
-        json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
-    );
-    put("users", json!(c.users));
+fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |key: &str, v: Value| {
+            entry.insert(key.to_owned(), v);
+        };
+        put("tid", json!(c.tid));
+        put("key", json!(c.key));
+        put("dtype", json!(dtype_name(c)));
+        put("shape", json!(c.dims));
+        put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
+        put(
+            "offset",
+            json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
+        );
+        put("users", json!(c.users));
+        entry
+    });
     layout::Weight {
         stem: c.stem.clone(),
         bytes: c.bytes.clone(),

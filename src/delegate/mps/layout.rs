@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::constants::{Constant, dtype_name};
 use super::{Payload, render};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, File, Layout, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -88,7 +88,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let files: Vec<File<'a>> = ["graph.json", "code.txt", "graph.dot"]
             .into_iter()
             .map(|p| File::Rendered { path: p.into() })
@@ -119,33 +119,36 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// Constant `k`'s files and `index.json` entry.
-fn constant<'a>(k: usize, c: &Constant<'a>) -> layout::Weight<'a> {
-    let mut entry = Map::new();
-    let mut put = |key: &str, v: Value| {
-        entry.insert(key.to_owned(), v);
-    };
-    put("value_id", json!(c.id));
-    put("listed", json!(c.listed));
-    put(
-        "layer",
-        json!(c.users.first().map(|u| format!("{:03}-{}", u.node, u.op))),
-    );
-    put(
-        "role",
-        json!(c.users.first().map_or("unused", |u| u.role.as_str())),
-    );
-    put("dtype", json!(dtype_name(c.dtype)));
-    put("dims", json!(c.dims));
-    put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
-    put("stored_in", json!(c.store));
-    put("segment_offset", json!(c.segment_offset));
-    put("constant_buffer_size", json!(c.size));
-    put(
-        "payload_offset",
-        json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
-    );
-    put("key", Value::Null);
-    put("users", json!(c.users));
+fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |key: &str, v: Value| {
+            entry.insert(key.to_owned(), v);
+        };
+        put("value_id", json!(c.id));
+        put("listed", json!(c.listed));
+        put(
+            "layer",
+            json!(c.users.first().map(|u| format!("{:03}-{}", u.node, u.op))),
+        );
+        put(
+            "role",
+            json!(c.users.first().map_or("unused", |u| u.role.as_str())),
+        );
+        put("dtype", json!(dtype_name(c.dtype)));
+        put("dims", json!(c.dims));
+        put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
+        put("stored_in", json!(c.store));
+        put("segment_offset", json!(c.segment_offset));
+        put("constant_buffer_size", json!(c.size));
+        put(
+            "payload_offset",
+            json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
+        );
+        put("key", Value::Null);
+        put("users", json!(c.users));
+        entry
+    });
     layout::Weight {
         stem: c.stem.clone(),
         bytes: c.bytes.clone(),

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Const, Payload, obfuscation, render};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, File, Layout, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -110,7 +110,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let h = self.header;
         let mut files = vec![
             File::Bytes {
@@ -158,22 +158,25 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// One `Const` layer's files and `index.json` entry.
-fn constant<'a>(c: &Const<'a>) -> layout::Weight<'a> {
-    let mut entry = Map::new();
-    let mut put = |k: &str, v: Value| {
-        entry.insert(k.to_owned(), v);
-    };
-    put("layer", json!(c.layer));
-    put("element_type", json!(c.element_type));
-    put("shape", json!(c.shape));
-    put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
-    put("offset", json!(c.offset));
-    put("size", json!(c.size));
-    put(
-        "payload_offset",
-        json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
-    );
-    put("users", json!(c.users));
+fn constant<'s>(c: &'s Const<'_>) -> layout::Weight<'s> {
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |k: &str, v: Value| {
+            entry.insert(k.to_owned(), v);
+        };
+        put("layer", json!(c.layer));
+        put("element_type", json!(c.element_type));
+        put("shape", json!(c.shape));
+        put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
+        put("offset", json!(c.offset));
+        put("size", json!(c.size));
+        put(
+            "payload_offset",
+            json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
+        );
+        put("users", json!(c.users));
+        entry
+    });
     layout::Weight {
         stem: c.stem.clone(),
         bytes: c.bytes.clone(),

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Constant, Payload, dtype, graph};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -100,7 +100,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let files = ["graph.json", "code.txt", "graph.dot"]
             .into_iter()
             .map(|p| File::Rendered { path: p.into() })
@@ -133,28 +133,31 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// One constant's files and `index.json` entry.
-fn constant<'a>(p: &Payload<'a>, c: &Constant<'a>) -> layout::Weight<'a> {
-    let mut entry = Map::new();
-    let mut put = |k: &str, v: Value| {
-        entry.insert(k.to_owned(), v);
-    };
-    let block = p.blocks.get(c.block);
-    put("tensor", json!(c.tensor));
-    put("kind", json!(if c.is_shape { "shape" } else { "tensor" }));
-    put("block", json!(block.map(|b| b.path())));
-    put("index", json!(c.index));
-    put("dtype", json!(dtype::name(c.dtype)));
-    put("shape", json!(c.shape));
-    put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.1)));
-    put("npy_shape", json!(c.npy.as_ref().map(|n| &n.2)));
-    put("widened", json!(c.npy.as_ref().is_some_and(|n| n.3)));
-    put(
-        "payload_offset",
-        json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
-    );
-    put("layer", json!(c.layer()));
-    put("role", json!(c.role()));
-    put("users", json!(c.users));
+fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> layout::Weight<'s> {
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |k: &str, v: Value| {
+            entry.insert(k.to_owned(), v);
+        };
+        let block = p.blocks.get(c.block);
+        put("tensor", json!(c.tensor));
+        put("kind", json!(if c.is_shape { "shape" } else { "tensor" }));
+        put("block", json!(block.map(|b| b.path())));
+        put("index", json!(c.index));
+        put("dtype", json!(dtype::name(c.dtype)));
+        put("shape", json!(c.shape));
+        put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.1)));
+        put("npy_shape", json!(c.npy.as_ref().map(|n| &n.2)));
+        put("widened", json!(c.npy.as_ref().is_some_and(|n| n.3)));
+        put(
+            "payload_offset",
+            json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
+        );
+        put("layer", json!(c.layer()));
+        put("role", json!(c.role()));
+        put("users", json!(c.users));
+        entry
+    });
     layout::Weight {
         stem: c.name.clone(),
         bytes: c.bytes.clone(),

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Constant, Payload, constants, header, tables, vulkan};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -108,7 +108,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let mut files = Vec::new();
         for (i, (name, _)) in header::SECTIONS.iter().enumerate() {
             if let Some(span) = self.header.section(i) {
@@ -152,7 +152,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 items: self
                     .constant_list()
                     .iter()
-                    .map(|c| weight(self, c, &users))
+                    .map(|c| weight(self, c, users.get(c.index).cloned()))
                     .collect(),
             }),
             errors: self.errors.clone(),
@@ -217,7 +217,11 @@ fn users(p: &Payload<'_>) -> Vec<Vec<String>> {
 
 /// One constant's files and `index.json` entry: its resource's format and
 /// shape give the `.npy` view of a dense constant.
-fn weight<'a>(p: &Payload<'a>, c: &Constant<'a>, users: &[Vec<String>]) -> layout::Weight<'a> {
+fn weight<'s>(
+    p: &'s Payload<'_>,
+    c: &'s Constant<'_>,
+    users: Option<Vec<String>>,
+) -> layout::Weight<'s> {
     let r = p.resource(c.mrt_index);
     let format = r.map(|r| r.vk_format());
     let dims = shape(p, c);
@@ -237,22 +241,26 @@ fn weight<'a>(p: &Payload<'a>, c: &Constant<'a>, users: &[Vec<String>]) -> layou
                 widen: false,
             })
         });
-    let mut entry = Map::new();
-    let mut put = |k: &str, v: Value| {
-        entry.insert(k.to_owned(), v);
-    };
-    put("index", json!(c.index));
-    put("mrt_index", json!(c.mrt_index));
-    put("sparsity_dimension", json!(c.sparsity_dimension));
-    put("vk_format", json!(format.map(vulkan::format)));
-    put("shape", json!(dims));
-    put("numpy_dtype", json!(npy.as_ref().map(|n| n.descr)));
-    put("npy_shape", json!(npy.as_ref().map(|n| &n.shape)));
-    put(
-        "payload_offset",
-        json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
-    );
-    put("users", json!(users.get(c.index)));
+    let (shown, view) = (dims.clone(), npy.clone());
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |k: &str, v: Value| {
+            entry.insert(k.to_owned(), v);
+        };
+        put("index", json!(c.index));
+        put("mrt_index", json!(c.mrt_index));
+        put("sparsity_dimension", json!(c.sparsity_dimension));
+        put("vk_format", json!(format.map(vulkan::format)));
+        put("shape", json!(shown));
+        put("numpy_dtype", json!(view.as_ref().map(|n| n.descr)));
+        put("npy_shape", json!(view.as_ref().map(|n| &n.shape)));
+        put(
+            "payload_offset",
+            json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
+        );
+        put("users", json!(users));
+        entry
+    });
     layout::Weight {
         stem: stem(c),
         bytes: c.bytes.clone(),

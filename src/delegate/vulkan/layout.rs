@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::{Constant, Payload, graph, header};
 use crate::delegate::artifact::Specs;
 use crate::delegate::dot;
-use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -85,7 +85,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         Layout {
             files: vec![
                 File::Rendered {
@@ -166,21 +166,24 @@ impl Payload<'_> {
 }
 
 /// One constant's files and `index.json` entry.
-fn constant<'a>(c: &Constant<'a>) -> layout::Weight<'a> {
-    let mut entry = Map::new();
-    let mut put = |k: &str, v: Value| {
-        entry.insert(k.to_owned(), v);
-    };
-    put("value_id", json!(c.value_id));
-    put("constant_id", json!(c.constant_id));
-    put("layer", json!(c.layer));
-    put("role", json!(c.role));
-    put("datatype", json!(graph::datatype_name(c.datatype)));
-    put("dims", json!(c.dims));
-    put("numpy_dtype", json!(c.size.as_ref().map(|s| s.1)));
-    put("npy_shape", json!(c.size.as_ref().map(|s| &s.2)));
-    put("key", json!(c.key));
-    put("users", json!(c.users));
+fn constant<'s>(c: &'s Constant<'_>) -> layout::Weight<'s> {
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |k: &str, v: Value| {
+            entry.insert(k.to_owned(), v);
+        };
+        put("value_id", json!(c.value_id));
+        put("constant_id", json!(c.constant_id));
+        put("layer", json!(c.layer));
+        put("role", json!(c.role));
+        put("datatype", json!(graph::datatype_name(c.datatype)));
+        put("dims", json!(c.dims));
+        put("numpy_dtype", json!(c.size.as_ref().map(|s| s.1)));
+        put("npy_shape", json!(c.size.as_ref().map(|s| &s.2)));
+        put("key", json!(c.key));
+        put("users", json!(c.users));
+        entry
+    });
     layout::Weight {
         stem: c.name.clone(),
         bytes: c.bytes.clone(),

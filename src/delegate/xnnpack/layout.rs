@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::{Payload, Scales, Weight, datatype, header};
 use crate::delegate::artifact::Specs;
 use crate::delegate::dot;
-use crate::delegate::layout::{self, File, Layout, Npy, Paths, Weights};
+use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -99,7 +99,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             .collect()
     }
 
-    fn layout(&self) -> Layout<'a> {
+    fn layout(&self) -> Layout<'_> {
         let items = self.weights.iter().map(weight).collect();
         Layout {
             files: vec![
@@ -172,28 +172,31 @@ const PACKED: &str = "two 4-bit values per byte along the last dimension: elemen
 
 /// One constant: its files' stem, bytes and NumPy view, and what its
 /// `index.json` entry says.
-fn weight<'a>(w: &Weight<'a>) -> layout::Weight<'a> {
-    let mut entry = Map::new();
-    let mut put = |k: &str, v: Value| {
-        entry.insert(k.to_owned(), v);
-    };
-    put("value_id", json!(w.value_id));
-    put("value_index", json!(w.value_index));
-    put("constant_index", json!(w.constant_index));
-    put("layer", json!(w.layer));
-    put("role", json!(w.role));
-    put("datatype", json!(datatype::name(w.datatype)));
-    put("dims", json!(w.dims));
-    put("numpy_dtype", json!(w.storage.map(|s| s.numpy)));
-    put("raw_bits", json!(w.storage.is_some_and(|s| s.raw_bits)));
-    if w.storage.is_some_and(|s| s.bits == 4) {
-        put("packed", json!(PACKED));
-    }
-    put("npy_shape", json!(w.size.as_ref().map(|(_, s)| s)));
-    put("key", json!(w.key));
-    put("quantization", json!(w.quant));
-    put("users", json!(w.users));
-    put("layout", json!(w.layout));
+fn weight<'s>(w: &'s Weight<'_>) -> layout::Weight<'s> {
+    let entry = Fields::new(move || {
+        let mut entry = Map::new();
+        let mut put = |k: &str, v: Value| {
+            entry.insert(k.to_owned(), v);
+        };
+        put("value_id", json!(w.value_id));
+        put("value_index", json!(w.value_index));
+        put("constant_index", json!(w.constant_index));
+        put("layer", json!(w.layer));
+        put("role", json!(w.role));
+        put("datatype", json!(datatype::name(w.datatype)));
+        put("dims", json!(w.dims));
+        put("numpy_dtype", json!(w.storage.map(|s| s.numpy)));
+        put("raw_bits", json!(w.storage.is_some_and(|s| s.raw_bits)));
+        if w.storage.is_some_and(|s| s.bits == 4) {
+            put("packed", json!(PACKED));
+        }
+        put("npy_shape", json!(w.size.as_ref().map(|(_, s)| s)));
+        put("key", json!(w.key));
+        put("quantization", json!(w.quant));
+        put("users", json!(w.users));
+        put("layout", json!(w.layout));
+        entry
+    });
     // A .npy only when the bytes are exactly what the dims need.
     let npy = w.storage.zip(w.size.as_ref()).map(|(s, (n, shape))| Npy {
         descr: s.numpy,
@@ -221,11 +224,11 @@ fn weight<'a>(w: &Weight<'a>) -> layout::Weight<'a> {
 
 /// `<name>.scale.bin` and `.npy`: bf16 scales are widened to `<f4` in the
 /// `.npy`, which NumPy reads as it reads every other scale file.
-fn scales<'a>(
+fn scales<'s>(
     name: &str,
     id: u32,
-    s: &std::result::Result<Scales<'a>, String>,
-) -> layout::Weight<'a> {
+    s: &'s std::result::Result<Scales<'_>, String>,
+) -> layout::Weight<'s> {
     let stem = format!("{name}.scale");
     let Ok(s) = s else {
         return layout::Weight {
@@ -236,18 +239,23 @@ fn scales<'a>(
             npy: None,
             id,
             value: None,
-            entry: Map::new(),
+            entry: Fields::none(),
             parts: Vec::new(),
         };
     };
     let stored = if s.bf16 { "bfloat16" } else { "float32" };
-    let entry = json!({
-        "count": s.count,
-        "numpy_dtype": "<f4",
-        "stored_dtype": stored,
-        "widened": s.bf16,
-        "buffer_index": s.buffer_index,
-        "key": s.bytes.key(),
+    let entry = Fields::new(move || {
+        let Value::Object(fields) = json!({
+            "count": s.count,
+            "numpy_dtype": "<f4",
+            "stored_dtype": stored,
+            "widened": s.bf16,
+            "buffer_index": s.buffer_index,
+            "key": s.bytes.key(),
+        }) else {
+            unreachable!("json! of an object literal is an object")
+        };
+        fields
     });
     layout::Weight {
         stem,
@@ -262,7 +270,7 @@ fn scales<'a>(
         }),
         id,
         value: None,
-        entry: entry.as_object().cloned().unwrap_or_default(),
+        entry,
         parts: Vec::new(),
     }
 }

@@ -89,7 +89,11 @@ pub fn decode<'a>(payload: &'a [u8], named: &dyn Lookup<'a>) -> Result<Payload<'
 /// them before anything else is decoded.
 pub fn named_keys(payload: &[u8]) -> Result<Vec<&str>> {
     let header = header::parse(payload)?;
-    let graph = graph::verify(payload, header.flatbuffer)?;
+    let graph = crate::delegate::flatbuffer::root::<crate::schema::xnnpack_keys::XNNGraph>(
+        payload,
+        header.flatbuffer,
+        "XNNGraph",
+    )?;
     let mut seen = std::collections::HashSet::new();
     Ok(graph
         .constant_data()

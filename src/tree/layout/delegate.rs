@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use super::index_entry::Source;
 use super::{Attached, Builder, Dir, Origin};
 use crate::delegate::layout::Npy;
 use crate::delegate::{Bytes, Lookup};
@@ -183,12 +182,4 @@ pub(super) fn found<'d>(
         }
         _ => VANISHED.to_owned(),
     })
-}
-
-/// The `source` field of an `index.json` entry for located bytes.
-pub(super) fn source_of<'d>(&(o, span, file): &Located<'d>) -> Source<'d> {
-    Source {
-        file,
-        offset: o.shifted(span).offset,
-    }
 }

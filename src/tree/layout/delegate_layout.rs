@@ -12,10 +12,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::delegate::{Located, NamedIndex, Place, found, located, source_of};
+use super::delegate::{Located, NamedIndex, Place, found, located};
+use super::index_entry::Source;
 use super::{Builder, Dir};
 use crate::delegate::layout::{File, Layout, Paths, Weight, Weights};
-use crate::delegate::{self, Backend, Lookup, Rendered};
+use crate::delegate::{self, Backend, Decoded, Lookup, Rendered};
 use crate::format::Span;
 use crate::tree::file_names::encode;
 use crate::tree::lazy::SharedBytes;
@@ -46,21 +47,21 @@ impl Builder {
             }
             self.json(&mut x, "header.json", &h);
         }
-        let layout = match backend.decode(payload, &place.specs, named) {
-            Ok(d) => d.layout(),
+        let decoded = match backend.decode(payload, &place.specs, named) {
+            Ok(d) => d,
             Err(e) => return self.not_decoded(&mut x, place, &[e.to_string()]),
         };
         let Layout {
             files,
             weights,
             errors,
-        } = layout;
+        } = decoded.layout();
         let base = format!("{}/{}", place.dir_path, backend.folder());
+        let context = self.render_context(place, named);
         let paths = weights.map_or_else(HashMap::new, |w| {
-            self.weights_dir((&mut x, place, named), &base, w)
+            self.weights_dir((&mut x, place, named), &base, w, (backend, &context))
         });
         let paths = Arc::new(paths);
-        let mut context = None;
         let mut folders = Folders::new(x);
         for f in files {
             let (dir, leaf) = folders.parent(self, f.path());
@@ -79,11 +80,11 @@ impl Builder {
                 File::Json { value, .. } => self.json(dir, &leaf, &value),
                 File::Text { text, .. } => self.generated(dir, &leaf, text.into_bytes().into()),
                 File::Rendered { path } => {
-                    let context = context
-                        .get_or_insert_with(|| self.render_context(place, named))
-                        .clone();
-                    let with = (context, paths.clone());
-                    self.lazy_decoded(dir, &leaf, path, (backend, place), with);
+                    let paths = paths.clone();
+                    let render = move |d: &dyn Decoded<'_>, out: &mut dyn Write| {
+                        write_rendered(d.render(&path, &paths), out)
+                    };
+                    self.lazy_decoded(dir, &leaf, (backend, place), context.clone(), render);
                 }
             }
         }
@@ -119,22 +120,23 @@ impl Builder {
         (x, place, named): (&mut Dir, &Place<'_, '_>, &NamedIndex<'_>),
         base: &str,
         weights: Weights<'_>,
+        (backend, context): (&'static dyn Backend, &Arc<RenderContext>),
     ) -> Paths {
         let base = format!("{base}/weights");
         let mut wdir = self.subdir(x, "weights");
         let mut paths = HashMap::new();
-        let mut index = Vec::with_capacity(weights.items.len());
+        let mut filed = Vec::with_capacity(weights.items.len());
         let mut missing = Vec::new();
         let total = weights.items.len();
         for w in weights.items {
             let mut lacking = None;
             let value = w.value;
-            let entry = self.weight_files(&mut wdir, place, named, w, &mut lacking);
-            if let (Some(v), Some(Value::String(bin))) = (value, entry.get("name")) {
-                paths.insert(v, format!("{base}/{bin}"));
+            let f = self.weight_files(&mut wdir, place, named, w, &mut lacking);
+            if let (Some(v), Ok(shown)) = (value, &f.shown) {
+                paths.insert(v, format!("{base}/{}", shown.bin));
             }
             missing.extend(lacking);
-            index.push(Value::Object(entry));
+            filed.push(f);
         }
         if let Some((id, why)) = missing.first() {
             self.warnings.push(format!(
@@ -145,53 +147,57 @@ impl Builder {
                 weights.lacking,
             ));
         }
-        // Rendered when first read from the entries built here: most
-        // mounts never read it, and rendering it cost a third of laying
-        // out an XNNPACK delegate.
-        let source = place.origin.source;
-        let render = move |_: &[u8], out: &mut dyn Write| match render::json(&index) {
-            Ok(bytes) => out.write_all(&bytes),
-            Err(e) => writeln!(out, "cannot render index.json: {e}"),
+        // Each entry joins the backend's own fields, made from the payload
+        // decoded again when the file is first read, with what the tree
+        // made of the weight here.
+        let render = move |d: &dyn Decoded<'_>, out: &mut dyn Write| {
+            let items = d.layout().weights.map(|w| w.items).unwrap_or_default();
+            let index: Vec<Value> = (items.iter().zip(&filed))
+                .map(|(w, f)| Value::Object(f.entry(w)))
+                .collect();
+            render::json_to(out, &index)
         };
-        self.lazy(&mut wdir, "index.json", source, Box::new(render));
+        self.lazy_decoded(
+            &mut wdir,
+            "index.json",
+            (backend, place),
+            context.clone(),
+            render,
+        );
         paths
     }
 
-    /// The files of weight `w` (and of its parts) in `wdir`, and its
-    /// `index.json` entry; `lacking` gets the first reason a file is
-    /// missing.
+    /// The files of weight `w` (and of its parts) in `wdir`, and what its
+    /// `index.json` entry says of them; `lacking` gets the first reason a
+    /// file is missing.
     fn weight_files(
         &mut self,
         wdir: &mut Dir,
         place: &Place<'_, '_>,
         named: &NamedIndex<'_>,
-        mut w: Weight<'_>,
+        w: Weight<'_>,
         lacking: &mut Option<(u32, String)>,
-    ) -> Map<String, Value> {
-        let mut e = Map::with_capacity(w.entry.len() + 6);
-        e.insert("name".into(), Value::Null);
-        e.insert("npy".into(), Value::Null);
-        e.append(&mut w.entry);
-        e.insert("nbytes".into(), Value::Null);
-        e.insert("source".into(), Value::Null);
-        match located(&w.bytes, place, named) {
+    ) -> Filed {
+        let shown = match located(&w.bytes, place, named) {
             Ok(at) => {
                 let (bin, npy) = self.weight_pair(wdir, &w, &at);
-                e.insert("name".into(), json!(bin));
-                e.insert("npy".into(), json!(npy));
-                e.insert("nbytes".into(), json!(at.1.len));
-                e.insert("source".into(), json!(source_of(&at)));
+                Ok(Shown {
+                    bin,
+                    npy,
+                    nbytes: at.1.len,
+                    file: at.2.map(Box::from),
+                    offset: at.0.shifted(at.1).offset,
+                })
             }
             Err(why) => {
                 lacking.get_or_insert((w.id, why.clone()));
-                e.insert("missing".into(), json!(why));
+                Err(why)
             }
-        }
-        for (key, part) in w.parts {
-            let sub = self.weight_files(wdir, place, named, part, lacking);
-            e.insert(key.to_owned(), Value::Object(sub));
-        }
-        e
+        };
+        let parts = (w.parts.into_iter())
+            .map(|(key, part)| (key, self.weight_files(wdir, place, named, part, lacking)))
+            .collect();
+        Filed { shown, parts }
     }
 
     /// `<stem>.bin` and, when the bytes are exactly what its NumPy view
@@ -217,17 +223,17 @@ impl Builder {
         self.typed_pair(wdir, &encode(&w.stem), (at.0, span), npy, meta)
     }
 
-    /// `name` in `dir`, rendered from the payload at `place` when first
-    /// looked at: the payload is decoded again for each render (with the
-    /// named data it refers to, as when the tree was built), so the tree
-    /// keeps no view of it.
+    /// `name` in `dir`, rendered by `render` from the payload at `place`
+    /// when first looked at: the payload is decoded again for each render
+    /// (with the named data it refers to, as when the tree was built), so
+    /// the tree keeps no view of it.
     fn lazy_decoded(
         &mut self,
         dir: &mut Dir,
         name: &str,
-        path: String,
         (backend, place): (&'static dyn Backend, &Place<'_, '_>),
-        (context, paths): (Arc<RenderContext>, Arc<Paths>),
+        context: Arc<RenderContext>,
+        render: impl Fn(&dyn Decoded<'_>, &mut dyn Write) -> io::Result<()> + Send + Sync + 'static,
     ) {
         let at = place.origin.shifted(place.processed);
         let renderer = move |bytes: &[u8], out: &mut dyn Write| {
@@ -249,11 +255,64 @@ impl Builder {
                 .map(|(k, v)| (k.as_str(), v.as_slice()))
                 .collect();
             match backend.decode(payload, &specs, &lookup) {
-                Ok(d) => write_rendered(d.render(&path, &paths), out),
+                Ok(d) => render(&*d, out),
                 Err(e) => writeln!(out, "cannot render: {e}"),
             }
         };
         self.lazy(dir, name, place.origin.source, Box::new(renderer));
+    }
+}
+
+/// What the tree made of one weight, kept for its `index.json` entry.
+struct Filed {
+    /// Its files and where its bytes are, or why it has none.
+    shown: Result<Shown, String>,
+    /// Its parts' (quantization scales), by the key their entry is
+    /// nested under.
+    parts: Vec<(&'static str, Filed)>,
+}
+
+/// A weight's files and where its bytes are.
+struct Shown {
+    bin: String,
+    npy: Option<String>,
+    nbytes: u64,
+    /// The attached data file holding the bytes (`None`: the file shown).
+    file: Option<Box<str>>,
+    offset: u64,
+}
+
+impl Filed {
+    /// The `index.json` entry of weight `w`: the tree's fields around the
+    /// backend's own (`name`, `npy`, then the backend's, then `nbytes`,
+    /// `source` or `missing`, then the parts).
+    fn entry(&self, w: &Weight<'_>) -> Map<String, Value> {
+        let mut own = w.entry.make();
+        let mut e = Map::with_capacity(own.len() + 6);
+        e.insert("name".into(), Value::Null);
+        e.insert("npy".into(), Value::Null);
+        e.append(&mut own);
+        e.insert("nbytes".into(), Value::Null);
+        e.insert("source".into(), Value::Null);
+        match &self.shown {
+            Ok(s) => {
+                e.insert("name".into(), json!(s.bin));
+                e.insert("npy".into(), json!(s.npy));
+                e.insert("nbytes".into(), json!(s.nbytes));
+                let source = Source {
+                    file: s.file.as_deref(),
+                    offset: s.offset,
+                };
+                e.insert("source".into(), json!(source));
+            }
+            Err(why) => {
+                e.insert("missing".into(), json!(why));
+            }
+        }
+        for ((key, part), (_, w)) in self.parts.iter().zip(&w.parts) {
+            e.insert((*key).to_owned(), Value::Object(part.entry(w)));
+        }
+        e
     }
 }
 

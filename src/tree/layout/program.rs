@@ -1,6 +1,7 @@
 //! The tree of a program (`.pte`).
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -134,28 +135,23 @@ impl Builder {
                     self.by_name.push((k.clone(), ino));
                 }
             }
-            index.push(Entry {
-                name: Some(name),
-                key: Some(key),
-                nbytes: Some(span.len),
-                segment_index: Some(segment_index),
-                source: Some(Source {
-                    file,
-                    offset: o.shifted(span).offset,
-                }),
-                location: Some("named"),
-                meaning: Meaning {
-                    checkpoint_names,
-                    ..Meaning::default()
-                }
-                .boxed(),
-                ..Entry::default()
+            index.push(NamedRow {
+                name,
+                key: key.bytes().into(),
+                segment_index,
+                file: file.map(Box::from),
+                offset: o.shifted(span).offset,
+                len: span.len,
+                checkpoint_names,
             });
-            if let Some(e) = index.last_mut() {
-                e.flag_escaped_names();
-            }
         }
-        self.json(&mut ndir, "index.json", &index);
+        // Rendered when first read: serializing it cost as much as laying
+        // out the directory it describes.
+        let render = move |_: &[u8], out: &mut dyn Write| {
+            let entries: Vec<Entry<'_>> = index.iter().map(NamedRow::entry).collect();
+            render::json_to(out, &entries)
+        };
+        self.lazy(&mut ndir, "index.json", origin.source, Box::new(render));
         self.by_name_dir(root);
 
         let mut sdir = self.subdir(root, "segments");
@@ -455,4 +451,40 @@ fn value_paths(base: &str, rows: &Rows, nvalues: usize) -> Vec<Option<String>> {
         }
     }
     paths
+}
+
+/// A row of `named/index.json`, held until the file is first read.
+struct NamedRow {
+    name: String,
+    key: Box<[u8]>,
+    segment_index: u32,
+    /// The attached data file holding the bytes (`None`: the file shown).
+    file: Option<Box<str>>,
+    offset: u64,
+    len: u64,
+    checkpoint_names: Option<Vec<String>>,
+}
+
+impl NamedRow {
+    fn entry(&self) -> Entry<'_> {
+        let mut e = Entry {
+            name: Some(self.name.clone()),
+            key: Some(Name::new(&self.key)),
+            nbytes: Some(self.len),
+            segment_index: Some(self.segment_index),
+            source: Some(Source {
+                file: self.file.as_deref(),
+                offset: self.offset,
+            }),
+            location: Some("named"),
+            meaning: Meaning {
+                checkpoint_names: self.checkpoint_names.clone(),
+                ..Meaning::default()
+            }
+            .boxed(),
+            ..Entry::default()
+        };
+        e.flag_escaped_names();
+        e
+    }
 }

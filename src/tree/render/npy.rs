@@ -4,12 +4,21 @@
 /// data that follows starts at a multiple of 64 bytes. `None` when the
 /// header would not fit format 1.0's 16-bit length.
 pub fn header(descr: &str, shape: &[u64]) -> Option<Vec<u8>> {
-    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-    let shape = match dims.len() {
-        1 => format!("({},)", dims[0]),
-        _ => format!("({})", dims.join(", ")),
-    };
-    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    use std::fmt::Write;
+    let mut dict = String::with_capacity(64 + 8 * shape.len());
+    dict.push_str("{'descr': '");
+    dict.push_str(descr);
+    dict.push_str("', 'fortran_order': False, 'shape': (");
+    for (i, d) in shape.iter().enumerate() {
+        if i > 0 {
+            dict.push_str(", ");
+        }
+        let _ = write!(dict, "{d}");
+    }
+    if shape.len() == 1 {
+        dict.push(',');
+    }
+    dict.push_str("), }");
     // magic (6) + version (2) + length (2) + dict + padding + '\n'
     let unpadded = 10 + dict.len() + 1;
     let total = unpadded.div_ceil(64) * 64;
