@@ -26,19 +26,35 @@ pub fn find(inputs: &[PathBuf], data: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>)
         Some(s)
     };
     let given: Vec<Source> = data.iter().filter_map(open).collect();
-    let given: Vec<DataFile<'_>> = given.iter().filter_map(|s| as_data(s.bytes())).collect();
+    let given: Vec<&[u8]> = given.iter().map(Source::bytes).collect();
+    let programs: Vec<(&PathBuf, Source)> = inputs
+        .iter()
+        .filter(|p| p.is_file() && kind_of(p) == Some(Kind::Program))
+        .filter_map(|p| Some((p, Source::open(p).ok()?)))
+        .collect();
+    let programs: Vec<(&Path, &[u8])> = (programs.iter())
+        .map(|(p, s)| (p.as_path(), s.bytes()))
+        .collect();
+    find_among(&programs, &given, data)
+}
+
+/// [`find`] for programs already mapped: each program file's path and
+/// bytes, and the bytes of the given data files `data` names.
+pub fn find_among(
+    programs: &[(&Path, &[u8])],
+    given: &[&[u8]],
+    data: &[PathBuf],
+) -> (Vec<PathBuf>, Vec<String>) {
+    let given: Vec<DataFile<'_>> = given.iter().filter_map(|b| as_data(b)).collect();
     let mut chosen: Vec<PathBuf> = Vec::new();
     let mut notes = Vec::new();
-    for input in inputs.iter().filter(|p| p.is_file()) {
+    for &(input, bytes) in programs {
         // What the program lacks first: most programs lack nothing, and
         // then the directory is never looked through.
-        if kind_of(input) != Some(Kind::Program) {
+        if format::sniff(bytes).ok() != Some(Kind::Program) {
             continue;
         }
-        let Ok(source) = Source::open(input) else {
-            continue;
-        };
-        let Ok(Parsed::Program(p)) = format::parse(source.bytes()) else {
+        let Ok(Parsed::Program(p)) = format::parse(bytes) else {
             continue;
         };
         let attached: Vec<&DataFile<'_>> = given.iter().collect();

@@ -135,14 +135,20 @@ impl Request {
         }
         let (found, mut notes) = crate::auto_data::find(&self.inputs, &self.data);
         req.data.extend(found);
-        if req.profile.is_none()
+        req.find_profile(&mut notes);
+        (req, notes)
+    }
+
+    /// Sets `profile` to the only `.etdp` beside a lone program that
+    /// profiles it, when none is given, with a note.
+    fn find_profile(&mut self, notes: &mut Vec<String>) {
+        if self.profile.is_none()
             && let [only] = &self.inputs[..]
             && let Some((found, note)) = crate::auto_data::find_profile(only)
         {
-            req.profile = Some(found);
+            self.profile = Some(found);
             notes.push(note);
         }
-        (req, notes)
     }
 }
 
@@ -206,6 +212,30 @@ impl<'a> Inputs<'a> {
 }
 
 impl Opened {
+    /// `req` with the data files and profile found beside its programs
+    /// (see [`Request::with_found_data`]), read from the programs as
+    /// mapped here, and one note per file found.
+    fn found_data(&self, req: &Request) -> (Request, Vec<String>) {
+        let mut with = req.clone();
+        if !req.auto_data {
+            return (with, Vec::new());
+        }
+        // Files named as inputs: a directory's files are left alone.
+        let programs: Vec<(&Path, &[u8])> = (self.sources[..self.shown].iter())
+            .zip(&self.found)
+            .filter(|(s, found)| !**found && !s.is_remote() && s.path.is_file())
+            .map(|(s, _)| (s.path.as_path(), s.bytes()))
+            .collect();
+        let given: Vec<&[u8]> = (self.sources[self.shown..].iter())
+            .take(req.data.len())
+            .map(Source::bytes)
+            .collect();
+        let (found, mut notes) = crate::auto_data::find_among(&programs, &given, &req.data);
+        with.data.extend(found);
+        with.find_profile(&mut notes);
+        (with, notes)
+    }
+
     /// Fetches remote sources whole, for work that reads every byte of
     /// them (comparing tensors, hashing them for `--names`).
     pub fn fetch_whole(&mut self) -> Result<(), OpenError> {
@@ -463,9 +493,15 @@ impl View {
     /// Opens, validates and lays out everything `req` names (see
     /// [`Opened::parse`] for what is an error).
     pub fn open(req: &Request) -> Result<View, OpenError> {
-        let (req, notes) = req.with_found_data();
-        let req = &req;
         let mut opened = Opened::open(req)?;
+        // The data files beside its programs are looked for in the maps
+        // just made; only when some are found is everything opened again,
+        // with them.
+        let (with, notes) = opened.found_data(req);
+        if with.data.len() != req.data.len() || with.profile != req.profile {
+            opened = Opened::open(&with)?;
+        }
+        let req = &with;
         if req.names.is_some() {
             opened.fetch_whole()?;
         }
