@@ -9,7 +9,9 @@
 # environment of WORKDIR with NumPy and safetensors. EXECUTORCH_PYTHON (a
 # Python with executorch installed; default /work/venv-vendor/bin/python)
 # gives the ExecuTorch anchors; without it they are left out. The 2.2 GB
-# program is deserialized by ExecuTorch once (RUNS_SLOW, default 1).
+# program is deserialized by ExecuTorch once (RUNS_SLOW, default 1). The
+# MobileNetV2 rows take RUNS_SMALL runs (default 101): each takes about a
+# millisecond, and a median of few such runs moves with the machine's load.
 # Usage: scripts/bench-python.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,13 +41,14 @@ t = max(f.tensors().values(), key=lambda t: t.nbytes)
 print(t.path, t.key)' "$mv2")
 st=$work/mv2_xnnpack.safetensors
 [[ -f $st ]] || "$py" "$bench" save "$mv2" "$st"
-p=$("$py" "$bench" ptefs "$mv2" "$path" "$runs")
+small_runs=${RUNS_SMALL:-101}
+p=$("$py" "$bench" ptefs "$mv2" "$path" "$small_runs")
 what="\`ptefs.open\` + sum of one tensor: mv2_xnnpack.pte, its largest weight"
 if [[ -n $et ]]; then
-  e=$("$et" "$bench" executorch "$mv2" "$key" "$runs" 2>/dev/null)
+  e=$("$et" "$bench" executorch "$mv2" "$key" "$small_runs" 2>/dev/null)
   echo "| $what | $(ms "$p") | ExecuTorch \`deserialize_pte_binary\` + the same sum: $(ms "$e") | $(times "$p" "$e") |"
 fi
-s=$("$py" "$bench" safetensors "$st" "$path" "$runs")
+s=$("$py" "$bench" safetensors "$st" "$path" "$small_runs")
 echo "| $what | $(ms "$p") | safetensors \`safe_open\` + \`get_tensor\` + the same sum: $(ms "$s") | $(times "$p" "$s") |"
 
 # The 2.2 GB program of scripts/bench.sh, when it was written.

@@ -489,3 +489,47 @@ fn summaries_and_weight_bytes_for_reports_match_the_oracle() {
         assert_eq!(s.shared_values, shared, "{model}");
     }
 }
+
+/// Finding the data files a program needs reads only the named-data keys
+/// of its XNNPACK payloads (a schema of those alone): they must be the
+/// keys the full decode finds its weights under, for payloads keeping
+/// their weights in the program and in a `.ptd`.
+#[test]
+fn the_key_only_reading_finds_the_keys_the_decode_uses() {
+    use ptefs::delegate::{NamedData, decode_program, referenced_named_keys};
+    use ptefs::format::{self, Parsed};
+    use std::collections::BTreeSet;
+    for (pte, ptd) in [
+        ("mv2_xnnpack.pte", None),
+        ("xnnpack_external.pte", Some("xnnpack_external.ptd")),
+    ] {
+        let bytes = std::fs::read(common::fixture(pte)).unwrap();
+        let data = ptd.map(|d| std::fs::read(common::fixture(d)).unwrap());
+        let Ok(Parsed::Program(p)) = format::parse(&bytes) else {
+            panic!("{pte} is a program");
+        };
+        let data = data.as_deref().map(|d| match format::parse(d) {
+            Ok(Parsed::Data(d)) => d,
+            other => panic!("{ptd:?} is a data file: {other:?}"),
+        });
+        let attached: Vec<_> = data.iter().collect();
+        let read: BTreeSet<String> = referenced_named_keys(&p)
+            .iter()
+            .map(|(k, backend)| {
+                assert_eq!(*backend, "XnnpackBackend");
+                k.show().into_owned()
+            })
+            .collect();
+        let decoded: BTreeSet<String> = decode_program(&p, &NamedData::of(&p, &attached))
+            .into_iter()
+            .filter_map(|d| d.decoded)
+            .flat_map(|d| d.unwrap().weights())
+            .filter_map(|(name, bytes)| {
+                assert!(bytes.is_some(), "{pte}: {} has its bytes", name.name);
+                name.key
+            })
+            .collect();
+        assert!(!read.is_empty(), "{pte} refers to named data");
+        assert_eq!(read, decoded, "{pte}");
+    }
+}
