@@ -26,39 +26,36 @@ pub fn find(inputs: &[PathBuf], data: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>)
         Some(s)
     };
     let given: Vec<Source> = data.iter().filter_map(open).collect();
-    let given: Vec<&[u8]> = given.iter().map(Source::bytes).collect();
-    let programs: Vec<(&PathBuf, Source)> = inputs
+    let given: Vec<DataFile<'_>> = given.iter().filter_map(|s| as_data(s.bytes())).collect();
+    let given: Vec<&DataFile<'_>> = given.iter().collect();
+    let sources: Vec<(&PathBuf, Source)> = inputs
         .iter()
         .filter(|p| p.is_file() && kind_of(p) == Some(Kind::Program))
         .filter_map(|p| Some((p, Source::open(p).ok()?)))
         .collect();
-    let programs: Vec<(&Path, &[u8])> = (programs.iter())
-        .map(|(p, s)| (p.as_path(), s.bytes()))
+    let parsed: Vec<(&Path, ProgramFile<'_>)> = (sources.iter())
+        .filter_map(|(p, s)| match format::parse(s.bytes()) {
+            Ok(Parsed::Program(program)) => Some((p.as_path(), program)),
+            _ => None,
+        })
         .collect();
+    let programs: Vec<(&Path, &ProgramFile<'_>)> = parsed.iter().map(|(p, f)| (*p, f)).collect();
     find_among(&programs, &given, data)
 }
 
-/// [`find`] for programs already mapped: each program file's path and
-/// bytes, and the bytes of the given data files `data` names.
+/// [`find`] for programs already parsed, each with its file's path, and
+/// the given data files (`data`) as parsed.
 pub fn find_among(
-    programs: &[(&Path, &[u8])],
-    given: &[&[u8]],
+    programs: &[(&Path, &ProgramFile<'_>)],
+    given: &[&DataFile<'_>],
     data: &[PathBuf],
 ) -> (Vec<PathBuf>, Vec<String>) {
-    let given: Vec<DataFile<'_>> = given.iter().filter_map(|b| as_data(b)).collect();
     let mut chosen: Vec<PathBuf> = Vec::new();
     let mut notes = Vec::new();
-    for &(input, bytes) in programs {
+    for &(input, p) in programs {
         // What the program lacks first: most programs lack nothing, and
         // then the directory is never looked through.
-        if format::sniff(bytes).ok() != Some(Kind::Program) {
-            continue;
-        }
-        let Ok(Parsed::Program(p)) = format::parse(bytes) else {
-            continue;
-        };
-        let attached: Vec<&DataFile<'_>> = given.iter().collect();
-        let wanted = Wanted::of(&p, &attached);
+        let wanted = Wanted::of(p, given);
         if wanted.keys.is_empty() {
             continue;
         }

@@ -213,23 +213,25 @@ impl<'a> Inputs<'a> {
 
 impl Opened {
     /// `req` with the data files and profile found beside its programs
-    /// (see [`Request::with_found_data`]), read from the programs as
-    /// mapped here, and one note per file found.
-    fn found_data(&self, req: &Request) -> (Request, Vec<String>) {
+    /// (see [`Request::with_found_data`]), for the programs as `parsed`
+    /// here, and one note per file found.
+    fn found_data(&self, req: &Request, parsed: &Inputs<'_>) -> (Request, Vec<String>) {
         let mut with = req.clone();
         if !req.auto_data {
             return (with, Vec::new());
         }
         // Files named as inputs: a directory's files are left alone.
-        let programs: Vec<(&Path, &[u8])> = (self.sources[..self.shown].iter())
-            .zip(&self.found)
-            .filter(|(s, found)| !**found && !s.is_remote() && s.path.is_file())
-            .map(|(s, _)| (s.path.as_path(), s.bytes()))
+        let programs: Vec<(&Path, &format::ProgramFile<'_>)> = (parsed.shown.iter())
+            .filter_map(|i| {
+                let Parsed::Program(p) = &i.parsed else {
+                    return None;
+                };
+                let s = self.sources.get(i.source)?;
+                let named = !self.found.get(i.source).copied().unwrap_or(true);
+                (named && !s.is_remote() && s.path.is_file()).then_some((s.path.as_path(), p))
+            })
             .collect();
-        let given: Vec<&[u8]> = (self.sources[self.shown..].iter())
-            .take(req.data.len())
-            .map(Source::bytes)
-            .collect();
+        let given = parsed.attached_data();
         let (found, mut notes) = crate::auto_data::find_among(&programs, &given, &req.data);
         with.data.extend(found);
         with.find_profile(&mut notes);
@@ -251,7 +253,15 @@ impl Opened {
         &self,
         names: Option<&Checkpoint>,
     ) -> Result<(Tree, Vec<(PathBuf, String)>), OpenError> {
-        let parsed = self.parse()?;
+        Ok(self.build_from(self.parse()?, names))
+    }
+
+    /// Builds the tree of what [`Opened::parse`] made of these files.
+    fn build_from(
+        &self,
+        parsed: Inputs<'_>,
+        names: Option<&Checkpoint>,
+    ) -> (Tree, Vec<(PathBuf, String)>) {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
@@ -272,7 +282,7 @@ impl Opened {
             reports: Some(maker),
         };
         let tree = tree::build_with(&parsed.shown, &parsed.attached, &options);
-        Ok((tree, parsed.skipped))
+        (tree, parsed.skipped)
     }
 
     /// Closes remote sources' connections (reads reopen them): a process
@@ -494,19 +504,30 @@ impl View {
     /// [`Opened::parse`] for what is an error).
     pub fn open(req: &Request) -> Result<View, OpenError> {
         let mut opened = Opened::open(req)?;
-        // The data files beside its programs are looked for in the maps
-        // just made; only when some are found is everything opened again,
-        // with them.
-        let (with, notes) = opened.found_data(req);
-        if with.data.len() != req.data.len() || with.profile != req.profile {
-            opened = Opened::open(&with)?;
-        }
-        let req = &with;
         if req.names.is_some() {
             opened.fetch_whole()?;
         }
         let names = req.names.as_deref().map(load_checkpoint).transpose()?;
-        let (mut tree, mut skipped) = opened.build(names.as_ref())?;
+        // The data files beside its programs are looked for in the programs
+        // as parsed for the tree; only when some are found is everything
+        // opened and parsed again, with them.
+        let (with, notes, built) = {
+            let parsed = opened.parse()?;
+            let (with, notes) = opened.found_data(req, &parsed);
+            let same = with.data.len() == req.data.len() && with.profile == req.profile;
+            let built = same.then(|| opened.build_from(parsed, names.as_ref()));
+            (with, notes, built)
+        };
+        let (mut tree, mut skipped) = match built {
+            Some(built) => built,
+            None => {
+                opened = Opened::open(&with)?;
+                if with.names.is_some() {
+                    opened.fetch_whole()?;
+                }
+                opened.build(names.as_ref())?
+            }
+        };
         let mut notes = notes;
         // A remote file whose parsing read bytes its fetch plan left out
         // (zeros, not the file's bytes) is fetched whole and built again.
