@@ -206,7 +206,9 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                     }),
                     id: u32::try_from(i).unwrap_or(u32::MAX),
                     value: Some(i),
-                    entry: super::layout::Fields::new(|| w.entry.clone()),
+                    entry: super::layout::Fields::new(|put| {
+                        w.entry.iter().for_each(|(k, v)| put(k, v.clone()))
+                    }),
                     parts: Vec::new(),
                 })
                 .collect(),

@@ -107,22 +107,29 @@ pub struct Weight<'a> {
 /// `index.json` is read: most trees are never asked for it, and making
 /// them when the tree was laid out was most of what a delegate's folder
 /// cost.
-pub struct Fields<'a>(Box<dyn Fn() -> Map<String, Value> + 'a>);
+pub struct Fields<'a>(Box<Make<'a>>);
+
+/// What makes a weight's fields: it hands each, in order, to `put`.
+type Make<'a> = dyn Fn(&mut dyn FnMut(&str, Value)) + 'a;
 
 impl<'a> Fields<'a> {
-    /// Fields made by `make` when asked for.
-    pub fn new(make: impl Fn() -> Map<String, Value> + 'a) -> Self {
+    /// Fields that `make` hands to its `put` when asked for.
+    pub fn new(make: impl Fn(&mut dyn FnMut(&str, Value)) + 'a) -> Self {
         Fields(Box::new(make))
     }
 
     /// No fields of the backend's own.
     pub fn none() -> Self {
-        Fields::new(Map::new)
+        Fields::new(|_| {})
     }
 
     /// The fields, made now.
     pub fn make(&self) -> Map<String, Value> {
-        (self.0)()
+        let mut fields = Map::new();
+        (self.0)(&mut |k, v| {
+            fields.insert(k.to_owned(), v);
+        });
+        fields
     }
 }
 

@@ -5,7 +5,7 @@
 //! payload, and from the decoded model `code.txt`, `graph.json`,
 //! `graph.dot` and `weights/`.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::weights::Stored;
 use super::{Payload, Weight, blob, flattened, mil, reference};
@@ -158,11 +158,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 
 /// One weight's files and `index.json` entry.
 fn weight<'s>(k: usize, w: &'s Weight<'_>) -> layout::Weight<'s> {
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |key: &str, v: Value| {
-            entry.insert(key.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         put("function", json!(w.function));
         put("op_index", json!(w.op_index));
         put("op_type", json!(w.op_type));
@@ -202,7 +198,6 @@ fn weight<'s>(k: usize, w: &'s Weight<'_>) -> layout::Weight<'s> {
         if w.user_count > w.users.len() {
             put("user_count", json!(w.user_count));
         }
-        entry
     });
     let npy = mil::numpy(w.dtype).and_then(|(descr, size)| {
         let shape: Vec<u64> = w

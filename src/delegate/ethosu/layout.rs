@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Block, Payload, WEIGHTS, stream};
 use crate::delegate::artifact::Specs;
@@ -201,11 +201,7 @@ fn weight<'s>(
     bytes: &'s std::result::Result<Bytes<'_>, String>,
 ) -> layout::Weight<'s> {
     let len = bytes.as_ref().map_or(0, |b| b.len());
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |k: &str, v: Value| {
-            entry.insert(k.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         put("block", json!(b.name));
         put("dtype", json!(WEIGHT_STREAM));
         put("numpy_dtype", json!("|u1"));
@@ -213,7 +209,6 @@ fn weight<'s>(
         put("offset", json!((!b.is_external()).then_some(b.data.offset)));
         put("key", json!(b.key));
         put("users", json!(["cmd_data"]));
-        entry
     });
     layout::Weight {
         stem: stem(b),

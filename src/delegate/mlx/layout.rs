@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Constant, Payload, render};
 use crate::delegate::artifact::Specs;
@@ -135,11 +135,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 
 /// Constant `k`'s files and `index.json` entry.
 fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |key: &str, v: Value| {
-            entry.insert(key.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         put("tid", json!(c.tid));
         put("key", json!(c.key));
         put("dtype", json!(dtype_name(c)));
@@ -150,7 +146,6 @@ fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
             json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
         );
         put("users", json!(c.users));
-        entry
     });
     layout::Weight {
         stem: c.stem.clone(),

@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::constants::{Constant, dtype_name};
 use super::{Payload, render};
@@ -120,11 +120,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 
 /// Constant `k`'s files and `index.json` entry.
 fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |key: &str, v: Value| {
-            entry.insert(key.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         put("value_id", json!(c.id));
         put("listed", json!(c.listed));
         put(
@@ -147,7 +143,6 @@ fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
         );
         put("key", Value::Null);
         put("users", json!(c.users));
-        entry
     });
     layout::Weight {
         stem: c.stem.clone(),

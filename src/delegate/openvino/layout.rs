@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Const, Payload, obfuscation, render};
 use crate::delegate::artifact::Specs;
@@ -159,11 +159,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 
 /// One `Const` layer's files and `index.json` entry.
 fn constant<'s>(c: &'s Const<'_>) -> layout::Weight<'s> {
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |k: &str, v: Value| {
-            entry.insert(k.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         put("layer", json!(c.layer));
         put("element_type", json!(c.element_type));
         put("shape", json!(c.shape));
@@ -175,7 +171,6 @@ fn constant<'s>(c: &'s Const<'_>) -> layout::Weight<'s> {
             json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
         );
         put("users", json!(c.users));
-        entry
     });
     layout::Weight {
         stem: c.stem.clone(),

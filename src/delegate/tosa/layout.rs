@@ -3,7 +3,7 @@
 //! `graph.dot` and `weights/` with each constant tensor's and shape's
 //! files.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Constant, Payload, dtype, graph};
 use crate::delegate::artifact::Specs;
@@ -134,11 +134,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 
 /// One constant's files and `index.json` entry.
 fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> layout::Weight<'s> {
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |k: &str, v: Value| {
-            entry.insert(k.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         let block = p.blocks.get(c.block);
         put("tensor", json!(c.tensor));
         put("kind", json!(if c.is_shape { "shape" } else { "tensor" }));
@@ -156,7 +152,6 @@ fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> layout::Weight<'s> {
         put("layer", json!(c.layer()));
         put("role", json!(c.role()));
         put("users", json!(c.users));
-        entry
     });
     layout::Weight {
         stem: c.name.clone(),

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Constant, Payload, constants, header, tables, vulkan};
 use crate::delegate::artifact::Specs;
@@ -242,11 +242,7 @@ fn weight<'s>(
             })
         });
     let (shown, view) = (dims.clone(), npy.clone());
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |k: &str, v: Value| {
-            entry.insert(k.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         put("index", json!(c.index));
         put("mrt_index", json!(c.mrt_index));
         put("sparsity_dimension", json!(c.sparsity_dimension));
@@ -259,7 +255,6 @@ fn weight<'s>(
             json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
         );
         put("users", json!(users));
-        entry
     });
     layout::Weight {
         stem: stem(c),

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Constant, Payload, graph, header};
 use crate::delegate::artifact::Specs;
@@ -167,11 +167,7 @@ impl Payload<'_> {
 
 /// One constant's files and `index.json` entry.
 fn constant<'s>(c: &'s Constant<'_>) -> layout::Weight<'s> {
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |k: &str, v: Value| {
-            entry.insert(k.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         put("value_id", json!(c.value_id));
         put("constant_id", json!(c.constant_id));
         put("layer", json!(c.layer));
@@ -182,7 +178,6 @@ fn constant<'s>(c: &'s Constant<'_>) -> layout::Weight<'s> {
         put("npy_shape", json!(c.size.as_ref().map(|s| &s.2)));
         put("key", json!(c.key));
         put("users", json!(c.users));
-        entry
     });
     layout::Weight {
         stem: c.name.clone(),

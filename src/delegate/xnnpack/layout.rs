@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Payload, Scales, Weight, datatype, header};
 use crate::delegate::artifact::Specs;
@@ -173,11 +173,7 @@ const PACKED: &str = "two 4-bit values per byte along the last dimension: elemen
 /// One constant: its files' stem, bytes and NumPy view, and what its
 /// `index.json` entry says.
 fn weight<'s>(w: &'s Weight<'_>) -> layout::Weight<'s> {
-    let entry = Fields::new(move || {
-        let mut entry = Map::new();
-        let mut put = |k: &str, v: Value| {
-            entry.insert(k.to_owned(), v);
-        };
+    let entry = Fields::new(move |put| {
         put("value_id", json!(w.value_id));
         put("value_index", json!(w.value_index));
         put("constant_index", json!(w.constant_index));
@@ -195,7 +191,6 @@ fn weight<'s>(w: &'s Weight<'_>) -> layout::Weight<'s> {
         put("quantization", json!(w.quant));
         put("users", json!(w.users));
         put("layout", json!(w.layout));
-        entry
     });
     // A .npy only when the bytes are exactly what the dims need.
     let npy = w.storage.zip(w.size.as_ref()).map(|(s, (n, shape))| Npy {
@@ -244,18 +239,13 @@ fn scales<'s>(
         };
     };
     let stored = if s.bf16 { "bfloat16" } else { "float32" };
-    let entry = Fields::new(move || {
-        let Value::Object(fields) = json!({
-            "count": s.count,
-            "numpy_dtype": "<f4",
-            "stored_dtype": stored,
-            "widened": s.bf16,
-            "buffer_index": s.buffer_index,
-            "key": s.bytes.key(),
-        }) else {
-            unreachable!("json! of an object literal is an object")
-        };
-        fields
+    let entry = Fields::new(move |put| {
+        put("count", json!(s.count));
+        put("numpy_dtype", json!("<f4"));
+        put("stored_dtype", json!(stored));
+        put("widened", json!(s.bf16));
+        put("buffer_index", json!(s.buffer_index));
+        put("key", json!(s.bytes.key()));
     });
     layout::Weight {
         stem,
