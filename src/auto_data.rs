@@ -62,7 +62,7 @@ pub fn find_among(
         // The data files beside it, known by their first bytes, are mapped
         // and parsed to learn their keys.
         let skip: Vec<&Path> = data.iter().chain(&chosen).map(PathBuf::as_path).collect();
-        let paths: Vec<PathBuf> = beside(input, &skip)
+        let paths: Vec<PathBuf> = beside(input, &skip, |_| true)
             .into_iter()
             .filter(|p| kind_of(p) == Some(Kind::Data))
             .collect();
@@ -173,10 +173,11 @@ fn as_data(bytes: &[u8]) -> Option<DataFile<'_>> {
     DataFile::parse(bytes).ok()
 }
 
-/// Regular files beside `program`, in name order, other than it and the
-/// files `skip` names. Files are told apart by device and inode, which
-/// listing the directory gives without resolving any path.
-fn beside(program: &Path, skip: &[&Path]) -> Vec<PathBuf> {
+/// Regular files beside `program` whose names `wanted` accepts, in name
+/// order, other than it and the files `skip` names. Files are told apart
+/// by device and inode, which listing the directory gives without
+/// resolving any path.
+fn beside(program: &Path, skip: &[&Path], wanted: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let dir = match program.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -191,6 +192,7 @@ fn beside(program: &Path, skip: &[&Path]) -> Vec<PathBuf> {
         .collect();
     let mut out: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
+        .filter(|e| wanted(Path::new(&e.file_name())))
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter(|e| !known.contains(&(here.dev(), e.ino())))
         .map(|e| e.path())
@@ -224,10 +226,9 @@ pub fn find_profile(program: &Path) -> Option<(PathBuf, String)> {
     if !program.is_file() {
         return None;
     }
-    let found: Vec<PathBuf> = beside(program, &[])
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "etdp"))
-        .collect();
+    let found = beside(program, &[], |name| {
+        name.extension().is_some_and(|e| e == "etdp")
+    });
     let [only] = &found[..] else {
         return None;
     };

@@ -53,6 +53,12 @@ pub struct DirNames {
 }
 
 impl DirNames {
+    /// Room for `n` more names, for a directory whose size is known: the
+    /// set would otherwise grow and rehash as they come.
+    pub fn reserve(&mut self, n: usize) {
+        self.used.reserve(n);
+    }
+
     /// A unique name for `stem` + `ext` (`ext` is empty or a short
     /// extension such as `.bin`): a repeat gets `~2`, `~3`, … before the
     /// extension, and a stem that would make the name longer than 255 bytes

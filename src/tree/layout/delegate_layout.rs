@@ -124,6 +124,8 @@ impl Builder {
     ) -> Paths {
         let base = format!("{base}/weights");
         let mut wdir = self.subdir(x, "weights");
+        // A .bin and a .npy each, and index.json.
+        wdir.names.reserve(2 * weights.items.len() + 1);
         let mut paths = HashMap::new();
         let mut filed = Vec::with_capacity(weights.items.len());
         let mut missing = Vec::new();

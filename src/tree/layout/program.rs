@@ -96,6 +96,8 @@ impl Builder {
         );
 
         let mut ndir = self.subdir(root, "named");
+        let attached_keys: usize = data.iter().map(|d| d.file.entries.len()).sum();
+        ndir.names.reserve(p.named.len() + attached_keys + 1);
         let mut index = Vec::new();
         let attached = data.iter().flat_map(|d| {
             d.file.entries.iter().map(move |e| {
@@ -155,6 +157,7 @@ impl Builder {
         self.by_name_dir(root);
 
         let mut sdir = self.subdir(root, "segments");
+        sdir.names.reserve(p.segments.len());
         let max = p.segments.len().saturating_sub(1) as u64;
         for (i, span) in p.segments.iter().enumerate() {
             self.raw(&mut sdir, &padded(i as u64, max), origin, *span);
