@@ -10,9 +10,9 @@ use crate::writer;
 use std::path::PathBuf;
 
 use common::flatc::same;
+use common::in_memory::{bytes_at, text_at, tree};
 use common::*;
 use ptefs::schema::tosa as fb;
-use ptefs::tree::Tree;
 use serde_json::Value;
 
 const DIR: &str = "methods/forward/delegates/0-TOSABackend";
@@ -497,24 +497,6 @@ fn strs<'b>(b: &mut Builder<'b>, v: &[&str]) -> Strings<'b> {
 
 fn program(payload: Vec<u8>) -> Vec<u8> {
     writer::payloads::one_delegate("TOSABackend", payload, Vec::new(), Vec::new())
-}
-
-fn tree(bytes: &[u8]) -> Tree {
-    Tree::from_bytes("t.pte", bytes).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn text_at(t: &Tree, bytes: &[u8], path: &str) -> Option<String> {
-    bytes_at(t, bytes, path).map(|b| String::from_utf8_lossy(&b).into_owned())
-}
-
-fn bytes_at(t: &Tree, bytes: &[u8], path: &str) -> Option<Vec<u8>> {
-    let ino = t.resolve(path)?;
-    let f = t.file(ino)?;
-    let piece = f.content.read(0, f.content.len());
-    let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(bytes));
-    let mut out = Vec::new();
-    piece.assemble(tail, &mut out);
-    Some(out)
 }
 
 fn weights_bytes() -> Vec<u8> {

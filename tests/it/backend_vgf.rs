@@ -9,6 +9,7 @@
 use crate::common;
 use crate::writer;
 
+use common::in_memory::{text_at, tree};
 use common::*;
 use ptefs::tree::Tree;
 use serde_json::Value;
@@ -389,20 +390,6 @@ fn a_mount_serves_the_vgf_folder_byte_for_byte() {
 }
 
 // ---- hostile payloads ----
-
-fn tree(bytes: &[u8]) -> Tree {
-    Tree::from_bytes("t.pte", bytes).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn text_at(t: &Tree, bytes: &[u8], path: &str) -> Option<String> {
-    let ino = t.resolve(path)?;
-    let f = t.file(ino)?;
-    let piece = f.content.read(0, f.content.len());
-    let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(bytes));
-    let mut out = Vec::new();
-    piece.assemble(tail, &mut out);
-    Some(String::from_utf8_lossy(&out).into_owned())
-}
 
 /// The tree of `payload` in a program, every file read; its `ERROR.txt`.
 fn decoded(payload: Vec<u8>) -> (Option<String>, Tree, Vec<u8>) {

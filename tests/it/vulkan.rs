@@ -10,12 +10,12 @@ use crate::writer;
 use std::path::Path;
 
 use common::flatc::*;
+use common::in_memory::{cat, json_at, tree};
 use common::*;
 use ptefs::schema::vulkan::VkDataType as Dt;
 use ptefs::tree::Tree;
-use serde_json::Value as Json;
+use writer::Bytes;
 use writer::vulkan::{Constant, Graph, Value};
-use writer::{Bytes, Delegate, Method, Program};
 
 const DIR: &str = "methods/forward/delegates/0-VulkanBackend";
 
@@ -84,22 +84,8 @@ fn constant_bytes() -> Vec<u8> {
 
 /// A program whose one method has one delegate with `payload`.
 fn program(backend: &str, payload: Vec<u8>, named: Vec<(&str, Vec<u8>)>) -> Vec<u8> {
-    let mut m = Method::new("forward", Vec::new());
-    m.delegates.push(Delegate {
-        id: backend.into(),
-        blob: Bytes::Owned(payload),
-        inline: false,
-        compile_specs: Vec::new(),
-    });
-    Program {
-        methods: vec![m],
-        named: named
-            .into_iter()
-            .map(|(k, b)| (k.to_owned(), Bytes::Owned(b)))
-            .collect(),
-        ..Program::default()
-    }
-    .to_bytes()
+    let named = named.into_iter().map(|(k, b)| (k.to_owned(), b)).collect();
+    writer::payloads::one_delegate(backend, payload, Vec::new(), named)
 }
 
 fn good() -> Vec<u8> {
@@ -108,26 +94,6 @@ fn good() -> Vec<u8> {
         graph().payload(&constant_bytes()),
         vec![("vk_bias", bias_bytes())],
     )
-}
-
-fn tree(bytes: &[u8]) -> Tree {
-    Tree::from_bytes("v.pte", bytes).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn cat(tree: &Tree, bytes: &[u8], path: &str) -> Vec<u8> {
-    let ino = tree.resolve(path).unwrap_or_else(|| panic!("no {path}"));
-    let Some(f) = tree.file(ino) else {
-        panic!("{path} is a directory")
-    };
-    let piece = f.content.read(0, f.content.len());
-    let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(bytes));
-    let mut out = Vec::new();
-    piece.assemble(tail, &mut out);
-    out
-}
-
-fn json_at(tree: &Tree, bytes: &[u8], path: &str) -> Json {
-    serde_json::from_slice(&cat(tree, bytes, path)).unwrap()
 }
 
 fn text_at(tree: &Tree, bytes: &[u8], path: &str) -> String {

@@ -6,11 +6,10 @@
 use crate::common;
 use crate::writer;
 
+use common::in_memory::{cat, json_at, tree};
 use common::{damaged, reads_within};
-use ptefs::tree::Tree;
 use serde_json::Value as Json;
 use writer::xnnpack::{Graph, Node, Quant, Value};
-use writer::{Bytes, Delegate, Method, Program};
 
 const DIR: &str = "methods/forward/delegates/0-XnnpackBackend";
 const FP32: i16 = 1;
@@ -19,43 +18,8 @@ const QBINT4: i16 = 10;
 
 /// A program whose one method has one delegate with `payload`.
 fn program(backend: &str, payload: Vec<u8>, named: Vec<(&str, Vec<u8>)>) -> Vec<u8> {
-    let mut m = Method::new("forward", Vec::new());
-    m.delegates.push(Delegate {
-        id: backend.into(),
-        blob: Bytes::Owned(payload),
-        inline: false,
-        compile_specs: Vec::new(),
-    });
-    Program {
-        methods: vec![m],
-        named: named
-            .into_iter()
-            .map(|(k, b)| (k.to_owned(), Bytes::Owned(b)))
-            .collect(),
-        ..Program::default()
-    }
-    .to_bytes()
-}
-
-/// The bytes of the file at `path` of a tree over `bytes`.
-fn cat(tree: &Tree, bytes: &[u8], path: &str) -> Vec<u8> {
-    let ino = tree.resolve(path).unwrap_or_else(|| panic!("no {path}"));
-    let Some(f) = tree.file(ino) else {
-        panic!("{path} is a directory")
-    };
-    let piece = f.content.read(0, f.content.len());
-    let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(bytes));
-    let mut out = Vec::new();
-    piece.assemble(tail, &mut out);
-    out
-}
-
-fn tree(bytes: &[u8]) -> Tree {
-    Tree::from_bytes("x.pte", bytes).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn json_at(tree: &Tree, bytes: &[u8], path: &str) -> Json {
-    serde_json::from_slice(&cat(tree, bytes, path)).unwrap()
+    let named = named.into_iter().map(|(k, b)| (k.to_owned(), b)).collect();
+    writer::payloads::one_delegate(backend, payload, Vec::new(), named)
 }
 
 fn f32s(v: &[f32]) -> Vec<u8> {

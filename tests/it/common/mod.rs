@@ -3,6 +3,7 @@
 
 pub mod fetched;
 pub mod flatc;
+pub mod in_memory;
 pub mod mounted;
 pub mod servers;
 pub mod xnnpack;
