@@ -419,26 +419,7 @@ fn hostile() -> Vec<u8> {
         },
     );
     let e4 = fb::Event::create(&mut b, &fb::EventArgs::default());
-    let events = b.create_vector(&[e1, e2, e3, e4]);
-    let run_name = b.create_string("Execute");
-    let run = fb::RunData::create(
-        &mut b,
-        &fb::RunDataArgs {
-            name: Some(run_name),
-            events: Some(events),
-            ..Default::default()
-        },
-    );
-    let runs = b.create_vector(&[run]);
-    let root = fb::ETDump::create(
-        &mut b,
-        &fb::ETDumpArgs {
-            version: 0,
-            run_data: Some(runs),
-        },
-    );
-    b.finish_size_prefixed(root, Some("ED00"));
-    b.finished_data().to_vec()
+    finish_etdump(b, &[e1, e2, e3, e4])
 }
 
 #[test]

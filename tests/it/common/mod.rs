@@ -279,3 +279,32 @@ pub fn reads_within(tree: &ptefs::tree::Tree, bytes: &[u8]) {
         }
     }
 }
+
+/// The bytes of an ETDump whose one run, `Execute`, holds `events` (made
+/// in `b`): size-prefixed, with identifier `ED00`, as the runtime writes.
+pub fn finish_etdump<'b>(
+    mut b: flatbuffers::FlatBufferBuilder<'b>,
+    events: &[flatbuffers::WIPOffset<ptefs::schema::etdump::Event<'b>>],
+) -> Vec<u8> {
+    use ptefs::schema::etdump as fb;
+    let events = b.create_vector(events);
+    let run_name = b.create_string("Execute");
+    let run = fb::RunData::create(
+        &mut b,
+        &fb::RunDataArgs {
+            name: Some(run_name),
+            events: Some(events),
+            ..Default::default()
+        },
+    );
+    let runs = b.create_vector(&[run]);
+    let root = fb::ETDump::create(
+        &mut b,
+        &fb::ETDumpArgs {
+            version: 0,
+            run_data: Some(runs),
+        },
+    );
+    b.finish_size_prefixed(root, Some("ED00"));
+    b.finished_data().to_vec()
+}
