@@ -1,7 +1,5 @@
 //! The verified `XNNGraph` flatbuffer and its values by id.
 
-use std::collections::HashMap;
-
 use crate::format::{Result, Span};
 use crate::schema::xnnpack as fb;
 
@@ -31,6 +29,9 @@ impl Value<'_> {
     }
 }
 
+/// Positions in the graph's values by value id.
+pub type ById = foldhash::HashMap<u32, usize>;
+
 /// Verifies the flatbuffer at `span` of `payload` and returns its root.
 pub fn verify<'a>(payload: &'a [u8], span: Span) -> Result<fb::XNNGraph<'a>> {
     crate::delegate::flatbuffer::root::<fb::XNNGraph>(payload, span, "XNNGraph")
@@ -38,9 +39,10 @@ pub fn verify<'a>(payload: &'a [u8], span: Span) -> Result<fb::XNNGraph<'a>> {
 
 /// The graph's tensor values in order, and each id's first value. Values
 /// with no tensor are skipped: nothing can refer to them.
-pub fn values<'a>(g: fb::XNNGraph<'a>) -> (Vec<Value<'a>>, HashMap<u32, usize>) {
-    let mut out = Vec::new();
-    let mut by_id = HashMap::new();
+pub fn values<'a>(g: fb::XNNGraph<'a>) -> (Vec<Value<'a>>, ById) {
+    let count = g.xvalues().map_or(0, |v| v.len());
+    let mut out = Vec::with_capacity(count);
+    let mut by_id = ById::with_capacity_and_hasher(count, Default::default());
     for (index, x) in g.xvalues().iter().flatten().enumerate() {
         let quantized = x.xvalue_union_as_xnnquantized_tensor_value();
         let tensor = match quantized {

@@ -32,7 +32,7 @@ pub struct Node {
     pub op: Option<&'static str>,
     /// The operator in snake case without the `XNN` prefix
     /// (`depthwise_conv2d`), or `op<tag>` for an unknown one.
-    pub short: String,
+    pub short: &'static str,
     /// The node table's fields in schema order (empty for an unknown tag).
     pub fields: Vec<(&'static str, Field)>,
     /// `XNode.debug_handle`.
@@ -99,6 +99,27 @@ pub fn snake(camel: &str) -> String {
         prev = Some(c);
     }
     out
+}
+
+/// [`Node::short`] of a node with union tag `tag`, whose table was read
+/// (`known`) or not: made once per tag, as every graph repeats a few
+/// operators many times.
+fn short_name(tag: u8, known: bool) -> &'static str {
+    static NAMES: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        (0..=u8::MAX)
+            .map(|t| {
+                let unknown = format!("op{t}");
+                let op = U(t).variant_name();
+                (
+                    op.map_or_else(|| unknown.clone(), |op| snake(&op[3..])),
+                    unknown,
+                )
+            })
+            .collect()
+    });
+    let (name, unknown) = &names[usize::from(tag)];
+    if known { name } else { unknown }
 }
 
 macro_rules! uints {
@@ -272,7 +293,7 @@ pub fn read(index: usize, x: fb::XNode<'_>) -> Node {
         index,
         tag: tag.0,
         op,
-        short: op.map_or_else(|| format!("op{}", tag.0), |op| snake(&op[3..])),
+        short: short_name(tag.0, op.is_some()),
         fields: fields.unwrap_or_default(),
         debug_handle: x.debug_handle(),
         output_min_max: x.output_min_max().map(|m| (m.output_min(), m.output_max())),
@@ -301,7 +322,7 @@ mod tests {
             index: 3,
             tag: 32,
             op: Some("XNNConcatenate2"),
-            short: "concatenate2".into(),
+            short: "concatenate2",
             fields: vec![
                 ("axis", Field::U32(1)),
                 ("input1_id", Field::U32(4)),

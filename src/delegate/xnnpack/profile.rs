@@ -112,7 +112,7 @@ fn strict(kind: &str, short: &str) -> bool {
 pub fn nodes(payload: &[u8], ids: &[&str]) -> Option<ProfileNodes> {
     let h = header::parse(payload).ok()?;
     let g = graph::verify(payload, h.flatbuffer).ok()?;
-    let shorts: Vec<String> = g
+    let shorts: Vec<&str> = g
         .xnodes()
         .iter()
         .flatten()
@@ -125,11 +125,11 @@ pub fn nodes(payload: &[u8], ids: &[&str]) -> Option<ProfileNodes> {
 }
 
 /// [`nodes`] over the nodes' kinds.
-fn matched(shorts: &[String], ids: &[&str]) -> Vec<Option<ProfileNode>> {
+fn matched(shorts: &[&str], ids: &[&str]) -> Vec<Option<ProfileNode>> {
     let node = |i: usize, how| {
         Some(ProfileNode {
             index: i,
-            op: shorts[i].clone(),
+            op: shorts[i].to_owned(),
             how,
         })
     };
@@ -142,7 +142,7 @@ fn matched(shorts: &[String], ids: &[&str]) -> Vec<Option<ProfileNode>> {
             let n = n?;
             let k = kind(id);
             let of_kind: Vec<usize> = (0..shorts.len())
-                .filter(|&i| strict(k, &shorts[i]))
+                .filter(|&i| strict(k, shorts[i]))
                 .collect();
             let named = ids.iter().filter(|x| numbered(x).0 == name).count();
             // Other names of the same kind (IGEMM and DWConv) share nodes:
@@ -160,10 +160,6 @@ fn matched(shorts: &[String], ids: &[&str]) -> Vec<Option<ProfileNode>> {
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| (*x).to_owned()).collect()
-    }
-
     #[test]
     fn kinds_and_numbers() {
         assert_eq!(kind("Convolution (NHWC, F32) IGEMM #1"), "Convolution");
@@ -180,7 +176,7 @@ mod tests {
 
     #[test]
     fn a_position_match_needs_every_kind_to_agree() {
-        let shorts = s(&["static_transpose", "conv2d", "fully_connected"]);
+        let shorts = ["static_transpose", "conv2d", "fully_connected"];
         let ids = [
             "Transpose (ND, X32) #1",
             "Fully Connected (NC, F32) GEMM #1",

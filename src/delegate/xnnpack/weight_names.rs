@@ -3,11 +3,9 @@
 //! (and so the sha256 named-data keys) change; and how each weight's
 //! stored layout relates to PyTorch's.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
-use super::graph::Value;
+use super::graph::{ById, Value};
 use super::nodes::{Field, Node};
 
 /// A node using a constant.
@@ -16,7 +14,7 @@ pub struct Use {
     /// Node index.
     pub node: usize,
     /// Operator (`conv2d`).
-    pub op: String,
+    pub op: &'static str,
     /// Role (`filter`, `bias`, `input1`).
     pub role: &'static str,
 }
@@ -30,22 +28,18 @@ pub struct Layout {
     pub pytorch: &'static str,
 }
 
-/// The nodes using each constant value (by position in `values`), in
-/// node order.
-pub fn users(
-    nodes: &[Node],
-    values: &[Value<'_>],
-    by_id: &HashMap<u32, usize>,
-) -> HashMap<usize, Vec<Use>> {
-    let mut users: HashMap<usize, Vec<Use>> = HashMap::new();
+/// The nodes using each value (by position in `values`; none for values
+/// that are not constants), in node order.
+pub fn users(nodes: &[Node], values: &[Value<'_>], by_id: &ById) -> Vec<Vec<Use>> {
+    let mut users = vec![Vec::new(); values.len()];
     for n in nodes {
         for (role, id) in n.inputs() {
             if let Some(&v) = by_id.get(&id)
                 && values[v].tensor.constant_buffer_idx() != 0
             {
-                users.entry(v).or_default().push(Use {
+                users[v].push(Use {
                     node: n.index,
-                    op: n.short.clone(),
+                    op: n.short,
                     role,
                 });
             }
@@ -62,11 +56,15 @@ pub fn name(
     node_count: usize,
     id: u32,
 ) -> (String, Option<String>, &'static str) {
-    let width = node_count.saturating_sub(1).max(999).to_string().len();
+    let width = node_count.saturating_sub(1).max(999).ilog10() as usize + 1;
     match first {
         Some(u) => {
             let layer = format!("{:0width$}-{}", u.node, u.op);
-            (format!("{layer}.{}", u.role), Some(layer), u.role)
+            let mut stem = String::with_capacity(layer.len() + 1 + u.role.len());
+            stem.push_str(&layer);
+            stem.push('.');
+            stem.push_str(u.role);
+            (stem, Some(layer), u.role)
         }
         None => (format!("unused.{id}"), None, "unused"),
     }
@@ -75,7 +73,7 @@ pub fn name(
 /// How the first user stores the weight, compared with PyTorch.
 pub fn layout(u: &Use, nodes: &[Node]) -> Option<Layout> {
     let l = |stored, pytorch| Some(Layout { stored, pytorch });
-    match (u.op.as_str(), u.role) {
+    match (u.op, u.role) {
         ("conv2d", "filter") => l("OHWI", "OIHW"),
         ("depthwise_conv2d", "filter") => l("1HWO", "O1HW"),
         ("conv_transpose2d", "filter") => l("OHWI", "IOHW"),
@@ -103,7 +101,7 @@ mod tests {
     fn names_sort_in_node_order() {
         let u = Use {
             node: 12,
-            op: "conv2d".into(),
+            op: "conv2d",
             role: "filter",
         };
         assert_eq!(name(Some(&u), 67, 5).0, "012-conv2d.filter");

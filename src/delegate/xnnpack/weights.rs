@@ -1,12 +1,10 @@
 //! Constant values: where their bytes are, their names (layer and role of
 //! the first node that uses them) and their quantization scales.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use super::datatype::{self, Storage};
-use super::graph::Value;
+use super::graph::{ById, Value};
 use super::nodes::Node;
 use super::weight_names::{self, Layout, Use};
 use crate::delegate::{Bytes, Lookup};
@@ -161,16 +159,15 @@ pub fn collect<'a>(
     cx: &Context<'a, '_>,
     nodes: &[Node],
     values: &[Value<'a>],
-    by_id: &HashMap<u32, usize>,
+    by_id: &ById,
 ) -> Vec<Weight<'a>> {
-    let mut users = weight_names::users(nodes, values, by_id);
+    let users = weight_names::users(nodes, values, by_id);
     let mut out = Vec::new();
-    for (v, value) in values.iter().enumerate() {
+    for (value, users) in values.iter().zip(users) {
         let t = value.tensor;
         if t.constant_buffer_idx() == 0 {
             continue;
         }
-        let users = users.remove(&v).unwrap_or_default();
         let (name, layer, role) = weight_names::name(users.first(), nodes.len(), t.id_out());
         let dims = value.dims();
         let storage = datatype::storage(t.datatype());
