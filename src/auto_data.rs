@@ -182,7 +182,19 @@ fn beside(program: &Path, skip: &[&Path], wanted: impl Fn(&Path) -> bool) -> Vec
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let (Ok(entries), Ok(here)) = (std::fs::read_dir(dir), std::fs::metadata(dir)) else {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let candidates: Vec<std::fs::DirEntry> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| wanted(Path::new(&e.file_name())))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .collect();
+    // Most directories hold nothing wanted: only then is anything stat'ed.
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let Ok(here) = std::fs::metadata(dir) else {
         return Vec::new();
     };
     let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
@@ -190,10 +202,8 @@ fn beside(program: &Path, skip: &[&Path], wanted: impl Fn(&Path) -> bool) -> Vec
         .chain(skip.iter().copied())
         .filter_map(identity)
         .collect();
-    let mut out: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| wanted(Path::new(&e.file_name())))
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+    let mut out: Vec<PathBuf> = candidates
+        .iter()
         .filter(|e| !known.contains(&(here.dev(), e.ino())))
         .map(|e| e.path())
         .collect();
