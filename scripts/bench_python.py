@@ -7,6 +7,8 @@ nanoseconds of RUNS runs of one way to open a file and sum one tensor.
   safetensors FILE NAME RUNS      safe_open + get_tensor(NAME).sum()
   save FILE OUT                   every tensor of FILE, by tree path, as one
                                   safetensors file (prints nothing)
+  settle FILE...                  drops each file from the page cache and
+                                  reads it back whole (prints nothing)
 """
 
 import statistics
@@ -66,6 +68,22 @@ def main():
 
         with ptefs.open(sys.argv[2]) as f:
             save_file({p: f.numpy(p) for p in f.tensors()}, sys.argv[3])
+        return
+    elif mode == "settle":
+        # Mapped reads of cached pages cost more or less by how the pages
+        # came into the cache (the kernel may hold a file read ahead in
+        # large folios, and one written or read in small pieces in single
+        # pages): the files compared come in the same way, read whole.
+        import os
+
+        for path in sys.argv[2:]:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                while os.read(fd, 1 << 24):
+                    pass
+            finally:
+                os.close(fd)
         return
     else:
         raise SystemExit(__doc__)
