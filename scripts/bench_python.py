@@ -7,6 +7,9 @@ nanoseconds of RUNS runs of one way to open a file and sum one tensor.
   safetensors FILE NAME RUNS      safe_open + get_tensor(NAME).sum()
   save FILE OUT                   every tensor of FILE, by tree path, as one
                                   safetensors file (prints nothing)
+  phases PTE SAFETENSORS PATH RUNS
+                                  where each way's time goes: medians of
+                                  open, array, sum and close, a line each
   settle FILE...                  drops each file from the page cache and
                                   reads it back whole (prints nothing)
 """
@@ -68,6 +71,40 @@ def main():
 
         with ptefs.open(sys.argv[2]) as f:
             save_file({p: f.numpy(p) for p in f.tensors()}, sys.argv[3])
+        return
+    elif mode == "phases":
+        import ptefs
+        from safetensors import safe_open
+
+        pte, st, name, runs = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+
+        def st_open():
+            f = safe_open(st, framework="np")
+            f.__enter__()
+            return f
+
+        ways = {
+            "ptefs": (lambda: ptefs.open(pte), lambda f: f.numpy(name), lambda f: f.close()),
+            "safetensors": (st_open, lambda f: f.get_tensor(name), lambda f: f.__exit__(None, None, None)),
+        }
+        for way, (open_, array, close) in ways.items():
+            phases = [[], [], [], []]
+            for _ in range(runs + 1):
+                t0 = time.perf_counter_ns()
+                f = open_()
+                t1 = time.perf_counter_ns()
+                a = array(f)
+                t2 = time.perf_counter_ns()
+                float(a.sum(dtype="f8"))
+                t3 = time.perf_counter_ns()
+                del a
+                close(f)
+                del f
+                t4 = time.perf_counter_ns()
+                for i, d in enumerate((t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                    phases[i].append(d)
+            # The first run warms imports and caches.
+            print(way, *(int(statistics.median(p[1:])) for p in phases))
         return
     elif mode == "settle":
         # Mapped reads of cached pages cost more or less by how the pages
