@@ -53,7 +53,10 @@ if [[ -n $et ]]; then
 fi
 s=$("$py" "$bench" safetensors "$st" "$path" "$small_runs")
 echo "| $what | $(ms "$p") | safetensors \`safe_open\` + \`get_tensor\` + the same sum: $(ms "$s") | $(times "$p" "$s") |"
-# Where each way's time goes (to stderr: not rows of the table).
+# Where each way's time goes (to stderr: not rows of the table), and
+# where ptefs's open goes, in Rust.
+cargo build --release --quiet --example open_phases
+target/release/examples/open_phases "$mv2" >&2
 "$py" "$bench" phases "$mv2" "$st" "$path" "$small_runs" | while read -r way o a m c; do
   say "$(awk -v w="$way" -v o="$o" -v a="$a" -v m="$m" -v c="$c" 'BEGIN {
     printf "mv2_xnnpack.pte, %s (ms): open %.3f, array %.3f, sum %.3f, close %.3f", w, o/1e6, a/1e6, m/1e6, c/1e6}')"
