@@ -2,8 +2,6 @@
 //! payload may refer to, where a payload is, and typed `.bin`/`.npy` pairs
 //! served as byte ranges of the source.
 
-use std::collections::HashMap;
-
 use super::{Attached, Builder, Dir, Origin};
 use crate::delegate::layout::Npy;
 use crate::delegate::{Bytes, Lookup};
@@ -14,7 +12,9 @@ use crate::tree::{Content, Dtype};
 /// Named-data entries a payload may refer to: the program's own first,
 /// then each attached data file's.
 pub(super) struct NamedIndex<'d> {
-    pub(super) by_key: HashMap<&'d [u8], Entry<'d>>,
+    /// A fast hash: keys are often 64-character digests, looked up a few
+    /// times per weight.
+    pub(super) by_key: foldhash::HashMap<&'d [u8], Entry<'d>>,
 }
 
 impl<'d> NamedIndex<'d> {
@@ -23,7 +23,7 @@ impl<'d> NamedIndex<'d> {
         origin: Origin,
         data: &'d [Attached<'d, '_>],
     ) -> Self {
-        let mut by_key = HashMap::new();
+        let mut by_key = foldhash::HashMap::default();
         for n in &p.named {
             by_key
                 .entry(n.key.bytes())
