@@ -166,10 +166,12 @@ pub struct Opened {
     pub skipped: Vec<(PathBuf, String)>,
     /// The first path requested, for messages about them all.
     first: PathBuf,
-    /// The debug buffers found beside ETDumps: (the ETDump's source, the
-    /// buffer's source). Their sources follow the attached data files.
+    /// The debug buffers of ETDumps, given or found beside them: (the
+    /// ETDump's source, the buffer's source), the profile's included.
+    /// Their sources follow the attached data files.
     debug: Vec<(usize, usize)>,
-    /// The source of the profile joined with the programs, last of all.
+    /// The source of the profile joined with the programs (after the
+    /// debug buffers of the files shown).
     profile: Option<usize>,
 }
 
@@ -353,11 +355,16 @@ impl Opened {
         // The debug buffer the runtime writes beside an ETDump:
         // `<stem>.debug.bin` for `<stem>.etdp`.
         let mut debug = Vec::new();
-        if let Some(buffer) = &req.debug_buffer {
+        let given = match &req.debug_buffer {
+            Some(buffer) => {
+                sources.push(Source::open(buffer)?);
+                Some(sources.len() - 1)
+            }
+            None => None,
+        };
+        if let Some(given) = given {
             // Given: for every file shown that turns out to be an ETDump.
-            let source = Source::open(buffer)?;
-            debug.extend((0..files.len()).map(|i| (i, sources.len())));
-            sources.push(source);
+            debug.extend((0..files.len()).map(|i| (i, given)));
         } else {
             for (i, f) in files.iter().enumerate() {
                 let Some(buffer) = debug_buffer_beside(f) else {
@@ -373,7 +380,16 @@ impl Opened {
                 let mut source = Source::open(path)?;
                 source.prefetch(tree::fetch_plan)?;
                 sources.push(source);
-                Some(sources.len() - 1)
+                let at = sources.len() - 1;
+                // Its debug buffer too, given or beside it: the tensors
+                // its debug events logged are shown with the program.
+                if let Some(given) = given {
+                    debug.push((at, given));
+                } else if let Some(buffer) = debug_buffer_beside(path) {
+                    sources.push(Source::open(&buffer)?);
+                    debug.push((at, sources.len() - 1));
+                }
+                Some(at)
             }
             None => None,
         };
@@ -462,8 +478,7 @@ impl Opened {
             .debug
             .iter()
             .filter(|&&(of, _)| {
-                shown
-                    .iter()
+                (shown.iter().chain(&profile))
                     .any(|i| i.source == of && matches!(i.parsed, Parsed::Profile(_)))
             })
             .map(|&(of, b)| tree::DebugBuffer {

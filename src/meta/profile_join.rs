@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::format::etdump::{Event, ProfileFile};
+use crate::format::etdump::{DebugTensor, Event, ProfileFile, Value};
 use crate::format::{MethodInfo, ProgramFile, operator_name};
 use crate::schema::program as fb;
 
@@ -173,6 +173,24 @@ pub struct Unmatched {
     pub why: String,
 }
 
+/// A tensor the runtime logged in a run with a debug buffer: an
+/// intermediate output of an instruction (a kernel's output, or every
+/// argument of a delegate call, in order), or an output of the method.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    /// The run data block.
+    pub run: usize,
+    /// The debug event's index in the block.
+    pub event: usize,
+    /// The instruction (chain, index) that logged it; `None` for an
+    /// output of the method.
+    pub at: Option<(usize, usize)>,
+    /// Its position among the tensors logged at `at` in this run.
+    pub position: usize,
+    /// Its type, shape and place in the debug buffer.
+    pub tensor: DebugTensor,
+}
+
 /// A profile joined with one method.
 #[derive(Debug, Clone)]
 pub struct Join {
@@ -191,6 +209,8 @@ pub struct Join {
     pub delegate_events: Vec<DelegateEvents>,
     /// Events matching nothing.
     pub unmatched: Vec<Unmatched>,
+    /// The tensors the debug events logged, in file order.
+    pub logged: Vec<Logged>,
 }
 
 impl Join {
@@ -352,7 +372,7 @@ fn delegate_id(int: i32, s: Option<crate::format::Name<'_>>) -> Option<DelegateI
 pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why: String) -> Join {
     let does = instructions(m.plan, &m.delegates);
     let name = m.name.show().into_owned();
-    let (instructions, method_events, delegate_events, unmatched) =
+    let (instructions, method_events, delegate_events, unmatched, logged) =
         collect(profile, Some((&does, &name)));
     Join {
         method_index: mi,
@@ -362,6 +382,7 @@ pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why
         method_events,
         delegate_events,
         unmatched,
+        logged,
     }
 }
 
@@ -369,7 +390,7 @@ pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why
 /// chain and instruction recorded, named by its events (see
 /// [`Does::Recorded`]). Only events without a duration are unmatched.
 pub fn without_program(profile: &ProfileFile<'_>) -> Join {
-    let (instructions, method_events, delegate_events, unmatched) = collect(profile, None);
+    let (instructions, method_events, delegate_events, unmatched, logged) = collect(profile, None);
     Join {
         method_index: 0,
         method: String::new(),
@@ -378,6 +399,7 @@ pub fn without_program(profile: &ProfileFile<'_>) -> Join {
         method_events,
         delegate_events,
         unmatched,
+        logged,
     }
 }
 
@@ -389,6 +411,7 @@ type Collected = (
     Vec<(String, Vec<u64>)>,
     Vec<DelegateEvents>,
     Vec<Unmatched>,
+    Vec<Logged>,
 );
 
 /// The events of `profile` per instruction of `method` (what each
@@ -400,6 +423,9 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
     let mut method_events: Vec<(String, Vec<u64>)> = Vec::new();
     let mut delegate_events: Vec<DelegateEvents> = Vec::new();
     let mut unmatched = Vec::new();
+    let mut logged: Vec<Logged> = Vec::new();
+    // Tensors logged so far per run and instruction.
+    let mut positions: BTreeMap<(usize, Option<(usize, usize)>), usize> = BTreeMap::new();
     let locate = |chain: i128, instruction: i64| -> Result<(usize, usize), String> {
         let Some((does, name)) = method else {
             return match (usize::try_from(chain), usize::try_from(instruction)) {
@@ -509,23 +535,48 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
                     }
                 }
                 Event::Debug(dbg) => {
-                    // All ones: a method output, which no instruction owns.
-                    if dbg.chain_index == u64::MAX {
-                        continue;
-                    }
                     let chain = i128::from(dbg.chain_index);
-                    if let Err(why) = locate(chain, dbg.instruction_id.into()) {
-                        let id = delegate_id(dbg.delegate_debug_id_int, dbg.delegate_debug_id_str);
-                        unmatched.push(Unmatched {
+                    // All ones: a method output, which no instruction owns.
+                    let at = match dbg.chain_index {
+                        u64::MAX => None,
+                        _ => match locate(chain, dbg.instruction_id.into()) {
+                            Ok(at) => Some(at),
+                            Err(why) => {
+                                let id = delegate_id(
+                                    dbg.delegate_debug_id_int,
+                                    dbg.delegate_debug_id_str,
+                                );
+                                unmatched.push(Unmatched {
+                                    run: r,
+                                    event: ei,
+                                    kind: "debug",
+                                    name: (dbg.name.map(|n| n.show().into_owned()))
+                                        .unwrap_or_default(),
+                                    chain,
+                                    instruction: dbg.instruction_id.into(),
+                                    delegate_id: id,
+                                    duration: None,
+                                    why,
+                                });
+                                continue;
+                            }
+                        },
+                    };
+                    let tensors = match &dbg.value {
+                        Value::Tensor(t) => std::slice::from_ref(t),
+                        Value::TensorList(ts) => ts.as_slice(),
+                        _ => &[],
+                    };
+                    for t in tensors {
+                        let count = positions.entry((r, at)).or_insert(0);
+                        let position = *count;
+                        *count += 1;
+                        logged.push(Logged {
                             run: r,
                             event: ei,
-                            kind: "debug",
-                            name: dbg.name.map(|n| n.show().into_owned()).unwrap_or_default(),
-                            chain,
-                            instruction: dbg.instruction_id.into(),
-                            delegate_id: id,
-                            duration: None,
-                            why,
+                            at,
+                            position,
+                            tensor: t.clone(),
                         });
                     }
                 }
@@ -580,7 +631,13 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
             durations,
         });
     }
-    (instructions, method_events, delegate_events, unmatched)
+    (
+        instructions,
+        method_events,
+        delegate_events,
+        unmatched,
+        logged,
+    )
 }
 
 #[cfg(test)]

@@ -469,16 +469,6 @@ fn hostile_events_are_shown_with_warnings() {
     }
 }
 
-/// The bytes of a `.npy` after its header.
-fn npy_payload(npy: &[u8]) -> &[u8] {
-    assert_eq!(&npy[..6], b"\x93NUMPY");
-    let header = match npy[6] {
-        1 => 10 + u16::from_le_bytes([npy[8], npy[9]]) as usize,
-        _ => 12 + u32::from_le_bytes([npy[8], npy[9], npy[10], npy[11]]) as usize,
-    };
-    &npy[header..]
-}
-
 /// Each intermediate output's `.npy` holds the debug buffer's bytes that
 /// Inspector reads for it.
 #[test]

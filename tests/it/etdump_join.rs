@@ -501,15 +501,29 @@ fn exercise(program: &[u8], profile: &[u8]) {
         bytes: Arc::new(profile.to_vec()),
         parsed,
     };
+    // The debug fixture's buffer, for whatever the damaged profile logs.
+    let buffer = std::fs::read(fixture("etdump/xnnpack_mobilenetish_debug.debug.bin")).unwrap();
+    let debug = [ptefs::tree::DebugBuffer {
+        of: 1,
+        source: 2,
+        len: buffer.len() as u64,
+        name: "run.debug.bin".into(),
+    }];
     let options = ptefs::tree::Options {
         profile: Some(&prof),
+        debug: &debug,
         ..Default::default()
     };
     let tree = ptefs::tree::build_with(&inputs, &[], &options);
-    for (_, ino) in tree.walk(ROOT) {
+    let sources = [program, profile, &buffer];
+    for (path, ino) in tree.walk(ROOT) {
         if let Some(f) = tree.file(ino) {
             let len = f.content.len();
-            assert_eq!(f.content.read(0, len).len(), len);
+            let piece = f.content.read(0, len);
+            assert_eq!(piece.len(), len);
+            if let Some((source, span)) = piece.tail {
+                assert!(span.end() <= sources[source].len() as u64, "{path}");
+            }
         }
     }
 }
@@ -660,6 +674,121 @@ fn diff_of_two_profiles_reports_slowdowns() {
     assert!(out.contains("0 row(s) slower"), "{out}");
 }
 
+/// The tensors the runtime logged, under `profile/outputs/` of the
+/// program they ran: Inspector's intermediate outputs of the delegate call
+/// (its two arguments, in order) and the method's output, each the value
+/// of the plan it is.
+#[test]
+fn logged_tensors_are_shown_beside_their_instructions() {
+    let name = "xnnpack_mobilenetish_debug";
+    let v = joined(&pte("xnnpack_mobilenetish"), &etdp(name));
+    let index = json(&v, "methods/forward/profile/outputs/index.json");
+    let index = index.as_array().unwrap();
+    assert_eq!(index.len(), 3);
+    assert_eq!(
+        json(&v, "methods/forward/profile/summary.json")["logged_tensors"],
+        3
+    );
+    // Inspector's debug data: the delegate call's.
+    let o = oracle(name);
+    let inspector: Vec<&Value> = o["inspector_event_blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|b| b["events"].as_array().unwrap())
+        .filter(|e| e["name"] == "DELEGATE_CALL")
+        .flat_map(|e| e["debug_data"].as_array().unwrap())
+        .collect();
+    assert_eq!(inspector.len(), 2);
+    // The plan: the delegate call's arguments and the method's outputs,
+    // read from the program's own JSON.
+    let plan = json(&v, "methods/forward/plan.json");
+    let call = &plan["chains"][0]["instructions"][0]["instr_args"];
+    let args: Vec<&Value> = call["args"].as_array().unwrap().iter().collect();
+    assert_eq!(args.len(), 2, "{call}");
+    let outputs = plan["outputs"].as_array().unwrap();
+    for (k, e) in index[..2].iter().enumerate() {
+        assert_eq!((e["run"].clone(), e["chain"].clone()), (1.into(), 0.into()));
+        assert_eq!(e["instruction"], 0);
+        assert_eq!(e["operator"], "delegate 0 XnnpackBackend");
+        assert_eq!(e["position"], k);
+        assert_eq!(&e["value"], args[k]);
+        assert_eq!(e["sizes"], inspector[k]["tensor"]["shape"]);
+        let path = format!(
+            "methods/forward/profile/outputs/{}",
+            e["file"].as_str().unwrap()
+        );
+        let npy = read(&v, &path);
+        assert_eq!(
+            sha256(npy_payload(&npy)),
+            inspector[k]["tensor"]["sha256_f32"]
+        );
+    }
+    // The method's output: the bytes the debug buffer holds where the
+    // ETDump says.
+    let out = &index[2];
+    assert_eq!(
+        (out["chain"].clone(), out["instruction"].clone()),
+        (Value::Null, Value::Null)
+    );
+    assert_eq!(&out["value"], &outputs[0]);
+    let stored = o["run_data"][1]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "debug")
+        .nth(2)
+        .unwrap()["debug_entry"]["tensor"]
+        .clone();
+    let at = stored["offset"].as_u64().unwrap() as usize;
+    let buffer = std::fs::read(fixture(&format!("etdump/{name}.debug.bin"))).unwrap();
+    let npy = read(
+        &v,
+        &format!(
+            "methods/forward/profile/outputs/{}",
+            out["file"].as_str().unwrap()
+        ),
+    );
+    assert_eq!(npy_payload(&npy), &buffer[at..at + 16]);
+    // A program whose profile logged nothing has no outputs/.
+    let v = joined(&pte("portable_mlp"), &etdp("portable_mlp"));
+    assert!(!ls(&v, "methods/forward/profile").contains(&"outputs".to_owned()));
+}
+
+/// Without its debug buffer the logged tensors are listed, each saying
+/// why it has no file; given with `--debug-buffer`, the buffer is used
+/// wherever the profile is.
+#[test]
+fn logged_tensors_without_their_buffer_are_listed_and_a_given_one_is_used() {
+    let name = "xnnpack_mobilenetish_debug";
+    let d = tempfile::tempdir().unwrap();
+    let profile = write_file(d.path(), "run.etdp", &std::fs::read(etdp(name)).unwrap());
+    let program = pte("xnnpack_mobilenetish");
+    let v = joined(&program, &profile);
+    assert_eq!(ls(&v, "methods/forward/profile/outputs"), ["index.json"]);
+    let index = json(&v, "methods/forward/profile/outputs/index.json");
+    for e in index.as_array().unwrap() {
+        assert_eq!(e["file"], Value::Null);
+        assert!(e["missing"].as_str().unwrap().contains("not there"), "{e}");
+    }
+    let given = View::open(&Request {
+        inputs: vec![program.clone()],
+        profile: Some(profile),
+        debug_buffer: Some(fixture(&format!("etdump/{name}.debug.bin"))),
+        ..Request::default()
+    })
+    .unwrap();
+    let beside = joined(&program, &etdp(name));
+    let outputs = |v: &View| -> BTreeMap<String, Vec<u8>> {
+        files(v)
+            .into_iter()
+            .filter(|(p, _)| p.starts_with("methods/forward/profile/outputs/"))
+            .collect()
+    };
+    assert_eq!(outputs(&given).len(), 4);
+    assert_eq!(outputs(&given), outputs(&beside));
+}
+
 #[test]
 fn a_mount_with_a_profile_serves_the_offline_tree() {
     if !fuse_or_skip("a_mount_with_a_profile_serves_the_offline_tree") {
@@ -669,19 +798,15 @@ fn a_mount_with_a_profile_serves_the_offline_tree() {
         let (p, e) = (pte(program), etdp(profile));
         let v = joined(&p, &e);
         let m = Mounted::new(&[p.as_os_str(), "--profile".as_ref(), e.as_os_str()]);
-        for name in [
-            "ops.tsv",
-            "by-operator.tsv",
-            "code.txt",
-            "unmatched.tsv",
-            "summary.json",
-        ] {
-            let rel = format!("methods/forward/profile/{name}");
-            assert_eq!(
-                std::fs::read(m.path(&rel)).unwrap(),
-                read(&v, &rel),
-                "{rel}"
-            );
+        // Every file of the joined profile: the tables, the annotated
+        // code and the logged tensors.
+        let offline: Vec<(String, Vec<u8>)> = files(&v)
+            .into_iter()
+            .filter(|(p, _)| p.starts_with("methods/forward/profile/"))
+            .collect();
+        assert!(offline.len() >= 5, "{offline:?}");
+        for (rel, bytes) in offline {
+            assert_eq!(std::fs::read(m.path(&rel)).unwrap(), bytes, "{rel}");
         }
     }
 }

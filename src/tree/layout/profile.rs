@@ -62,7 +62,8 @@ impl Builder {
                     let mut ddir = self.subdir(&mut dir, "debug");
                     for t in here {
                         let stem = padded(files.len() as u64, kmax);
-                        files.push(self.debug_tensor(&mut ddir, &stem, source, len, t));
+                        let file = self.debug_tensor(&mut ddir, &stem, (source, len), t);
+                        files.push(file.map(|name| format!("debug/{name}")));
                     }
                 }
                 _ => files.extend(here.iter().map(|_| {
@@ -94,15 +95,15 @@ impl Builder {
 }
 
 impl Builder {
-    /// `debug/<stem>.npy`: the tensor's bytes in the debug buffer after a
-    /// NumPy header; `<stem>.ERROR.txt` saying why when it has none.
-    /// Returns the path from the run's directory, or the reason.
-    fn debug_tensor(
+    /// `<stem>.npy` in `dir`: the tensor's bytes in the debug buffer
+    /// (`source`, `buffer_len` bytes long) after a NumPy header;
+    /// `<stem>.ERROR.txt` saying why when it has none. Returns the file's
+    /// name, or the reason.
+    pub(super) fn debug_tensor(
         &mut self,
         dir: &mut Dir,
         stem: &str,
-        source: crate::tree::SourceId,
-        buffer_len: u64,
+        (source, buffer_len): (crate::tree::SourceId, u64),
         t: &DebugTensor,
     ) -> Result<String, String> {
         let shape = TensorShape {
@@ -139,7 +140,7 @@ impl Builder {
             },
             meta,
         );
-        Ok(format!("debug/{name}"))
+        Ok(name)
     }
 }
 

@@ -3,14 +3,16 @@
 //! with the method's instructions ([`crate::meta::profile_join`]) as
 //! tables, a summary and an annotated `code.txt`.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Builder, Dir, Origin};
 use crate::format::etdump::{ProfileFile, TICK};
-use crate::format::{MethodInfo, ProgramFile};
-use crate::meta::profile_join::{self, Join, Stats};
+use crate::format::{MethodInfo, ProgramFile, scalar};
+use crate::meta::profile_join::{self, Does, Join, Logged, Stats};
+use crate::tree::file_names::{encode, padded};
 use crate::tree::render::{code_txt, profile_tsv};
 
 /// The profile attached to the programs shown: its source and name.
@@ -102,6 +104,7 @@ impl Builder {
                 "method_events": method_events,
                 "delegate_events": join.delegate_events.len(),
                 "unmatched_events": join.unmatched.len(),
+                "logged_tensors": join.logged.len(),
                 "tick": TICK,
             }),
         );
@@ -120,6 +123,7 @@ impl Builder {
             "unmatched.tsv",
             profile_tsv::unmatched(join).into_bytes().into(),
         );
+        self.logged_outputs(&mut dir, join, m);
         // Each delegate with events of its own.
         let mut delegates: Vec<usize> = join
             .delegate_events
@@ -170,4 +174,128 @@ impl Builder {
             },
         );
     }
+
+    /// `outputs/`: each tensor the profile's debug events logged, as
+    /// `<run>/<instruction>-<what it does>.<position>.npy` (an output of
+    /// the method: `<run>/output.<position>.npy`), and `index.json` with
+    /// each one's run, event, instruction, type and shape, and the value
+    /// of the plan it is, where the instruction's arguments say so and
+    /// agree. Without the debug buffer, `index.json` alone says why there
+    /// are no files.
+    fn logged_outputs(&mut self, dir: &mut Dir, join: &Join, m: &MethodInfo<'_>) {
+        if join.logged.is_empty() {
+            return;
+        }
+        let buffer =
+            (self.profile.as_ref()).and_then(|a| self.debug_buffers.get(&a.source).copied());
+        let mut odir = self.subdir(dir, "outputs");
+        let runs_max = join.logged.iter().map(|l| l.run).max().unwrap_or(0) as u64;
+        let does: HashMap<(usize, usize), &Does> = (join.instructions.iter())
+            .map(|i| ((i.chain, i.index), &i.does))
+            .collect();
+        let mut last_in_chain: HashMap<usize, usize> = HashMap::new();
+        for i in &join.instructions {
+            let last = last_in_chain.entry(i.chain).or_default();
+            *last = (*last).max(i.index);
+        }
+        let chains = last_in_chain.len();
+        let mut runs: BTreeMap<usize, Dir> = BTreeMap::new();
+        let mut index = Vec::with_capacity(join.logged.len());
+        for l in &join.logged {
+            let what = l.at.and_then(|at| does.get(&at).copied());
+            let stem = match (l.at, what) {
+                (Some((c, i)), Some(d)) => {
+                    let chain = if chains > 1 {
+                        format!("{c}.")
+                    } else {
+                        String::new()
+                    };
+                    let width = last_in_chain.get(&c).copied().unwrap_or(0) as u64;
+                    let label = encode(file_label(d));
+                    format!("{chain}{}-{label}.{}", padded(i as u64, width), l.position)
+                }
+                _ => format!("output.{}", l.position),
+            };
+            let file = match buffer {
+                Some(buffer) => {
+                    let run = padded(l.run as u64, runs_max);
+                    let rdir = (runs.entry(l.run)).or_insert_with(|| self.subdir(&mut odir, &run));
+                    (self.debug_tensor(rdir, &stem, buffer, &l.tensor))
+                        .map(|name| format!("{run}/{name}"))
+                }
+                None => Err(
+                    "the debug buffer (<name>.debug.bin beside the ETDump) is not there".to_owned(),
+                ),
+            };
+            let value = logged_value(m, l);
+            let (file, missing) = match file {
+                Ok(f) => (Some(f), None),
+                Err(why) => (None, Some(why)),
+            };
+            index.push(json!({
+                "run": l.run,
+                "event": l.event,
+                "chain": l.at.map(|a| a.0),
+                "instruction": l.at.map(|a| a.1),
+                "operator": what.map(Does::label),
+                "position": l.position,
+                "value": value,
+                "scalar_type": scalar::name(l.tensor.scalar_type),
+                "sizes": l.tensor.sizes,
+                "file": file,
+                "missing": missing,
+            }));
+        }
+        self.json(&mut odir, "index.json", &Value::Array(index));
+    }
+}
+
+/// What an instruction does, for a file name: its operator
+/// (`aten::addmm.out`), `delegate-<index>-<backend>`, or what else it does.
+fn file_label(d: &Does) -> String {
+    match d {
+        Does::Kernel(op) | Does::Recorded(op) => op.clone(),
+        Does::Delegate { index, backend } => format!("delegate-{index}-{backend}"),
+        Does::Other(what) => (*what).to_owned(),
+    }
+}
+
+/// The value of the plan a logged tensor is: for a delegate call the
+/// argument at its position (the runtime logs every argument, in order),
+/// for a kernel call its last argument (its output), for the method the
+/// output at its position; `None` unless that value is a tensor of the
+/// same type and sizes.
+fn logged_value(m: &MethodInfo<'_>, l: &Logged) -> Option<usize> {
+    fn at<'a, T: flatbuffers::Follow<'a> + 'a>(
+        v: Option<flatbuffers::Vector<'a, T>>,
+        i: usize,
+    ) -> Option<T::Inner> {
+        v.filter(|v| i < v.len()).map(|v| v.get(i))
+    }
+    let plan = m.plan;
+    let id = match l.at {
+        None => at(plan.outputs(), l.position)?,
+        Some((c, i)) => {
+            let ins = at(at(plan.chains(), c)?.instructions(), i)?;
+            if let Some(d) = ins.instr_args_as_delegate_call() {
+                at(d.args(), l.position)?
+            } else if let Some(k) = ins.instr_args_as_kernel_call() {
+                let args = k.args()?;
+                match (l.position, args.len()) {
+                    (0, n) if n > 0 => args.get(n - 1),
+                    _ => return None,
+                }
+            } else {
+                return None;
+            }
+        }
+    };
+    let id = usize::try_from(id).ok()?;
+    let t = at(plan.values(), id)?.val_as_tensor()?;
+    let sizes = t
+        .sizes()
+        .map(|s| s.iter().map(i64::from).collect::<Vec<_>>());
+    let agrees =
+        l.tensor.scalar_type == t.scalar_type() && sizes.is_some_and(|s| s == l.tensor.sizes);
+    agrees.then_some(id)
 }

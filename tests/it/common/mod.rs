@@ -105,6 +105,16 @@ pub fn files(v: &View) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// The bytes of a `.npy` after its header.
+pub fn npy_payload(npy: &[u8]) -> &[u8] {
+    assert_eq!(&npy[..6], b"\x93NUMPY");
+    let header = match npy[6] {
+        1 => 10 + u16::from_le_bytes([npy[8], npy[9]]) as usize,
+        _ => 12 + u32::from_le_bytes([npy[8], npy[9], npy[10], npy[11]]) as usize,
+    };
+    &npy[header..]
+}
+
 /// Lower-case hex SHA-256.
 pub fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
