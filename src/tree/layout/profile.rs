@@ -14,6 +14,10 @@ use crate::tree::Content;
 use crate::tree::file_names::padded;
 use crate::tree::render::readme;
 
+/// Why a logged tensor has no file.
+pub(super) const NO_DEBUG_BUFFER: &str =
+    "the debug buffer (<name>.debug.bin beside the ETDump) is not there";
+
 /// Ticks as milliseconds, a tick being taken as 1 ns.
 pub fn ms(ticks: u64) -> f64 {
     ticks as f64 / 1e6
@@ -66,12 +70,7 @@ impl Builder {
                         files.push(file.map(|name| format!("debug/{name}")));
                     }
                 }
-                _ => files.extend(here.iter().map(|_| {
-                    Err(
-                        "the debug buffer (<name>.debug.bin beside the ETDump) is not there"
-                            .to_owned(),
-                    )
-                })),
+                _ => files.extend(here.iter().map(|_| Err(NO_DEBUG_BUFFER.to_owned()))),
             }
             self.json(
                 &mut dir,

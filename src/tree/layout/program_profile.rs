@@ -223,9 +223,7 @@ impl Builder {
                     (self.debug_tensor(rdir, &stem, buffer, &l.tensor))
                         .map(|name| format!("{run}/{name}"))
                 }
-                None => Err(
-                    "the debug buffer (<name>.debug.bin beside the ETDump) is not there".to_owned(),
-                ),
+                None => Err(super::profile::NO_DEBUG_BUFFER.to_owned()),
             };
             let value = logged_value(m, l);
             let (file, missing) = match file {
