@@ -454,6 +454,8 @@ def open(
     names: Optional[PathLike] = None,
     auto_data: bool = True,
     recursive: bool = False,
+    profile: Optional[PathLike] = None,
+    debug_buffer: Optional[PathLike] = None,
 ) -> File:
     """Opens ExecuTorch files and lays them out as ptefs's tree.
 
@@ -468,8 +470,16 @@ def open(
         names: a checkpoint (safetensors, or JSON ``{name: sha256}``) whose
             keys name the tensors holding their bytes, as ``--names``.
         auto_data: attach the ``.ptd`` files beside a program that hold data
-            it needs (``--no-auto-data`` turns this off).
+            it needs, and the only ``.etdp`` beside it that profiles it
+            (``--no-auto-data`` turns this off).
         recursive: descend into subdirectories of directory sources.
+        profile: an ETDump (``.etdp``) of a run of the program, joined with
+            its instructions under ``methods/<m>/profile/``, as
+            ``--profile``.
+        debug_buffer: the debug buffer the run wrote beside its ETDump, as
+            ``--debug-buffer``; by default ``<name>.debug.bin`` beside it.
+            The tensors the run logged are then
+            ``methods/<m>/profile/outputs/<run>/*.npy``.
 
     Returns:
         a :class:`File`; use it as a context manager.
@@ -499,7 +509,15 @@ def open(
     else:
         inputs = [_path(s) for s in source]
     try:
-        tree = _ptefs.Tree(inputs, data_list, name_path, auto_data, recursive)
+        tree = _ptefs.Tree(
+            inputs,
+            data_list,
+            name_path,
+            auto_data,
+            recursive,
+            None if profile is None else _path(profile),
+            None if debug_buffer is None else _path(debug_buffer),
+        )
     except Error as e:
         if keep is not None:
             os.close(keep)

@@ -69,6 +69,8 @@ def open(
     names: Optional[PathLike] = None,
     auto_data: bool = True,
     recursive: bool = False,
+    profile: Optional[PathLike] = None,
+    debug_buffer: Optional[PathLike] = None,
 ) -> File: ...
 def diff(
     a: PathLike,

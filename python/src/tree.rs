@@ -32,9 +32,19 @@ impl Tree {
 #[pymethods]
 impl Tree {
     /// Opens `inputs` (paths, URLs or directories) with the data files
-    /// `data` attached, as `ptefs ls` would.
+    /// `data` attached and the profile `profile` joined, as `ptefs ls`
+    /// would.
     #[new]
-    #[pyo3(signature = (inputs, data=Vec::new(), names=None, auto_data=true, recursive=false))]
+    #[pyo3(signature = (
+        inputs,
+        data=Vec::new(),
+        names=None,
+        auto_data=true,
+        recursive=false,
+        profile=None,
+        debug_buffer=None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         inputs: Vec<PathBuf>,
@@ -42,6 +52,8 @@ impl Tree {
         names: Option<PathBuf>,
         auto_data: bool,
         recursive: bool,
+        profile: Option<PathBuf>,
+        debug_buffer: Option<PathBuf>,
     ) -> PyResult<Tree> {
         let request = Request {
             inputs,
@@ -49,8 +61,8 @@ impl Tree {
             recursive,
             names,
             auto_data,
-            debug_buffer: None,
-            profile: None,
+            debug_buffer,
+            profile,
         };
         let (view, request) = py.detach(|| (View::open(&request), request));
         let view = view.map_err(|e| open_error(py, e))?;

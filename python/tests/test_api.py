@@ -4,6 +4,7 @@ files: the module and the command share one library, so `ls`, `cat`,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -110,6 +111,42 @@ def test_data_attached_by_hand_and_auto_data(tmp_path: Path) -> None:
         assert any("attached" in m for m in f.messages)
     with ptefs.open(pte, auto_data=False) as f:
         assert not any(t.fqn == "fc1.weight" for t in f.tensors().values())
+
+
+def test_a_profile_joined_with_its_program(tmp_path: Path) -> None:
+    """The profile's tables and the tensors its run logged, as the command
+    shows them, and the logged tensors as NumPy arrays equal to
+    Inspector's intermediate outputs."""
+    program = fixture("etdump/xnnpack_mobilenetish.pte")
+    profile = fixture("etdump/xnnpack_mobilenetish_debug.etdp")
+    oracle = json.loads(fixture("etdump/xnnpack_mobilenetish_debug.oracle.json").read_text())
+    want = [
+        d["tensor"]
+        for block in oracle["inspector_event_blocks"]
+        for e in block["events"]
+        if e["name"] == "DELEGATE_CALL"
+        for d in e["debug_data"]
+    ]
+    with ptefs.open(program, profile=profile) as f:
+        listed = run_ptefs(
+            "ls", "-R", str(program), "--profile", str(profile), "methods/forward/profile"
+        ).stdout.split()
+        assert f.ls("methods/forward/profile", recursive=True) == listed
+        index = f.json("methods/forward/profile/outputs/index.json")
+        assert [e["value"] for e in index] == [1, 2, 2]
+        for e, w in zip(index, want):
+            a = f.numpy("methods/forward/profile/outputs/" + e["file"])
+            assert list(a.shape) == w["shape"] and a.dtype == np.float32
+            assert hashlib.sha256(a.tobytes()).hexdigest() == w["sha256_f32"]
+    # Away from its debug buffer: listed without files, unless it is given.
+    alone = tmp_path / "run.etdp"
+    shutil.copy(profile, alone)
+    with ptefs.open(program, profile=alone) as f:
+        assert all(e["file"] is None for e in f.json("methods/forward/profile/outputs/index.json"))
+    buffer = fixture("etdump/xnnpack_mobilenetish_debug.debug.bin")
+    with ptefs.open(program, profile=alone, debug_buffer=buffer) as f:
+        index = f.json("methods/forward/profile/outputs/index.json")
+        assert all(e["file"] for e in index)
 
 
 def test_bytes_and_directories() -> None:
