@@ -274,6 +274,18 @@ fn annotated_code_is_the_code_with_times() {
         let plain = String::from_utf8(read(&v, "methods/forward/code.txt")).unwrap();
         let annotated = String::from_utf8(read(&v, "methods/forward/profile/code.txt")).unwrap();
         let ops = tsv(&v, "methods/forward/profile/ops.tsv");
+        // The tensors each instruction logged, by (chain, instruction).
+        let mut logged: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+        if ls(&v, "methods/forward/profile").contains(&"outputs".to_owned()) {
+            for e in json(&v, "methods/forward/profile/outputs/index.json")
+                .as_array()
+                .unwrap()
+            {
+                if let (Some(c), Some(i)) = (e["chain"].as_u64(), e["instruction"].as_u64()) {
+                    *logged.entry((c, i)).or_default() += 1;
+                }
+            }
+        }
         assert_eq!(plain.lines().count(), annotated.lines().count());
         let mut n = 0;
         for (p, a) in plain.lines().zip(annotated.lines()) {
@@ -283,10 +295,15 @@ fn annotated_code_is_the_code_with_times() {
             }
             let row = &ops[n];
             n += 1;
+            let at: (u64, u64) = (row["chain"].parse().unwrap(), row["index"].parse().unwrap());
+            let tail = match logged.get(&at) {
+                Some(k) => format!("; {k} tensors logged (outputs/)"),
+                None => String::new(),
+            };
             assert_eq!(
                 a,
                 format!(
-                    "{p}  # {} ms mean over {} calls, {}% of the method",
+                    "{p}  # {} ms mean over {} calls, {}% of the method{tail}",
                     row["mean_ms"], row["calls"], row["share_pct"]
                 )
             );

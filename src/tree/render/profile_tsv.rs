@@ -186,10 +186,14 @@ pub fn unmatched(j: &Join) -> String {
 /// Per (chain, instruction), the note its `code.txt` line ends with:
 /// its mean time and share, or that it was not recorded.
 pub fn notes(j: &Join) -> HashMap<(usize, usize), String> {
+    let mut logged: HashMap<(usize, usize), usize> = HashMap::new();
+    for at in j.logged.iter().filter_map(|l| l.at) {
+        *logged.entry(at).or_default() += 1;
+    }
     j.instructions
         .iter()
         .map(|i| {
-            let note = match Stats::of(&i.durations) {
+            let mut note = match Stats::of(&i.durations) {
                 Some(s) => format!(
                     "  # {} ms mean over {} calls, {}% of the method",
                     ms(s.mean),
@@ -198,6 +202,9 @@ pub fn notes(j: &Join) -> HashMap<(usize, usize), String> {
                 ),
                 None => "  # not recorded".to_owned(),
             };
+            if let Some(n) = logged.get(&(i.chain, i.index)) {
+                let _ = write!(note, "; {n} tensors logged (outputs/)");
+            }
             ((i.chain, i.index), note)
         })
         .collect()
