@@ -155,7 +155,8 @@ impl Request {
 /// Files opened and mapped for a [`Request`], not yet parsed.
 #[derive(Debug)]
 pub struct Opened {
-    /// The files shown, then the attached data files.
+    /// The files shown, then the attached data files, the debug buffers
+    /// of the ETDumps shown, the profile and its debug buffer.
     pub sources: Vec<Source>,
     /// How many of `sources` are shown (the rest are attached).
     shown: usize,
@@ -168,7 +169,6 @@ pub struct Opened {
     first: PathBuf,
     /// The debug buffers of ETDumps, given or found beside them: (the
     /// ETDump's source, the buffer's source), the profile's included.
-    /// Their sources follow the attached data files.
     debug: Vec<(usize, usize)>,
     /// The source of the profile joined with the programs (after the
     /// debug buffers of the files shown).
@@ -184,7 +184,7 @@ pub struct Inputs<'a> {
     pub attached: Vec<Input<'a>>,
     /// Files found in a directory that turned out invalid, with the reason.
     pub skipped: Vec<(PathBuf, String)>,
-    /// The debug buffers of the ETDumps shown.
+    /// The debug buffers of the ETDumps shown and of the profile.
     pub debug: Vec<tree::DebugBuffer>,
     /// The profile joined with the programs shown.
     pub profile: Option<Input<'a>>,
@@ -411,7 +411,8 @@ impl Opened {
         let mut skipped = self.skipped.clone();
         let mut shown = Vec::new();
         let mut attached = Vec::new();
-        let buffers: Vec<usize> = self.debug.iter().map(|&(_, b)| b).collect();
+        let buffers: std::collections::HashSet<usize> =
+            self.debug.iter().map(|&(_, b)| b).collect();
         let mut profile = None;
         for (id, s) in self.sources.iter().enumerate() {
             if buffers.contains(&id) {
@@ -474,13 +475,14 @@ impl Opened {
             });
         }
         // A buffer goes with its ETDump only when that parsed as one.
+        let etdumps: std::collections::HashSet<usize> = (shown.iter().chain(&profile))
+            .filter(|i| matches!(i.parsed, Parsed::Profile(_)))
+            .map(|i| i.source)
+            .collect();
         let debug = self
             .debug
             .iter()
-            .filter(|&&(of, _)| {
-                (shown.iter().chain(&profile))
-                    .any(|i| i.source == of && matches!(i.parsed, Parsed::Profile(_)))
-            })
+            .filter(|&&(of, _)| etdumps.contains(&of))
             .map(|&(of, b)| tree::DebugBuffer {
                 of,
                 source: b,

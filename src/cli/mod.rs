@@ -90,8 +90,9 @@ pub struct Sources {
 /// What the commands that show a tree attach to an ETDump.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ProfileArgs {
-    /// The debug buffer of an ETDump (.etdp): the file the runtime writes
-    /// intermediate outputs' bytes to (default: <stem>.debug.bin beside it).
+    /// The debug buffer of the ETDumps (.etdp) opened, shown or given with
+    /// --profile: the file the runtime writes intermediate outputs' bytes
+    /// to (default: <stem>.debug.bin beside each).
     #[arg(long = "debug-buffer", value_name = "FILE")]
     pub debug_buffer: Option<PathBuf>,
     /// A profile (.etdp) of the program: joined with its instructions

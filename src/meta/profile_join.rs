@@ -173,9 +173,11 @@ pub struct Unmatched {
     pub why: String,
 }
 
-/// A tensor the runtime logged in a run with a debug buffer: an
-/// intermediate output of an instruction (a kernel's output, or every
-/// argument of a delegate call, in order), or an output of the method.
+/// A tensor the runtime logged in a run with a debug buffer. After each
+/// instruction the runtime logs one value per debug event: a kernel
+/// call's out arguments, or every argument of a delegate call, in order;
+/// a delegate may log values of its own while it runs (with its debug
+/// id); and at the end the method's outputs.
 #[derive(Debug, Clone)]
 pub struct Logged {
     /// The run data block.
@@ -185,8 +187,15 @@ pub struct Logged {
     /// The instruction (chain, index) that logged it; `None` for an
     /// output of the method.
     pub at: Option<(usize, usize)>,
-    /// Its position among the tensors logged at `at` in this run.
+    /// The delegate's debug id, for a value the delegate logged itself.
+    pub delegate_id: Option<DelegateId>,
+    /// Its value's position among the values logged at `at` in this run
+    /// (those of `delegate_id`, when it has one), tensors or not.
     pub position: usize,
+    /// How many values were logged there in this run.
+    pub of: usize,
+    /// Its index within its value, when that is a list of tensors.
+    pub item: Option<usize>,
     /// Its type, shape and place in the debug buffer.
     pub tensor: DebugTensor,
 }
@@ -211,6 +220,8 @@ pub struct Join {
     pub unmatched: Vec<Unmatched>,
     /// The tensors the debug events logged, in file order.
     pub logged: Vec<Logged>,
+    /// How many run data blocks the profile has.
+    pub runs: usize,
 }
 
 impl Join {
@@ -383,6 +394,7 @@ pub fn join_method(mi: usize, m: &MethodInfo<'_>, profile: &ProfileFile<'_>, why
         delegate_events,
         unmatched,
         logged,
+        runs: profile.runs.len(),
     }
 }
 
@@ -400,8 +412,13 @@ pub fn without_program(profile: &ProfileFile<'_>) -> Join {
         delegate_events,
         unmatched,
         logged,
+        runs: profile.runs.len(),
     }
 }
+
+/// Where values are logged: run, instruction (none: the method's
+/// outputs) and the debug id of a delegate logging its own.
+type LoggedAt = (usize, Option<(usize, usize)>, Option<DelegateId>);
 
 /// Durations per event name, names in first-seen order.
 type ByName = Vec<(String, Vec<u64>)>;
@@ -424,8 +441,8 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
     let mut delegate_events: Vec<DelegateEvents> = Vec::new();
     let mut unmatched = Vec::new();
     let mut logged: Vec<Logged> = Vec::new();
-    // Tensors logged so far per run and instruction.
-    let mut positions: BTreeMap<(usize, Option<(usize, usize)>), usize> = BTreeMap::new();
+    // Values logged so far per run, instruction and delegate debug id.
+    let mut positions: BTreeMap<LoggedAt, usize> = BTreeMap::new();
     let locate = |chain: i128, instruction: i64| -> Result<(usize, usize), String> {
         let Some((does, name)) = method else {
             return match (usize::try_from(chain), usize::try_from(instruction)) {
@@ -562,20 +579,25 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
                             }
                         },
                     };
-                    let tensors = match &dbg.value {
-                        Value::Tensor(t) => std::slice::from_ref(t),
-                        Value::TensorList(ts) => ts.as_slice(),
-                        _ => &[],
+                    let id = delegate_id(dbg.delegate_debug_id_int, dbg.delegate_debug_id_str);
+                    // Every value takes a position, a tensor or not.
+                    let count = positions.entry((r, at, id.clone())).or_insert(0);
+                    let position = *count;
+                    *count += 1;
+                    let (tensors, list) = match &dbg.value {
+                        Value::Tensor(t) => (std::slice::from_ref(t), false),
+                        Value::TensorList(ts) => (ts.as_slice(), true),
+                        _ => (&[][..], false),
                     };
-                    for t in tensors {
-                        let count = positions.entry((r, at)).or_insert(0);
-                        let position = *count;
-                        *count += 1;
+                    for (k, t) in tensors.iter().enumerate() {
                         logged.push(Logged {
                             run: r,
                             event: ei,
                             at,
+                            delegate_id: id.clone(),
                             position,
+                            of: 0,
+                            item: list.then_some(k),
                             tensor: t.clone(),
                         });
                     }
@@ -583,6 +605,12 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
                 Event::Allocation(_) | Event::Empty => {}
             }
         }
+    }
+    for l in &mut logged {
+        l.of = positions
+            .get(&(l.run, l.at, l.delegate_id.clone()))
+            .copied()
+            .unwrap_or(0);
     }
     // Every instruction of the method, or every one recorded.
     let shape: Vec<((usize, usize), Option<Does>)> = match method {

@@ -806,6 +806,182 @@ fn logged_tensors_without_their_buffer_are_listed_and_a_given_one_is_used() {
     assert_eq!(outputs(&given), outputs(&beside));
 }
 
+/// A debug event of `value` (made in `b`) at `chain`/`instruction`, with
+/// a delegate's integer debug id or -1.
+fn debug_event<'b>(
+    b: &mut flatbuffers::FlatBufferBuilder<'b>,
+    (chain, instruction, delegate): (u64, i32, i32),
+    value: flatbuffers::WIPOffset<ptefs::schema::etdump::Value<'b>>,
+) -> flatbuffers::WIPOffset<ptefs::schema::etdump::Event<'b>> {
+    use ptefs::schema::etdump as fb;
+    let d = fb::DebugEvent::create(
+        b,
+        &fb::DebugEventArgs {
+            chain_index: chain,
+            instruction_id: instruction,
+            delegate_debug_id_int: delegate,
+            debug_entry: Some(value),
+            ..Default::default()
+        },
+    );
+    fb::Event::create(
+        b,
+        &fb::EventArgs {
+            debug_event: Some(d),
+            ..Default::default()
+        },
+    )
+}
+
+/// A float tensor of `sizes` at `offset` of the debug buffer.
+fn debug_tensor<'b>(
+    b: &mut flatbuffers::FlatBufferBuilder<'b>,
+    sizes: &[i64],
+    offset: i64,
+) -> flatbuffers::WIPOffset<ptefs::schema::etdump::Tensor<'b>> {
+    use ptefs::schema::etdump as fb;
+    let sizes = b.create_vector(sizes);
+    fb::Tensor::create(
+        b,
+        &fb::TensorArgs {
+            scalar_type: ptefs::schema::ScalarType::FLOAT,
+            sizes: Some(sizes),
+            offset,
+            ..Default::default()
+        },
+    )
+}
+
+/// What takes a position among an instruction's logged values: every
+/// value, a tensor or not, but not what a delegate logged itself; a
+/// kernel's values are its last arguments; a list's tensors share their
+/// value's position.
+#[test]
+fn logged_values_take_positions_as_the_runtime_logs_them() {
+    use ptefs::schema::etdump as fb;
+    let mut b = flatbuffers::FlatBufferBuilder::new();
+    let mut events = Vec::new();
+    // Instruction 1 (`aten::addmm.out`, out=%9): a value its delegate
+    // debug id 7 logged, an integer, then the output.
+    let t = debug_tensor(&mut b, &[1, 32], 0);
+    let v = fb::Value::create(
+        &mut b,
+        &fb::ValueArgs {
+            val: fb::ValueType::Tensor,
+            tensor: Some(t),
+            ..Default::default()
+        },
+    );
+    events.push(debug_event(&mut b, (0, 1, 7), v));
+    let i = fb::Int::create(&mut b, &fb::IntArgs { int_val: 3 });
+    let v = fb::Value::create(
+        &mut b,
+        &fb::ValueArgs {
+            val: fb::ValueType::Int,
+            int_value: Some(i),
+            ..Default::default()
+        },
+    );
+    events.push(debug_event(&mut b, (0, 1, -1), v));
+    let t = debug_tensor(&mut b, &[1, 32], 128);
+    let v = fb::Value::create(
+        &mut b,
+        &fb::ValueArgs {
+            val: fb::ValueType::Tensor,
+            tensor: Some(t),
+            ..Default::default()
+        },
+    );
+    events.push(debug_event(&mut b, (0, 1, -1), v));
+    // The method's output (%17): as a list of two tensors, which it is not.
+    let (t1, t2) = (
+        debug_tensor(&mut b, &[1, 8], 256),
+        debug_tensor(&mut b, &[1, 8], 288),
+    );
+    let ts = b.create_vector(&[t1, t2]);
+    let l = fb::TensorList::create(&mut b, &fb::TensorListArgs { tensors: Some(ts) });
+    let v = fb::Value::create(
+        &mut b,
+        &fb::ValueArgs {
+            val: fb::ValueType::TensorList,
+            tensor_list: Some(l),
+            ..Default::default()
+        },
+    );
+    events.push(debug_event(&mut b, (u64::MAX, 0, -1), v));
+    let profile = finish_etdump(b, &events);
+    let d = tempfile::tempdir().unwrap();
+    let buffer: Vec<u8> = (0..512u32).map(|i| (i * 7) as u8).collect();
+    write_file(d.path(), "run.debug.bin", &buffer);
+    let profile = write_file(d.path(), "run.etdp", &profile);
+    let v = joined(&pte("portable_mlp"), &profile);
+    let index = json(&v, "methods/forward/profile/outputs/index.json");
+    let rows: Vec<(Value, Value, Value, Value, Value)> = index
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["delegate_debug_id"].clone(),
+                e["position"].clone(),
+                e["item"].clone(),
+                e["value"].clone(),
+                e["file"].clone(),
+            )
+        })
+        .collect();
+    let n = Value::Null;
+    assert_eq!(
+        rows,
+        [
+            (
+                7.into(),
+                0.into(),
+                n.clone(),
+                n.clone(),
+                "0/1-aten::addmm.out.7.0.npy".into()
+            ),
+            (
+                n.clone(),
+                1.into(),
+                n.clone(),
+                9.into(),
+                "0/1-aten::addmm.out.1.npy".into()
+            ),
+            (
+                n.clone(),
+                0.into(),
+                0.into(),
+                n.clone(),
+                "0/output.0.0.npy".into()
+            ),
+            (
+                n.clone(),
+                0.into(),
+                1.into(),
+                n.clone(),
+                "0/output.0.1.npy".into()
+            ),
+        ]
+    );
+    for (e, at) in index
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([0usize, 128, 256, 288])
+    {
+        let npy = read(
+            &v,
+            &format!(
+                "methods/forward/profile/outputs/{}",
+                e["file"].as_str().unwrap()
+            ),
+        );
+        let body = npy_payload(&npy);
+        assert_eq!(body, &buffer[at..at + body.len()], "{e}");
+    }
+}
+
 #[test]
 fn a_mount_with_a_profile_serves_the_offline_tree() {
     if !fuse_or_skip("a_mount_with_a_profile_serves_the_offline_tree") {

@@ -56,11 +56,10 @@ impl Builder {
         let mut k = 0usize;
         for (i, run) in p.runs.iter().enumerate() {
             let mut dir = self.subdir(&mut rdir, &padded(i as u64, max));
-            let here: Vec<&DebugTensor> = tensors
-                .iter()
-                .filter(|(r, _, _)| *r == i)
-                .map(|(_, _, t)| *t)
-                .collect();
+            // The tensors come in run order.
+            let run_range = tensors.partition_point(|(r, _, _)| *r < i)
+                ..tensors.partition_point(|(r, _, _)| *r <= i);
+            let here: Vec<&DebugTensor> = tensors[run_range].iter().map(|(_, _, t)| *t).collect();
             match buffer {
                 Some((source, len)) if !here.is_empty() => {
                     let mut ddir = self.subdir(&mut dir, "debug");

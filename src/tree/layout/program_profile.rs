@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{Builder, Dir, Origin};
 use crate::format::etdump::{ProfileFile, TICK};
 use crate::format::{MethodInfo, ProgramFile, scalar};
-use crate::meta::profile_join::{self, Does, Join, Logged, Stats};
+use crate::meta::profile_join::{self, DelegateId, Does, Join, Logged, Stats};
 use crate::tree::file_names::{encode, padded};
 use crate::tree::render::{code_txt, profile_tsv};
 
@@ -175,13 +175,17 @@ impl Builder {
         );
     }
 
-    /// `outputs/`: each tensor the profile's debug events logged, as
-    /// `<run>/<instruction>-<what it does>.<position>.npy` (an output of
-    /// the method: `<run>/output.<position>.npy`), and `index.json` with
-    /// each one's run, event, instruction, type and shape, and the value
-    /// of the plan it is, where the instruction's arguments say so and
-    /// agree. Without the debug buffer, `index.json` alone says why there
-    /// are no files.
+    /// `outputs/`: each tensor the profile's debug events logged, in a
+    /// directory per run data block: `<instruction>-<what it does>.<k>.npy`
+    /// for the k-th value an instruction logged (`<chain>.<instruction>`
+    /// when the method has several chains; `.<j>` after `k` for the j-th
+    /// tensor of a list; `.<debug id>` before `k` for a value a delegate
+    /// logged itself), `output.<k>.npy` for the method's k-th output, and
+    /// `.ERROR.txt` in place of a tensor the buffer does not hold. Its
+    /// `index.json` gives each one's run, event, instruction, delegate
+    /// debug id, position, type and shape, and the value of the plan it
+    /// is, where the instruction's arguments say so and agree. Without the
+    /// debug buffer, `index.json` alone says why there are no files.
     fn logged_outputs(&mut self, dir: &mut Dir, join: &Join, m: &MethodInfo<'_>) {
         if join.logged.is_empty() {
             return;
@@ -189,7 +193,8 @@ impl Builder {
         let buffer =
             (self.profile.as_ref()).and_then(|a| self.debug_buffers.get(&a.source).copied());
         let mut odir = self.subdir(dir, "outputs");
-        let runs_max = join.logged.iter().map(|l| l.run).max().unwrap_or(0) as u64;
+        // Named as the ETDump's own `runs/<n>`.
+        let runs_max = join.runs.saturating_sub(1) as u64;
         let does: HashMap<(usize, usize), &Does> = (join.instructions.iter())
             .map(|i| ((i.chain, i.index), &i.does))
             .collect();
@@ -203,7 +208,7 @@ impl Builder {
         let mut index = Vec::with_capacity(join.logged.len());
         for l in &join.logged {
             let what = l.at.and_then(|at| does.get(&at).copied());
-            let stem = match (l.at, what) {
+            let mut stem = match (l.at, what) {
                 (Some((c, i)), Some(d)) => {
                     let chain = if chains > 1 {
                         format!("{c}.")
@@ -212,10 +217,17 @@ impl Builder {
                     };
                     let width = last_in_chain.get(&c).copied().unwrap_or(0) as u64;
                     let label = encode(file_label(d));
-                    format!("{chain}{}-{label}.{}", padded(i as u64, width), l.position)
+                    format!("{chain}{}-{label}", padded(i as u64, width))
                 }
-                _ => format!("output.{}", l.position),
+                _ => "output".to_owned(),
             };
+            if let Some(id) = &l.delegate_id {
+                stem = format!("{stem}.{}", encode(id.to_string()));
+            }
+            stem = format!("{stem}.{}", l.position);
+            if let Some(j) = l.item {
+                stem = format!("{stem}.{j}");
+            }
             let file = match buffer {
                 Some(buffer) => {
                     let run = padded(l.run as u64, runs_max);
@@ -236,7 +248,12 @@ impl Builder {
                 "chain": l.at.map(|a| a.0),
                 "instruction": l.at.map(|a| a.1),
                 "operator": what.map(Does::label),
+                "delegate_debug_id": l.delegate_id.as_ref().map(|d| match d {
+                    DelegateId::Int(i) => json!(i),
+                    DelegateId::Str(s) => json!(s),
+                }),
                 "position": l.position,
+                "item": l.item,
                 "value": value,
                 "scalar_type": scalar::name(l.tensor.scalar_type),
                 "sizes": l.tensor.sizes,
@@ -260,8 +277,10 @@ fn file_label(d: &Does) -> String {
 
 /// The value of the plan a logged tensor is: for a delegate call the
 /// argument at its position (the runtime logs every argument, in order),
-/// for a kernel call its last argument (its output), for the method the
-/// output at its position; `None` unless that value is a tensor of the
+/// for a kernel call the out argument at its position (the runtime logs
+/// the call's last arguments, its outputs), for the method the output at
+/// its position, and within a list the list's item; `None` for a value a
+/// delegate logged itself, and unless the value found is a tensor of the
 /// same type and sizes.
 fn logged_value(m: &MethodInfo<'_>, l: &Logged) -> Option<usize> {
     fn at<'a, T: flatbuffers::Follow<'a> + 'a>(
@@ -269,6 +288,9 @@ fn logged_value(m: &MethodInfo<'_>, l: &Logged) -> Option<usize> {
         i: usize,
     ) -> Option<T::Inner> {
         v.filter(|v| i < v.len()).map(|v| v.get(i))
+    }
+    if l.delegate_id.is_some() {
+        return None;
     }
     let plan = m.plan;
     let id = match l.at {
@@ -279,17 +301,21 @@ fn logged_value(m: &MethodInfo<'_>, l: &Logged) -> Option<usize> {
                 at(d.args(), l.position)?
             } else if let Some(k) = ins.instr_args_as_kernel_call() {
                 let args = k.args()?;
-                match (l.position, args.len()) {
-                    (0, n) if n > 0 => args.get(n - 1),
-                    _ => return None,
-                }
+                let first_out = args.len().checked_sub(l.of)?;
+                at(Some(args), first_out + l.position)?
             } else {
                 return None;
             }
         }
     };
-    let id = usize::try_from(id).ok()?;
-    let t = at(plan.values(), id)?.val_as_tensor()?;
+    let mut value = at(plan.values(), usize::try_from(id).ok()?)?;
+    let mut id = usize::try_from(id).ok()?;
+    if let Some(j) = l.item {
+        let item = at(value.val_as_tensor_list()?.items(), j)?;
+        id = usize::try_from(item).ok()?;
+        value = at(plan.values(), id)?;
+    }
+    let t = value.val_as_tensor()?;
     let sizes = t
         .sizes()
         .map(|s| s.iter().map(i64::from).collect::<Vec<_>>());

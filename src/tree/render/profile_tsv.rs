@@ -184,7 +184,8 @@ pub fn unmatched(j: &Join) -> String {
 }
 
 /// Per (chain, instruction), the note its `code.txt` line ends with:
-/// its mean time and share, or that it was not recorded.
+/// its mean time and share, or that it was not recorded, and how many
+/// tensors it logged.
 pub fn notes(j: &Join) -> HashMap<(usize, usize), String> {
     let mut logged: HashMap<(usize, usize), usize> = HashMap::new();
     for at in j.logged.iter().filter_map(|l| l.at) {
