@@ -852,6 +852,22 @@ fn debug_tensor<'b>(
     )
 }
 
+/// A debug event's value holding tensor `t`.
+fn tensor_value<'b>(
+    b: &mut flatbuffers::FlatBufferBuilder<'b>,
+    t: flatbuffers::WIPOffset<ptefs::schema::etdump::Tensor<'b>>,
+) -> flatbuffers::WIPOffset<ptefs::schema::etdump::Value<'b>> {
+    use ptefs::schema::etdump as fb;
+    fb::Value::create(
+        b,
+        &fb::ValueArgs {
+            val: fb::ValueType::Tensor,
+            tensor: Some(t),
+            ..Default::default()
+        },
+    )
+}
+
 /// What takes a position among an instruction's logged values: every
 /// value, a tensor or not, but not what a delegate logged itself; a
 /// kernel's values are its last arguments; a list's tensors share their
@@ -864,14 +880,7 @@ fn logged_values_take_positions_as_the_runtime_logs_them() {
     // Instruction 1 (`aten::addmm.out`, out=%9): a value its delegate
     // debug id 7 logged, an integer, then the output.
     let t = debug_tensor(&mut b, &[1, 32], 0);
-    let v = fb::Value::create(
-        &mut b,
-        &fb::ValueArgs {
-            val: fb::ValueType::Tensor,
-            tensor: Some(t),
-            ..Default::default()
-        },
-    );
+    let v = tensor_value(&mut b, t);
     events.push(debug_event(&mut b, (0, 1, 7), v));
     let i = fb::Int::create(&mut b, &fb::IntArgs { int_val: 3 });
     let v = fb::Value::create(
@@ -884,14 +893,7 @@ fn logged_values_take_positions_as_the_runtime_logs_them() {
     );
     events.push(debug_event(&mut b, (0, 1, -1), v));
     let t = debug_tensor(&mut b, &[1, 32], 128);
-    let v = fb::Value::create(
-        &mut b,
-        &fb::ValueArgs {
-            val: fb::ValueType::Tensor,
-            tensor: Some(t),
-            ..Default::default()
-        },
-    );
+    let v = tensor_value(&mut b, t);
     events.push(debug_event(&mut b, (0, 1, -1), v));
     // The method's output (%17): as a list of two tensors, which it is not.
     let (t1, t2) = (
