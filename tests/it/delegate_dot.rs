@@ -4,31 +4,10 @@
 
 use crate::common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use common::*;
 use serde_json::Value;
 
 const XNNPACK: &str = "methods/forward/delegates/0-XnnpackBackend/xnnpack";
-
-/// Renders `text` with `dot -Tsvg`, which must succeed without complaint.
-fn renders(what: &str, text: &[u8]) {
-    let mut child = Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("dot (graphviz) is installed by scripts/setup.sh");
-    child.stdin.take().unwrap().write_all(text).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stderr.is_empty(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// `(from, to, value id)` of each edge line.
 fn edges(text: &str) -> Vec<(String, String, u32)> {
@@ -58,7 +37,7 @@ fn ids_of(node: &Value) -> Vec<u32> {
 fn xnnpack_graph_dot_draws_each_node_and_what_it_reads() {
     for (model, v) in xnnpack::fixtures() {
         let text = read(&v, &format!("{XNNPACK}/graph.dot"));
-        renders(model, &text);
+        dot_svg(model, &text);
         let text = String::from_utf8(text).unwrap();
         let graph = json(&v, &format!("{XNNPACK}/graph.json"));
         let nodes = graph["xnodes"].as_array().unwrap();
@@ -98,7 +77,7 @@ fn vulkan_graph_dot_draws_each_call() {
     let v = view_of(&[path], &[]);
     let dir = "methods/forward/delegates/0-VulkanBackend/vulkan";
     let text = read(&v, &format!("{dir}/graph.dot"));
-    renders("vulkan.pte", &text);
+    dot_svg("vulkan.pte", &text);
     let text = String::from_utf8(text).unwrap();
     let graph = json(&v, &format!("{dir}/graph.json"));
     let chain = graph["chain"].as_array().unwrap();
