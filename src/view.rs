@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::format::{self, Kind, Parsed};
 use crate::meta::checkpoint::Checkpoint;
 use crate::source::redact::shown;
-use crate::source::{Source, SourceError, open_regular, remote};
+use crate::source::{Source, SourceError, guard, open_regular, remote};
 use crate::tree::{self, Contents, Ino, Input, Tree};
 
 /// Sources and their tree.
@@ -508,18 +508,29 @@ impl View {
         for s in &mut self.sources {
             s.fetch_whole()?;
         }
+        let _guarded = guard::Section::new();
         let bytes: Vec<&[u8]> = self.sources.iter().map(|s| s.bytes()).collect();
-        Ok(crate::report::summary::summarize(
-            crate::report::summary::Subject {
-                tree: &self.tree,
-                sources: &bytes,
-            },
-        ))
+        let report = crate::report::summary::summarize(crate::report::summary::Subject {
+            tree: &self.tree,
+            sources: &bytes,
+        });
+        self.check_unchanged()?;
+        Ok(report)
+    }
+
+    /// `Ok` while every source is what was opened: what was read from
+    /// them since is theirs (see [`Source::check_unchanged`]).
+    pub fn check_unchanged(&self) -> Result<(), OpenError> {
+        for s in &self.sources {
+            s.check_unchanged()?;
+        }
+        Ok(())
     }
 
     /// Opens, validates and lays out everything `req` names (see
     /// [`Opened::parse`] for what is an error).
     pub fn open(req: &Request) -> Result<View, OpenError> {
+        let _guarded = guard::Section::new();
         let mut opened = Opened::open(req)?;
         if req.names.is_some() {
             opened.fetch_whole()?;
@@ -573,12 +584,15 @@ impl View {
         }
         opened.disconnect();
         crate::allocator::release_free();
-        Ok(View {
+        let view = View {
             sources: opened.sources,
             tree,
             skipped,
             notes,
-        })
+        };
+        // A source truncated while it was parsed was parsed over zeros.
+        view.check_unchanged()?;
+        Ok(view)
     }
 
     /// Bounds the block cache of each remote source to `bytes`.

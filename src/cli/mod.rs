@@ -263,6 +263,9 @@ pub fn main() -> i32 {
 /// from here as from the binary. The process's own argument area (which
 /// may be an interpreter's) has its secrets masked all the same.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    // Every read of a source's map in a command (or its daemon) is ptefs's
+    // own: one truncated meanwhile is an error, not a SIGBUS.
+    crate::source::guard::guard_whole_process();
     // fuser warns when it finds its mount already gone, which is how every
     // `ptefs umount` ends; RUST_LOG can still ask for it.
     let filter = "warn,fuser::session=error";

@@ -121,7 +121,9 @@ impl Fs {
         let (kind, size, perm) = match tree.file(ino) {
             Some(f) => {
                 self.renderable(&f.content, false)?;
-                (FileKind::RegularFile, f.content.len(), self.owner.file_perm)
+                let size = f.content.len();
+                self.rendered_intact(&f.content)?;
+                (FileKind::RegularFile, size, self.owner.file_perm)
             }
             None if tree.is_dir(ino) => (FileKind::Directory, 0, self.owner.dir_perm()),
             None => return Err(FsError::NotFound),
@@ -140,6 +142,12 @@ impl Fs {
 
     /// Attributes of the entry `name` of directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr> {
+        self.getattr(self.child(parent, name)?)
+    }
+
+    /// The entry `name` of directory `parent`, without its attributes
+    /// (which for a file rendered when first read means rendering it).
+    fn child(&self, parent: Ino, name: &[u8]) -> Result<Ino> {
         let tree = &self.view.tree;
         if !tree.is_dir(parent) {
             return Err(match tree.exists(parent) {
@@ -147,8 +155,7 @@ impl Fs {
                 false => FsError::NotFound,
             });
         }
-        let ino = tree.lookup(parent, name).ok_or(FsError::NotFound)?;
-        self.getattr(ino)
+        tree.lookup(parent, name).ok_or(FsError::NotFound)
     }
 
     /// The inode at `path` (`a/b/c` from the root; `.` and `..` work, and
@@ -158,7 +165,7 @@ impl Fs {
             .filter(|c| !c.is_empty() && *c != ".")
             .try_fold(ROOT, |ino, c| match c {
                 ".." => self.view.tree.parent(ino).ok_or(FsError::NotFound),
-                c => self.lookup(ino, c.as_bytes()).map(|a| a.ino),
+                c => self.child(ino, c.as_bytes()),
             })
     }
 
@@ -240,6 +247,7 @@ impl Fs {
     pub fn read(&self, ino: Ino, offset: u64, size: u64) -> Result<Data<'_>> {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
+        self.rendered_intact(&content)?;
         let Some((id, span)) = piece.tail else {
             return Ok(match piece.head {
                 Cow::Borrowed(b) => Data::Rendered(b),
@@ -285,6 +293,7 @@ impl Fs {
     pub fn read_copy(&self, ino: Ino, offset: u64, size: u64) -> Result<Vec<u8>> {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
+        self.rendered_intact(&content)?;
         let mut buf = Vec::with_capacity(piece.len() as usize);
         match piece.tail {
             Some((id, span)) => {
@@ -369,6 +378,16 @@ impl Fs {
             Content::Lazy(l) if reading || l.known_len().is_none() => {
                 self.source(l.source).map(|_| ())
             }
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks, after a lazy file was sized or read, that its source did
+    /// not change while it was rendered: a render over pages that vanished
+    /// meanwhile read zeros, not the file.
+    fn rendered_intact(&self, content: &Content) -> Result<()> {
+        match content {
+            Content::Lazy(l) => self.source(l.source).map(|_| ()),
             _ => Ok(()),
         }
     }

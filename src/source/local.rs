@@ -1,11 +1,12 @@
 //! A local source file: opened once, mapped read-only, watched for
 //! changes through its status.
 //!
-//! The map is how file bytes reach the tree. After the tree is built,
-//! ptefs itself does not touch mapped bytes: the kernel copies them (into
-//! a FUSE reply or to stdout), so a file truncated under a mount makes that
-//! copy fail with `EFAULT` rather than killing the process with `SIGBUS`.
-//! The few reads that must assemble bytes in memory use `pread`.
+//! The map is how file bytes reach the tree. Served bytes are copied by
+//! the kernel (into a FUSE reply or to stdout), so a file truncated under
+//! a mount makes that copy fail with `EFAULT`; reads that assemble bytes
+//! in memory use `pread`. What ptefs reads through the map itself
+//! (parsing, rendering) is guarded ([`super::guard`]): a vanished page
+//! reads as zeros and marks the file as changed.
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
@@ -16,6 +17,8 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
+use super::guard::GuardedMap;
+
 use super::{SourceError, Stamp};
 use crate::format::Span;
 
@@ -23,7 +26,7 @@ use crate::format::Span;
 #[derive(Debug)]
 pub struct LocalFile {
     file: File,
-    map: Option<Arc<Mmap>>,
+    map: Option<Arc<GuardedMap>>,
 }
 
 /// What a file that is not a regular file is, for messages.
@@ -84,15 +87,14 @@ impl LocalFile {
             None
         } else {
             // SAFETY: the map is read-only and private to this process. Another
-            // process may still truncate or rewrite the file; this module's
-            // contract (see above) is that after parsing, mapped bytes are only
-            // handed to the kernel, which reports vanished pages as EFAULT.
-            Some(Arc::new(unsafe { Mmap::map(&file) }.map_err(|error| {
-                SourceError::Io {
-                    path: path.to_owned(),
-                    error,
-                }
-            })?))
+            // process may still truncate or rewrite the file: the kernel
+            // reports pages that vanish under its own copies as EFAULT, and
+            // the guard answers those under this process's reads (see above).
+            let map = unsafe { Mmap::map(&file) }.map_err(|error| SourceError::Io {
+                path: path.to_owned(),
+                error,
+            })?;
+            Some(Arc::new(GuardedMap::new(map)))
         };
         Ok((LocalFile { file, map }, Stamp::of(&meta)))
     }
@@ -103,7 +105,7 @@ impl LocalFile {
     }
 
     /// The map, shared.
-    pub fn shared_map(&self) -> Option<Arc<Mmap>> {
+    pub fn shared_map(&self) -> Option<Arc<GuardedMap>> {
         self.map.clone()
     }
 
@@ -137,6 +139,12 @@ impl LocalFile {
         }
         if now.ctime != was.ctime && now.nlink > 0 {
             return Err(modified("change time"));
+        }
+        // Truncated and grown back, with its times put back, in between.
+        if self.map.as_ref().is_some_and(|m| m.faults() > 0) {
+            return Err(SourceError::Vanished {
+                name: name.to_owned(),
+            });
         }
         Ok(())
     }

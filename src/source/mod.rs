@@ -5,6 +5,7 @@
 //! name, a [`Stamp`] for change detection, the bytes parsing looked at, and
 //! [`Source::read_span`] for everything read later.
 
+pub mod guard;
 mod local;
 pub mod redact;
 pub mod remote;
@@ -28,7 +29,7 @@ use crate::format::{Ranges, Span};
 #[derive(Debug, Clone)]
 pub enum SharedBytes {
     /// A local file's map.
-    Map(Arc<memmap2::Mmap>),
+    Map(Arc<guard::GuardedMap>),
     /// A remote object's image.
     Image(Arc<memmap2::MmapMut>),
     /// An empty file.
@@ -148,6 +149,13 @@ pub enum SourceError {
         name: String,
         /// Which of its times moved.
         what: &'static str,
+    },
+    /// Pages of its map vanished while they were read: it was truncated
+    /// since it was opened, even if it has its old size and times again.
+    #[error("{name}: was truncated since it was opened (pages read from it vanished)")]
+    Vanished {
+        /// The source's name.
+        name: String,
     },
     /// A remote object that cannot be reached, read or used.
     #[error("{url}: {error}")]

@@ -21,6 +21,8 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::source::guard;
+
 /// What holds a source's bytes: a memory map, or a buffer.
 pub trait SourceBytes: AsRef<[u8]> + fmt::Debug + Send + Sync {}
 
@@ -71,20 +73,26 @@ impl Lazy {
     /// small file is kept (it is likely to be read next), a large one only
     /// counted.
     pub fn len(&self) -> u64 {
-        *self.size.get_or_init(|| {
-            if let Some(b) = self.cache.get(self.id) {
-                return b.len();
-            }
-            let mut out = Capped::default();
-            self.render_into(&mut out);
-            if out.len > SPILL_AT {
-                crate::allocator::release_free();
-            }
-            if let Some(bytes) = out.kept {
-                self.cache.put(self.id, Held::Memory(Arc::new(bytes)));
-            }
-            out.len as u64
-        })
+        if let Some(&len) = self.size.get() {
+            return len;
+        }
+        if let Some(b) = self.cache.get(self.id) {
+            return *self.size.get_or_init(|| b.len());
+        }
+        let mut out = Capped::default();
+        let intact = self.render_into(&mut out);
+        if out.len > SPILL_AT {
+            crate::allocator::release_free();
+        }
+        if !intact {
+            // Rendered over vanished pages: a size of nothing real, kept
+            // nowhere (the source now fails every check).
+            return out.len as u64;
+        }
+        if let Some(bytes) = out.kept {
+            self.cache.put(self.id, Held::Memory(Arc::new(bytes)));
+        }
+        *self.size.get_or_init(|| out.len as u64)
     }
 
     /// True for a file that renders to nothing.
@@ -92,10 +100,17 @@ impl Lazy {
         self.len() == 0
     }
 
-    fn render_into(&self, out: &mut dyn Write) {
-        if let Err(e) = (self.render)((*self.bytes).as_ref(), out) {
+    /// Renders into `out`; false when pages of the source vanished
+    /// meanwhile (see [`crate::source::guard`]), so that what was written
+    /// is not the file.
+    fn render_into(&self, out: &mut dyn Write) -> bool {
+        let bytes = (*self.bytes).as_ref();
+        let _guarded = guard::Section::new();
+        let before = guard::faults(bytes);
+        if let Err(e) = (self.render)(bytes, out) {
             log::warn!("rendering a file failed part way: {e}");
         }
+        guard::faults(bytes) == before
     }
 
     /// The size if known without rendering.
@@ -115,9 +130,11 @@ impl Lazy {
         let held = match self.cache.get(self.id) {
             Some(held) => held,
             None => {
-                let held = self.render_held();
-                let _ = self.size.set(held.len());
-                self.cache.put(self.id, held.clone());
+                let (held, intact) = self.render_held();
+                if intact {
+                    let _ = self.size.set(held.len());
+                    self.cache.put(self.id, held.clone());
+                }
                 held
             }
         };
@@ -139,23 +156,23 @@ impl Lazy {
     }
 
     /// Renders the file into memory, or into a temporary file once it
-    /// grows past [`SPILL_AT`].
-    fn render_held(&self) -> Held {
+    /// grows past [`SPILL_AT`]; with whether the source stayed intact.
+    fn render_held(&self) -> (Held, bool) {
         let mut out = Spool::default();
-        self.render_into(&mut out);
+        let intact = self.render_into(&mut out);
         if out.disk.is_some() {
             crate::allocator::release_free();
         }
         match out.finish() {
-            Ok(held) => held,
+            Ok(held) => (held, intact),
             Err(e) => {
                 // No room for a temporary file: hold it in memory instead.
                 log::warn!(
                     "cannot write a rendered file to a temporary file ({e}); keeping it in memory"
                 );
                 let mut bytes = Vec::new();
-                self.render_into(&mut bytes);
-                Held::Memory(Arc::new(bytes))
+                let intact = self.render_into(&mut bytes);
+                (Held::Memory(Arc::new(bytes)), intact)
             }
         }
     }

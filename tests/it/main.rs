@@ -51,6 +51,7 @@ mod resources;
 mod secrets;
 mod sources;
 mod tables;
+mod truncate_rendering;
 mod vulkan;
 mod workflows;
 mod writer_features;
