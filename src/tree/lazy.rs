@@ -107,8 +107,19 @@ impl Lazy {
         let bytes = (*self.bytes).as_ref();
         let _guarded = guard::Section::new();
         let before = guard::faults(bytes);
-        if let Err(e) = (self.render)(bytes, out) {
-            log::warn!("rendering a file failed part way: {e}");
+        // A source rewritten in place between the verification a renderer
+        // starts with and its reads can send those reads out of bounds:
+        // a panic here must not end a daemon serving other files.
+        let rendered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            (self.render)(bytes, &mut *out)
+        }));
+        match rendered {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => log::warn!("rendering a file failed part way: {e}"),
+            Err(_) => {
+                log::error!("rendering a file failed: its renderer panicked");
+                let _ = out.write_all(b"\n(rendering this file failed)\n");
+            }
         }
         guard::faults(bytes) == before
     }
