@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Value as Json, json};
 
 use super::index_entry::TensorShape;
 use super::{Builder, Dir, Origin};
 use crate::format::etdump::{DebugTensor, Event, ProfileFile, Run, TICK, Value};
 use crate::format::scalar;
+use crate::format::strings::Name;
 use crate::tree::Content;
 use crate::tree::file_names::padded;
 use crate::tree::render::readme;
@@ -53,12 +55,13 @@ impl Builder {
         let tensors = p.debug_tensors();
         let kmax = tensors.len().saturating_sub(1) as u64;
         let mut files: Vec<Result<String, String>> = Vec::new();
-        let mut k = 0usize;
-        for (i, run) in p.runs.iter().enumerate() {
+        let mut dirs = Vec::with_capacity(p.runs.len());
+        for i in 0..p.runs.len() {
             let mut dir = self.subdir(&mut rdir, &padded(i as u64, max));
             // The tensors come in run order.
             let run_range = tensors.partition_point(|(r, _, _)| *r < i)
                 ..tensors.partition_point(|(r, _, _)| *r <= i);
+            let first_tensor = run_range.start;
             let here: Vec<&DebugTensor> = tensors[run_range].iter().map(|(_, _, t)| *t).collect();
             match buffer {
                 Some((source, len)) if !here.is_empty() => {
@@ -71,12 +74,38 @@ impl Builder {
                 }
                 _ => files.extend(here.iter().map(|_| Err(NO_DEBUG_BUFFER.to_owned()))),
             }
-            self.json(
+            dirs.push((dir, first_tensor));
+        }
+        // A run's events run to millions: its files are rendered when
+        // first looked at, streamed from the ETDump parsed again.
+        let files = std::sync::Arc::new(files);
+        for (i, (mut dir, first_tensor)) in dirs.into_iter().enumerate() {
+            let names = files.clone();
+            self.lazy(
                 &mut dir,
                 "events.json",
-                &events_json(i, run, &mut k, &files),
+                origin.source,
+                Box::new(move |bytes, out| {
+                    with_run(bytes, i, out, |run, out| {
+                        let events = EventsJson {
+                            run,
+                            first_tensor,
+                            files: &names,
+                        };
+                        crate::tree::render::json_to(out, &RunJson::new(i, run, events))
+                    })
+                }),
             );
-            self.json(&mut dir, "allocations.json", &allocations_json(run));
+            self.lazy(
+                &mut dir,
+                "allocations.json",
+                origin.source,
+                Box::new(move |bytes, out| {
+                    with_run(bytes, i, out, |run, out| {
+                        crate::tree::render::json_to(out, &AllocationsJson(run))
+                    })
+                }),
+            );
         }
         // The one file as large as all the runs together: rendered when
         // first looked at, from the ETDump parsed again.
@@ -85,7 +114,7 @@ impl Builder {
             "trace.json",
             origin.source,
             Box::new(|bytes, out| match ProfileFile::parse(bytes) {
-                Ok(p) => crate::tree::render::json_to(out, &trace(&p)),
+                Ok(p) => crate::tree::render::json_to(out, &Trace(&p)),
                 Err(e) => writeln!(out, "cannot render: {e}"),
             }),
         );
@@ -167,109 +196,184 @@ fn tensor_json(t: &DebugTensor, k: &mut usize, files: &[Result<String, String>])
     })
 }
 
-/// `runs/<n>/events.json`. `k` numbers the debug tensors across runs;
-/// `files` gives each its `.npy` or why it has none.
-fn events_json(
-    index: usize,
+/// Renders run `i` of the ETDump `bytes` with `render`, or says why not.
+fn with_run(
+    bytes: &[u8],
+    i: usize,
+    out: &mut dyn std::io::Write,
+    render: impl FnOnce(&Run<'_>, &mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match ProfileFile::parse(bytes) {
+        Ok(p) => match p.runs.get(i) {
+            Some(run) => render(run, out),
+            None => writeln!(out, "cannot render: the ETDump has no run {i}"),
+        },
+        Err(e) => writeln!(out, "cannot render: {e}"),
+    }
+}
+
+/// `runs/<n>/events.json`: the run's fields, then its events.
+#[derive(serde::Serialize)]
+struct RunJson<'r, 'a> {
+    run: usize,
+    name: Option<Name<'a>>,
+    bundled_input_index: i32,
+    allocators: &'r [Option<Name<'a>>],
+    events: EventsJson<'r, 'a>,
+}
+
+impl<'r, 'a> RunJson<'r, 'a> {
+    fn new(index: usize, run: &'r Run<'a>, events: EventsJson<'r, 'a>) -> Self {
+        RunJson {
+            run: index,
+            name: run.name,
+            bundled_input_index: run.bundled_input_index,
+            allocators: &run.allocators,
+            events,
+        }
+    }
+}
+
+/// A run's events, each made as it is written. Debug tensors are
+/// numbered across runs: this run's first is `first_tensor`, and `files`
+/// gives each its `.npy` or why it has none.
+struct EventsJson<'r, 'a> {
+    run: &'r Run<'a>,
+    first_tensor: usize,
+    files: &'r [Result<String, String>],
+}
+
+impl Serialize for EventsJson<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut k = self.first_tensor;
+        let mut seq = s.serialize_seq(Some(self.run.events.len()))?;
+        for (i, e) in self.run.events.iter().enumerate() {
+            seq.serialize_element(&event_json(i, e, self.run, &mut k, self.files))?;
+        }
+        seq.end()
+    }
+}
+
+/// One event of `events.json`; `k` numbers its debug tensors.
+fn event_json(
+    i: usize,
+    e: &Event<'_>,
     run: &Run<'_>,
     k: &mut usize,
     files: &[Result<String, String>],
 ) -> Json {
-    let events: Vec<Json> = run
-        .events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| match e {
-            Event::Profile(p) => json!({
+    match e {
+        Event::Profile(p) => json!({
+            "index": i,
+            "kind": "profile",
+            "name": p.name,
+            "chain_index": p.chain_index,
+            "instruction_id": p.instruction_id,
+            "delegate_debug_id_int": id_int(p.delegate_debug_id_int),
+            "delegate_debug_id_str": p.delegate_debug_id_str,
+            "delegate_debug_metadata_hex": p.delegate_debug_metadata.map(hex),
+            "start_ticks": p.start,
+            "end_ticks": p.end,
+            "duration_ticks": p.duration(),
+            "duration_ms": p.duration().map(ms),
+        }),
+        Event::Allocation(a) => json!({
+            "index": i,
+            "kind": "allocation",
+            "allocator_id": a.allocator_id,
+            "allocator": usize::try_from(a.allocator_id).ok().and_then(|id| run.allocators.get(id)),
+            "size": a.size,
+        }),
+        Event::Debug(d) => {
+            let value = match &d.value {
+                Value::Missing => json!({"type": "missing"}),
+                Value::Null => json!({"type": "Null"}),
+                Value::Int(x) => json!({"type": "Int", "value": x}),
+                Value::Bool(x) => json!({"type": "Bool", "value": x}),
+                Value::Float(x) => json!({"type": "Float", "value": x}),
+                Value::Double(x) => json!({"type": "Double", "value": x}),
+                Value::String(_) => json!({"type": "String", "value": null}),
+                Value::Unknown(t) => json!({"type": format!("unknown ({t})")}),
+                Value::Tensor(t) => {
+                    json!({"type": "Tensor", "tensor": tensor_json(t, k, files)})
+                }
+                Value::TensorList(ts) => json!({
+                    "type": "TensorList",
+                    "tensors": ts.iter().map(|t| tensor_json(t, k, files)).collect::<Vec<_>>(),
+                }),
+            };
+            json!({
                 "index": i,
-                "kind": "profile",
-                "name": p.name,
-                "chain_index": p.chain_index,
-                "instruction_id": p.instruction_id,
-                "delegate_debug_id_int": id_int(p.delegate_debug_id_int),
-                "delegate_debug_id_str": p.delegate_debug_id_str,
-                "delegate_debug_metadata_hex": p.delegate_debug_metadata.map(hex),
-                "start_ticks": p.start,
-                "end_ticks": p.end,
-                "duration_ticks": p.duration(),
-                "duration_ms": p.duration().map(ms),
-            }),
-            Event::Allocation(a) => json!({
-                "index": i,
-                "kind": "allocation",
-                "allocator_id": a.allocator_id,
-                "allocator": usize::try_from(a.allocator_id).ok().and_then(|id| run.allocators.get(id)),
-                "size": a.size,
-            }),
-            Event::Debug(d) => {
-                let value = match &d.value {
-                    Value::Missing => json!({"type": "missing"}),
-                    Value::Null => json!({"type": "Null"}),
-                    Value::Int(x) => json!({"type": "Int", "value": x}),
-                    Value::Bool(x) => json!({"type": "Bool", "value": x}),
-                    Value::Float(x) => json!({"type": "Float", "value": x}),
-                    Value::Double(x) => json!({"type": "Double", "value": x}),
-                    Value::String(_) => json!({"type": "String", "value": null}),
-                    Value::Unknown(t) => json!({"type": format!("unknown ({t})")}),
-                    Value::Tensor(t) => {
-                        json!({"type": "Tensor", "tensor": tensor_json(t, k, files)})
-                    }
-                    Value::TensorList(ts) => json!({
-                        "type": "TensorList",
-                        "tensors": ts.iter().map(|t| tensor_json(t, k, files)).collect::<Vec<_>>(),
-                    }),
-                };
-                json!({
-                    "index": i,
-                    "kind": "debug",
-                    "name": d.name,
-                    "chain_index": d.chain_index,
-                    "instruction_id": d.instruction_id,
-                    "delegate_debug_id_int": id_int(d.delegate_debug_id_int),
-                    "delegate_debug_id_str": d.delegate_debug_id_str,
-                    "output": d.output,
-                    "value": value,
-                })
-            }
-            Event::Empty => json!({"index": i, "kind": "empty"}),
-        })
-        .collect();
-    json!({
-        "run": index,
-        "name": run.name,
-        "bundled_input_index": run.bundled_input_index,
-        "allocators": run.allocators,
-        "events": events,
-    })
+                "kind": "debug",
+                "name": d.name,
+                "chain_index": d.chain_index,
+                "instruction_id": d.instruction_id,
+                "delegate_debug_id_int": id_int(d.delegate_debug_id_int),
+                "delegate_debug_id_str": d.delegate_debug_id_str,
+                "output": d.output,
+                "value": value,
+            })
+        }
+        Event::Empty => json!({"index": i, "kind": "empty"}),
+    }
 }
 
-/// `runs/<n>/allocations.json`: the allocators, each allocation, and the
-/// total per allocator.
-pub fn allocations_json(run: &Run<'_>) -> Json {
-    let mut totals: BTreeMap<i32, (u64, u64)> = BTreeMap::new();
-    let mut list = Vec::new();
-    for (i, e) in run.events.iter().enumerate() {
-        if let Event::Allocation(a) = e {
+/// `runs/<n>/allocations.json`: the allocators with the count and total
+/// of their allocations, then each allocation.
+struct AllocationsJson<'r, 'a>(&'r Run<'a>);
+
+impl Serialize for AllocationsJson<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let run = self.0;
+        let allocations = || {
+            run.events.iter().enumerate().filter_map(|(i, e)| match e {
+                Event::Allocation(a) => Some((i, a)),
+                _ => None,
+            })
+        };
+        let mut totals: BTreeMap<i32, (u64, u64)> = BTreeMap::new();
+        for (_, a) in allocations() {
             let t = totals.entry(a.allocator_id).or_default();
             t.0 += 1;
             t.1 = t.1.saturating_add(a.size);
-            list.push(json!({"event": i, "allocator_id": a.allocator_id, "size": a.size}));
         }
+        let allocators: Vec<Json> = run
+            .allocators
+            .iter()
+            .enumerate()
+            .map(|(id, name)| {
+                let (count, bytes) = i32::try_from(id)
+                    .ok()
+                    .and_then(|id| totals.get(&id))
+                    .copied()
+                    .unwrap_or_default();
+                json!({"id": id, "name": name, "allocations": count, "bytes": bytes})
+            })
+            .collect();
+        let list = Streamed(|| {
+            allocations()
+                .map(|(i, a)| json!({"event": i, "allocator_id": a.allocator_id, "size": a.size}))
+        });
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("allocators", &allocators)?;
+        map.serialize_entry("allocations", &list)?;
+        map.end()
     }
-    let allocators: Vec<Json> = run
-        .allocators
-        .iter()
-        .enumerate()
-        .map(|(id, name)| {
-            let (count, bytes) = i32::try_from(id)
-                .ok()
-                .and_then(|id| totals.get(&id))
-                .copied()
-                .unwrap_or_default();
-            json!({"id": id, "name": name, "allocations": count, "bytes": bytes})
-        })
-        .collect();
-    json!({"allocators": allocators, "allocations": list})
+}
+
+/// A JSON array of what an iterator made when it is written gives, one
+/// element held at a time.
+struct Streamed<F>(F);
+
+impl<F, I> Serialize for Streamed<F>
+where
+    F: Fn() -> I,
+    I: Iterator,
+    I::Item: Serialize,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -280,80 +384,97 @@ fn hex(b: &[u8]) -> String {
 /// microseconds from the earliest start in the file. Each run data block
 /// is a process; in it, the method-level events (chain -1) are one thread
 /// and each chain another, where a delegate's events nest inside the
-/// instruction that called it.
-pub fn trace(p: &ProfileFile<'_>) -> Json {
-    let t0 = p
-        .runs
-        .iter()
-        .flat_map(|r| &r.events)
-        .filter_map(|e| match e {
-            Event::Profile(p) if p.duration().is_some() => Some(p.start),
-            _ => None,
-        })
-        .min()
-        .unwrap_or(0);
-    let us = |ticks: u64| ticks.saturating_sub(t0) as f64 / 1e3;
-    let mut out = Vec::new();
-    for (r, run) in p.runs.iter().enumerate() {
-        let name = run.name.map_or_else(String::new, |n| n.show().into_owned());
-        out.push(json!({
-            "name": "process_name", "ph": "M", "pid": r, "tid": 0,
-            "args": {"name": format!("run {r} ({name})")},
-        }));
-        out.push(json!({
-            "name": "process_sort_index", "ph": "M", "pid": r, "tid": 0,
-            "args": {"sort_index": r},
-        }));
-        let mut threads = BTreeMap::new();
-        for (i, e) in run.events.iter().enumerate() {
-            let Event::Profile(ev) = e else { continue };
-            let Some(dur) = ev.duration() else { continue };
-            // tid 0: the method; tid c + 1: chain c.
-            let tid = i64::from(ev.chain_index).saturating_add(1).max(0);
-            threads.entry(tid).or_insert_with(|| {
-                if tid == 0 {
-                    "method".to_owned()
-                } else {
-                    format!("chain {}", tid - 1)
-                }
-            });
-            let label = match (ev.name, ev.delegate_debug_id_str) {
-                (Some(n), _) => n.show().into_owned(),
-                (None, Some(id)) => id.show().into_owned(),
-                (None, None) if ev.delegate_debug_id_int != -1 => {
-                    format!("delegate {}", ev.delegate_debug_id_int)
-                }
-                (None, None) => "(unnamed)".to_owned(),
-            };
-            out.push(json!({
-                "name": label,
-                "cat": if ev.is_delegated() { "delegate" } else { "runtime" },
-                "ph": "X",
-                "ts": us(ev.start),
-                "dur": dur as f64 / 1e3,
-                "pid": r,
-                "tid": tid,
-                "args": {
-                    "event": i,
-                    "instruction_id": ev.instruction_id,
-                    "chain_index": ev.chain_index,
-                    "delegate_debug_id_int": id_int(ev.delegate_debug_id_int),
-                    "delegate_debug_id_str": ev.delegate_debug_id_str,
-                    "start_ticks": ev.start,
-                    "end_ticks": ev.end,
-                },
-            }));
-        }
-        for (tid, name) in threads {
-            out.push(json!({
-                "name": "thread_name", "ph": "M", "pid": r, "tid": tid,
-                "args": {"name": name},
-            }));
-        }
+/// instruction that called it. Events are made as they are written.
+pub struct Trace<'p, 'a>(pub &'p ProfileFile<'a>);
+
+impl Serialize for Trace<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t0 = self
+            .0
+            .runs
+            .iter()
+            .flat_map(|r| &r.events)
+            .filter_map(|e| match e {
+                Event::Profile(p) if p.duration().is_some() => Some(p.start),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(0);
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("traceEvents", &TraceEvents { p: self.0, t0 })?;
+        map.serialize_entry("displayTimeUnit", "ns")?;
+        map.serialize_entry("otherData", &json!({"tick": TICK, "origin_ticks": t0}))?;
+        map.end()
     }
-    json!({
-        "traceEvents": out,
-        "displayTimeUnit": "ns",
-        "otherData": {"tick": TICK, "origin_ticks": t0},
-    })
+}
+
+/// The `traceEvents` array of [`Trace`].
+struct TraceEvents<'p, 'a> {
+    p: &'p ProfileFile<'a>,
+    t0: u64,
+}
+
+impl Serialize for TraceEvents<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let us = |ticks: u64| ticks.saturating_sub(self.t0) as f64 / 1e3;
+        let mut seq = s.serialize_seq(None)?;
+        for (r, run) in self.p.runs.iter().enumerate() {
+            let name = run.name.map_or_else(String::new, |n| n.show().into_owned());
+            seq.serialize_element(&json!({
+                "name": "process_name", "ph": "M", "pid": r, "tid": 0,
+                "args": {"name": format!("run {r} ({name})")},
+            }))?;
+            seq.serialize_element(&json!({
+                "name": "process_sort_index", "ph": "M", "pid": r, "tid": 0,
+                "args": {"sort_index": r},
+            }))?;
+            let mut threads = BTreeMap::new();
+            for (i, e) in run.events.iter().enumerate() {
+                let Event::Profile(ev) = e else { continue };
+                let Some(dur) = ev.duration() else { continue };
+                // tid 0: the method; tid c + 1: chain c.
+                let tid = i64::from(ev.chain_index).saturating_add(1).max(0);
+                threads.entry(tid).or_insert_with(|| {
+                    if tid == 0 {
+                        "method".to_owned()
+                    } else {
+                        format!("chain {}", tid - 1)
+                    }
+                });
+                let label = match (ev.name, ev.delegate_debug_id_str) {
+                    (Some(n), _) => n.show().into_owned(),
+                    (None, Some(id)) => id.show().into_owned(),
+                    (None, None) if ev.delegate_debug_id_int != -1 => {
+                        format!("delegate {}", ev.delegate_debug_id_int)
+                    }
+                    (None, None) => "(unnamed)".to_owned(),
+                };
+                seq.serialize_element(&json!({
+                    "name": label,
+                    "cat": if ev.is_delegated() { "delegate" } else { "runtime" },
+                    "ph": "X",
+                    "ts": us(ev.start),
+                    "dur": dur as f64 / 1e3,
+                    "pid": r,
+                    "tid": tid,
+                    "args": {
+                        "event": i,
+                        "instruction_id": ev.instruction_id,
+                        "chain_index": ev.chain_index,
+                        "delegate_debug_id_int": id_int(ev.delegate_debug_id_int),
+                        "delegate_debug_id_str": ev.delegate_debug_id_str,
+                        "start_ticks": ev.start,
+                        "end_ticks": ev.end,
+                    },
+                }))?;
+            }
+            for (tid, name) in threads {
+                seq.serialize_element(&json!({
+                    "name": "thread_name", "ph": "M", "pid": r, "tid": tid,
+                    "args": {"name": name},
+                }))?;
+            }
+        }
+        seq.end()
+    }
 }
