@@ -40,12 +40,13 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
         return Ok(NOT_FOUND);
     };
     // The long format aligns sizes, so it needs every line first; the short
-    // one streams, however large the tree.
-    let lines = listing(&fs, ino, path, args.recursive);
+    // one streams, however large the tree, and never asks a size (which
+    // for a file rendered when first read means rendering it).
+    let lines = listing(&fs, ino, path, args.recursive, args.long);
     let width = if args.long {
-        let lines = listing(&fs, ino, path, args.recursive);
+        let lines = listing(&fs, ino, path, args.recursive, true);
         lines
-            .map(|(a, _)| a.size.to_string().len())
+            .filter_map(|(e, _)| e.attr.map(|a| a.size.to_string().len()))
             .max()
             .unwrap_or(1)
     } else {
@@ -53,18 +54,19 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    for (attr, name) in lines {
-        let slash = if attr.kind == FileKind::Directory {
+    for (entry, name) in lines {
+        let slash = if entry.kind == FileKind::Directory {
             "/"
         } else {
             ""
         };
         let name = escape(&name);
-        let line = if args.long {
-            let mode = attr.mode_string();
-            format!("{mode} {:>width$} {name}{slash}\n", attr.size)
-        } else {
-            format!("{name}{slash}\n")
+        let line = match entry.attr.filter(|_| args.long) {
+            Some(attr) => {
+                let mode = attr.mode_string();
+                format!("{mode} {:>width$} {name}{slash}\n", attr.size)
+            }
+            None => format!("{name}{slash}\n"),
         };
         out.write_all(line.as_bytes()).map_err(output_error)?;
     }
@@ -72,16 +74,30 @@ pub(super) fn run(args: &LsArgs) -> Result<i32, i32> {
     Ok(OK)
 }
 
+/// One entry of a listing: its kind, and its attributes when asked for.
+struct Listed {
+    kind: FileKind,
+    attr: Option<Attr>,
+}
+
 /// What `ls` shows of `ino`: the entries of a directory (every path below
-/// it with `recursive`), or the file itself.
+/// it with `recursive`), or the file itself; with their attributes when
+/// `sized`. Entries whose attributes cannot be had are left out.
 fn listing<'f>(
     fs: &'f Fs,
     ino: Ino,
     path: &str,
     recursive: bool,
-) -> Box<dyn Iterator<Item = (Attr, String)> + 'f> {
-    let attr = move |ino| fs.getattr(ino).ok();
-    let Some(top) = attr(ino) else {
+    sized: bool,
+) -> Box<dyn Iterator<Item = (Listed, String)> + 'f> {
+    let listed = move |ino| match sized {
+        true => fs.getattr(ino).ok().map(|a| Listed {
+            kind: a.kind,
+            attr: Some(a),
+        }),
+        false => fs.kind(ino).ok().map(|kind| Listed { kind, attr: None }),
+    };
+    let Some(top) = listed(ino) else {
         return Box::new(std::iter::empty());
     };
     if top.kind == FileKind::RegularFile {
@@ -94,12 +110,12 @@ fn listing<'f>(
         return Box::new(
             fs.walk(ino)
                 .skip(1)
-                .filter_map(move |(p, i)| Some((attr(i)?, p))),
+                .filter_map(move |(p, i)| Some((listed(i)?, p))),
         );
     }
     match fs.readdir(ino, 2) {
         Ok(entries) => {
-            Box::new(entries.filter_map(move |e| Some((attr(e.ino)?, e.name.into_owned()))))
+            Box::new(entries.filter_map(move |e| Some((listed(e.ino)?, e.name.into_owned()))))
         }
         Err(_) => Box::new(std::iter::empty()),
     }

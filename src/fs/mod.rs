@@ -140,6 +140,17 @@ impl Fs {
         })
     }
 
+    /// Whether `ino` is a directory or a file, without its attributes
+    /// (which for a file rendered when first read means rendering it).
+    pub fn kind(&self, ino: Ino) -> Result<FileKind> {
+        let tree = &self.view.tree;
+        match tree.file(ino) {
+            Some(_) => Ok(FileKind::RegularFile),
+            None if tree.is_dir(ino) => Ok(FileKind::Directory),
+            None => Err(FsError::NotFound),
+        }
+    }
+
     /// Attributes of the entry `name` of directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr> {
         self.getattr(self.child(parent, name)?)
