@@ -59,12 +59,8 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         return Err(TROUBLE);
     };
     progress.suspend(|| {
-        for w in input.parsed.warnings() {
-            error(format_args!(
-                "warning: {}: {w}",
-                crate::escape::escape(&input.name)
-            ));
-        }
+        let prefix = format!("{}: ", crate::escape::escape(&input.name));
+        super::warn_capped(input.parsed.warnings(), &prefix);
     });
     let checkpoint = match &args.attach.names {
         Some(path) => {

@@ -217,6 +217,23 @@ fn open_inputs(files: &[PathBuf], data: &[PathBuf], auto_data: bool) -> Result<O
     })
 }
 
+/// Prints `warnings` (each after `prefix`), the first few only: a hostile
+/// file can warrant one per tensor, a million lines nobody reads.
+pub fn warn_capped<W: std::fmt::Display>(warnings: impl IntoIterator<Item = W>, prefix: &str) {
+    const SHOWN: usize = 20;
+    let mut more = 0usize;
+    for (i, w) in warnings.into_iter().enumerate() {
+        if i < SHOWN {
+            eprintln!("ptefs: warning: {prefix}{w}");
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        eprintln!("ptefs: warning: {prefix}and {more} more");
+    }
+}
+
 /// Opens a view, printing any error and warnings.
 pub fn open_view(req: &Request) -> Result<View, i32> {
     report_view(View::open(req))
@@ -226,17 +243,7 @@ pub fn open_view(req: &Request) -> Result<View, i32> {
 pub fn report_view(opened: Result<View, crate::view::OpenError>) -> Result<View, i32> {
     match opened {
         Ok(view) => {
-            // A hostile file can warrant a warning per tensor.
-            const SHOWN: usize = 20;
-            for w in view.tree.warnings.iter().take(SHOWN) {
-                eprintln!("ptefs: warning: {w}");
-            }
-            if view.tree.warnings.len() > SHOWN {
-                eprintln!(
-                    "ptefs: warning: and {} more",
-                    view.tree.warnings.len() - SHOWN
-                );
-            }
+            warn_capped(&view.tree.warnings, "");
             for n in &view.notes {
                 eprintln!("ptefs: note: {n}");
             }

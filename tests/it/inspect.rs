@@ -393,3 +393,42 @@ fn names_reports_the_checkpoint_keys_found_and_missing() {
         "{text}"
     );
 }
+
+/// A program warranting a warning per tensor: `ls` and `inspect` each show
+/// the first twenty and how many more, not one line per tensor.
+#[test]
+fn warnings_are_capped_alike_by_ls_and_inspect() {
+    use ptefs::schema::ScalarType;
+    let values = (0..50)
+        .map(|i| {
+            let t = writer::Tensor::new(
+                ScalarType(99),
+                &[4],
+                writer::Data::Constant(Bytes::Pattern { len: 16, seed: i }),
+            );
+            writer::Value::Tensor(t)
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(
+        dir.path(),
+        "unknown.pte",
+        &writer::Program::forward(values).to_bytes(),
+    );
+    for command in ["ls", "inspect"] {
+        let out = Command::new(ptefs_bin())
+            .arg(command)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+        assert_eq!(warnings.len(), 21, "{command}: {err}");
+        assert!(
+            warnings[0].contains("scalar type 99 is unknown"),
+            "{command}: {err}"
+        );
+        assert!(warnings[20].ends_with("and 30 more"), "{command}: {err}");
+    }
+}
