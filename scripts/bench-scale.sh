@@ -7,13 +7,18 @@
 # the first entry of a listing of the method's tensors/ (`ls -f | head -1`),
 # the whole listing, `stat` of its index.json and RssAnon after those. Each
 # beside the issue's target, as nothing else mounts such a file to compare
-# with; a run of a fifth the size shows how the figures grow. Usage: scripts/bench-scale.sh [WORKDIR]
+# with; a run of a fifth the size shows how the figures grow.
+# Then commands on files of many small parts: a program of N tiny tensors
+# (examples/make_model, --tensor-bytes 4) and an ETDump of N events
+# (examples/make_profile): each command's time and peak RSS beside the
+# bound every command keeps, 16 x the file + 64 MiB.
+# Usage: scripts/bench-scale.sh [WORKDIR]   (SCALE_PARTS sets N, default 1,000,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 n=${SCALE_TENSORS:-1000000}
 mkdir -p "$work"
-cargo build --release --quiet --example make_model
+cargo build --release --quiet --example make_model --example make_profile
 cargo build --release --quiet
 ptefs=$PWD/target/release/ptefs
 now() { date +%s%N; }
@@ -44,4 +49,35 @@ for count in $((n / 5)) "$n"; do
   rss=$(awk '/RssAnon/ {printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
   echo "| daemon RssAnon after listing tensors/ and sizing index.json | $rss | | |"
   $ptefs umount "$mnt"
+done
+
+parts=${SCALE_PARTS:-1000000}
+tiny=$work/tiny-$parts.pte
+events=$work/events-$parts.etdp
+[[ -f $tiny ]] || target/release/examples/make_model "$tiny" --tensors "$parts" --tensor-bytes 4 --big-bytes 0
+[[ -f $events ]] || target/release/examples/make_profile "$events" --events "$parts"
+# One row: the command, its wall time, peak RSS and the bound for FILE.
+row() {
+  local file=$1
+  shift
+  local t
+  t=$( { /usr/bin/time -f "%e %M" "$ptefs" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+  awk -v cmd="ptefs $*" -v t="$t" -v size="$(stat -c %s "$file")" 'BEGIN {
+    split(t, f, " ");
+    bound = 16 * size / 2^20 + 64;
+    printf "| `%s` | %.1f s | %.0f MiB | %.0f MiB | %s |\n", cmd, f[1], f[2] / 1024, bound, (f[2] / 1024 <= bound) ? "within" : "OVER"
+  }'
+}
+echo
+echo "| command ($parts parts) | time | peak RSS | bound | |"
+echo "|---|---|---|---|---|"
+for cmd in "ls -R" "ls -lR" "inspect" "report --json" "cat FILE methods/forward/plan.json" "cat FILE constants/index.json"; do
+  read -ra words <<<"${cmd/FILE/$tiny}"
+  [[ $cmd == cat* ]] || words+=("$tiny")
+  row "$tiny" "${words[@]}"
+done
+for cmd in "ls" "ls -lR" "inspect" "cat FILE runs/0/events.json" "cat FILE trace.json"; do
+  read -ra words <<<"${cmd/FILE/$events}"
+  [[ $cmd == cat* ]] || words+=("$events")
+  row "$events" "${words[@]}"
 done
