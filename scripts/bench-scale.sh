@@ -52,16 +52,21 @@ for count in $((n / 5)) "$n"; do
 done
 
 parts=${SCALE_PARTS:-1000000}
-tiny=$work/tiny-$parts.pte
-events=$work/events-$parts.etdp
+# Each in a folder of its own: a profile beside a program is joined with it.
+mkdir -p "$work/tiny" "$work/events"
+tiny=$work/tiny/tiny-$parts.pte
+events=$work/events/events-$parts.etdp
 [[ -f $tiny ]] || target/release/examples/make_model "$tiny" --tensors "$parts" --tensor-bytes 4 --big-bytes 0
 [[ -f $events ]] || target/release/examples/make_profile "$events" --events "$parts"
 # One row: the command, its wall time, peak RSS and the bound for FILE.
 row() {
   local file=$1
   shift
-  local t
-  t=$( { /usr/bin/time -f "%e %M" "$ptefs" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+  local t tf
+  tf=$(mktemp)
+  /usr/bin/time -o "$tf" -f "%e %M" "$ptefs" "$@" >/dev/null 2>&1 || true
+  t=$(tail -1 "$tf")
+  rm -f "$tf"
   awk -v cmd="ptefs $*" -v t="$t" -v size="$(stat -c %s "$file")" 'BEGIN {
     split(t, f, " ");
     bound = 16 * size / 2^20 + 64;
