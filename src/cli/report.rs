@@ -1,6 +1,7 @@
 //! `ptefs report`: where a file's bytes go, what runs where, what the
 //! weights look like, as text, JSON or one self-contained HTML page.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -56,12 +57,14 @@ pub(super) fn run(args: &ReportArgs) -> Result<i32, i32> {
         })?;
     }
     if args.json {
-        let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
-            error(format_args!("{}: {e}", shown(&args.file)));
-            TROUBLE
-        })?;
-        s.push('\n');
-        super::print(&s)?;
+        // Written as it is serialized: a report of a million tensors runs
+        // to hundreds of megabytes of JSON.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer_pretty(&mut out, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush())
+            .map_err(super::output_error)?;
     } else if args.output.is_none() {
         super::print(&report.text())?;
     }
