@@ -298,11 +298,13 @@ fn mutated_fixtures_open_or_fail_cleanly() {
     ] {
         inputs.push((name.into(), seeds.join(name)));
     }
-    // A Vulkan delegate (no fixture has one), as the fuzzer's seed.
-    inputs.push((
-        "vulkan.pte".into(),
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-seeds/vulkan.pte"),
-    ));
+    // A Vulkan delegate (no fixture has one), and small outputs of the
+    // scale generators (examples/make_model, examples/make_profile), as the
+    // fuzzer's seeds.
+    let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-seeds");
+    for name in ["vulkan.pte", "tiny-tensors.pte", "events.etdp"] {
+        inputs.push((name.into(), seeds.join(name)));
+    }
     let mut total = 0;
     for (model, path) in inputs {
         let start = Instant::now();
