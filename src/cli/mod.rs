@@ -11,6 +11,7 @@ mod list;
 mod mount;
 pub mod progress;
 mod report;
+mod set;
 mod stat;
 
 use std::ffi::OsString;
@@ -71,6 +72,8 @@ enum Command {
     /// Where the bytes go, what runs where, what the weights look like:
     /// text, JSON, or one HTML page with pictures.
     Report(report::ReportArgs),
+    /// Write a new file with stored tensors replaced, every other byte kept.
+    Set(set::SetArgs),
 }
 
 /// What every kind of input is, for each command's `--help`.
@@ -301,6 +304,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Inspect(args) => inspect::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Set(args) => set::run(&args),
     };
     status.unwrap_or_else(|code| code)
 }
