@@ -7,8 +7,10 @@
 //! never opened for writing; a new file is written beside its destination
 //! and renamed over it only once it has been read back and validated.
 
+pub mod cast;
 pub mod npy;
 pub mod output;
+pub mod ptd;
 pub mod ranges;
 pub mod target;
 pub mod value;
