@@ -9,6 +9,7 @@ mod diff;
 mod inspect;
 mod list;
 mod mount;
+mod pack;
 pub mod progress;
 mod report;
 mod set;
@@ -74,6 +75,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Write a new file with stored tensors replaced, every other byte kept.
     Set(set::SetArgs),
+    /// Write the data file (.ptd) a program expects from named tensors.
+    Pack(pack::PackArgs),
 }
 
 /// What every kind of input is, for each command's `--help`.
@@ -305,6 +308,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Diff(args) => diff::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Set(args) => set::run(&args),
+        Command::Pack(args) => pack::run(&args),
     };
     status.unwrap_or_else(|code| code)
 }

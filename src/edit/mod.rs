@@ -10,6 +10,7 @@
 pub mod cast;
 pub mod npy;
 pub mod output;
+pub mod pack;
 pub mod ptd;
 pub mod ranges;
 pub mod target;
@@ -97,6 +98,9 @@ pub enum EditError {
         /// What the reader said.
         error: String,
     },
+    /// An input that cannot be opened.
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
     /// A packed data file cannot be made.
     #[error("{0}")]
     Pack(String),

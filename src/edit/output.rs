@@ -51,10 +51,7 @@ pub fn write_patched(
     out: &Path,
     validate: Validate<'_>,
 ) -> Result<Written> {
-    let (src, meta) = open_regular(path).map_err(|e| EditError::Io {
-        path: path.to_owned(),
-        error: io::Error::other(e.to_string()),
-    })?;
+    let (src, meta) = open_regular(path)?;
     let now = Stamp::of(&meta);
     let same = (now.dev, now.ino, now.len, now.mtime)
         == (opened.dev, opened.ino, opened.len, opened.mtime);
