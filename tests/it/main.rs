@@ -25,6 +25,7 @@ mod constants_index;
 mod cookbook;
 mod delegate_dot;
 mod diff;
+mod edit_oracle;
 mod edit_pack;
 mod edit_set;
 mod etdump;
