@@ -124,13 +124,13 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
             TROUBLE
         })?;
     println!(
-        "{}: {} bytes; {} of {} edited range(s) differ from {} ({} bytes set)",
+        "{}: {} bytes; {} bytes set in {} range(s), {} changed; every other byte as in {}",
         shown(&written.path),
         written.len,
-        differ,
+        written.changed,
         written.ranges,
-        source.name,
-        written.changed
+        differ,
+        source.name
     );
     Ok(OK)
 }
