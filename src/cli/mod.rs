@@ -5,6 +5,7 @@
 
 mod cat;
 pub mod cmdline;
+mod commit;
 mod diff;
 mod inspect;
 mod list;
@@ -77,6 +78,11 @@ enum Command {
     Set(set::SetArgs),
     /// Write the data file (.ptd) a program expects from named tensors.
     Pack(pack::PackArgs),
+    /// Save the edits of a writable mount as a new file.
+    Commit(commit::CommitArgs),
+    /// List the changed ranges of a writable mount: path, source, offset,
+    /// length, old and new sha256.
+    Edits(commit::EditsArgs),
 }
 
 /// What every kind of input is, for each command's `--help`.
@@ -309,6 +315,8 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Report(args) => report::run(&args),
         Command::Set(args) => set::run(&args),
         Command::Pack(args) => pack::run(&args),
+        Command::Commit(args) => commit::commit(&args),
+        Command::Edits(args) => commit::edits(&args),
     };
     status.unwrap_or_else(|code| code)
 }

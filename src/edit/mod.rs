@@ -10,6 +10,7 @@
 pub mod cast;
 pub mod npy;
 pub mod output;
+pub mod overlay;
 pub mod pack;
 pub mod ptd;
 pub mod ranges;

@@ -25,6 +25,8 @@ mod constants_index;
 mod cookbook;
 mod delegate_dot;
 mod diff;
+mod edit_fs;
+mod edit_mount;
 mod edit_oracle;
 mod edit_pack;
 mod edit_set;
