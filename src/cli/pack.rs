@@ -7,8 +7,6 @@ use clap::Args;
 use super::{OK, TROUBLE, error};
 use crate::edit::pack::{self, Supply};
 use crate::edit::{EditError, output, ptd};
-use crate::format::{self, Parsed};
-use crate::source::Source;
 use crate::source::redact::shown;
 
 #[derive(Args, Debug)]
@@ -44,24 +42,7 @@ pub(super) fn run(args: &PackArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     };
-    let program = Source::open(&args.program).map_err(|e| {
-        error(e);
-        TROUBLE
-    })?;
-    let wants = match format::parse(program.bytes()) {
-        Ok(Parsed::Program(p)) => pack::wanted(&p),
-        Ok(_) => {
-            error(format_args!(
-                "{}: is given with --for but is not a program (.pte)",
-                shown(&args.program)
-            ));
-            return Err(TROUBLE);
-        }
-        Err(e) => {
-            error(format_args!("{}: {e}", shown(&args.program)));
-            return Err(TROUBLE);
-        }
-    };
+    let wants = pack::program_wants(&args.program).map_err(fail)?;
     if wants.is_empty() {
         error(format_args!(
             "{}: needs no data file (no external tensors, no named data kept outside it)",

@@ -110,14 +110,7 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
         .iter()
         .filter(|e| source.mapped(e.span()).is_none_or(|old| old != e.bytes))
         .count();
-    let kind = crate::format::sniff(source.bytes()).ok();
-    let validate = |bytes: &[u8]| -> Result<(), String> {
-        let parsed = crate::format::parse(bytes).map_err(|e| e.to_string())?;
-        match crate::format::sniff(parsed.bytes()).ok() == kind {
-            true => Ok(()),
-            false => Err("it is no longer the same kind of file".to_owned()),
-        }
-    };
+    let validate = edit::output::same_kind(source.bytes());
     let written = edit::write_patched(&source.path, source.opened, &edits, &args.output, &validate)
         .map_err(|e| {
             error(e);

@@ -42,6 +42,19 @@ pub enum Copy {
 /// own open maps them. Returns a description of what is wrong.
 pub type Validate<'v> = &'v dyn Fn(&[u8]) -> std::result::Result<(), String>;
 
+/// A check that a file is still a valid file of the kind `original` is
+/// (program, data file, ...), as the project's own parser reads it.
+pub fn same_kind(original: &[u8]) -> impl Fn(&[u8]) -> std::result::Result<(), String> + use<> {
+    let kind = crate::format::sniff(original).ok();
+    move |bytes: &[u8]| {
+        let parsed = crate::format::parse(bytes).map_err(|e| e.to_string())?;
+        match crate::format::sniff(parsed.bytes()).ok() == kind {
+            true => Ok(()),
+            false => Err("it is no longer the same kind of file".to_owned()),
+        }
+    }
+}
+
 /// Writes `out` as the source at `path` (which must still be as `opened`
 /// describes it) with `edits` applied, then validates it with `validate`.
 pub fn write_patched(

@@ -66,6 +66,19 @@ pub fn wanted(program: &ProgramFile<'_>) -> Vec<Want> {
     out
 }
 
+/// The program at `path` and the keys it needs from a data file.
+pub fn program_wants(path: &Path) -> Result<Vec<Want>> {
+    let program = Source::open(path)?;
+    let shown = crate::source::redact::shown(path);
+    match format::parse(program.bytes()) {
+        Ok(Parsed::Program(p)) => Ok(wanted(&p)),
+        Ok(_) => Err(EditError::Pack(format!(
+            "{shown}: is given with --for but is not a program (.pte)"
+        ))),
+        Err(e) => Err(EditError::Pack(format!("{shown}: {e}"))),
+    }
+}
+
 /// Named values read from one input.
 #[derive(Debug)]
 pub struct Supply {

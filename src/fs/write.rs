@@ -303,14 +303,7 @@ impl Fs {
             }
         };
         let source = self.source(id)?;
-        let kind = crate::format::sniff(source.bytes()).ok();
-        let validate = |bytes: &[u8]| -> std::result::Result<(), String> {
-            let parsed = crate::format::parse(bytes).map_err(|e| e.to_string())?;
-            match crate::format::sniff(parsed.bytes()).ok() == kind {
-                true => Ok(()),
-                false => Err("it is no longer the same kind of file".into()),
-            }
-        };
+        let validate = edit::output::same_kind(source.bytes());
         edit::write_patched(&source.path, source.opened, &edits, out, &validate)
             .map_err(|e| commit(e.to_string()))
     }
