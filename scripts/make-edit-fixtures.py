@@ -148,6 +148,10 @@ def main():
         }
         if methods:
             oracle["constant_methods"] = methods
+            # The same program with each constant doubled, weights unedited.
+            doubled = {k: v * 2 for k, v in methods.items()}
+            oracle["edited_constant_methods"] = doubled
+            oracle["edited_constants_sha256"] = sha(export_portable(m, doubled).buffer)
         json.dump(oracle, open(os.path.join(OUT, f"{name}.oracle.json"), "w"), indent=1)
 
     before = export_external(m)

@@ -16,8 +16,9 @@ use crate::source::redact::shown;
 #[command(
     after_help = "SOURCE is a .npy of the tensor's dtype and shape (for a .npy path, \
     with the very header that path serves), a raw file of exactly the tensor's size, or - \
-    for standard input. Only stored tensors' .bin and .npy files can be set; every other \
-    byte of the output equals the input's.\n\n\
+    for standard input. Only stored tensors' .bin and .npy files can be set, and a constant \
+    method's methods/<m>/value.json (a JSON number or boolean, stored where the program's \
+    flatbuffer holds the value); every other byte of the output equals the input's.\n\n\
     Examples:\n  \
     ptefs set model.pte constants/3.npy=fixed.npy -o fixed.pte\n  \
     ptefs set weights.ptd tensors/fc1.weight.bin=- -o new.ptd < w.raw"
@@ -51,8 +52,13 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
             error(e);
             TROUBLE
         };
-        let to = edit::stored(&view.tree, ino, path).map_err(fail)?;
-        let source = &view.sources[to.source];
+        let scalar = edit::scalar::method_of(path);
+        let to = match scalar {
+            Some(_) => None,
+            None => Some(edit::stored(&view.tree, ino, path).map_err(fail)?),
+        };
+        let id = to.as_ref().map_or(0, |t| t.source);
+        let source = &view.sources[id];
         if source.is_remote() {
             return Err(fail(EditError::NotStored {
                 path: path.to_owned(),
@@ -76,14 +82,19 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
         } else {
             std::fs::read(what).map_err(|e| fail(EditError::io(what)(e)))?
         };
-        let bytes = edit::value::new_bytes(&to, path, what, &given).map_err(fail)?;
-        let edit = Edit {
-            offset: to.span.offset,
-            bytes,
-            path: path.to_owned(),
+        let edit = match (&to, scalar) {
+            (Some(to), _) => Edit {
+                offset: to.span.offset,
+                bytes: edit::value::new_bytes(to, path, what, &given).map_err(fail)?,
+                path: path.to_owned(),
+            },
+            (None, Some(method)) => {
+                edit::scalar::set(source.bytes(), method, &given, path).map_err(fail)?
+            }
+            (None, None) => unreachable!("a path is a stored tensor or a constant"),
         };
         by_source
-            .entry(to.source)
+            .entry(id)
             .or_default()
             .add(edit, &source.name)
             .map_err(fail)?;

@@ -14,6 +14,7 @@ pub mod overlay;
 pub mod pack;
 pub mod ptd;
 pub mod ranges;
+pub mod scalar;
 pub mod target;
 pub mod value;
 

@@ -188,3 +188,41 @@ fn set_and_pack_of_delegate_weights_write_executorchs_data_file_but_for_its_keys
     ]);
     assert_eq!(renamed(&out), want);
 }
+
+#[test]
+fn a_constant_methods_value_set_in_place_gives_executorchs_own_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = oracle("constmethod");
+    let pte = edit_fixture("constmethod.pte");
+    let (method, value) = o["edited_constant_methods"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let given = write_file(dir.path(), "value.json", value.to_string().as_bytes());
+    let out = dir.path().join("doubled.pte");
+    let path = format!("methods/{method}/value.json");
+    set(&pte, &[format!("{path}={}", given.display())], &out);
+    assert_eq!(
+        file_sha(&out),
+        o["edited_constants_sha256"].as_str().unwrap()
+    );
+    let v = view_of(std::slice::from_ref(&out), &[]);
+    assert_eq!(json(&v, &path), *value);
+    // The default is not stored, so it has no place to be written; a float
+    // is not the integer the method returns.
+    for (bad, says) in [("0", "0 is the default"), ("1.5", "is not an integer")] {
+        let given = write_file(dir.path(), "bad.json", bad.as_bytes());
+        let o = Command::new(ptefs_bin())
+            .arg("set")
+            .arg(&pte)
+            .arg(format!("{path}={}", given.display()))
+            .arg("-o")
+            .arg(dir.path().join("bad.pte"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says));
+    }
+}
