@@ -23,12 +23,12 @@ pub struct Written {
     /// Bytes in those ranges.
     pub changed: u64,
     /// How the unchanged bytes were copied.
-    pub copy: Copy,
+    pub copy: CopiedBy,
 }
 
 /// How a file's unchanged bytes reached the new file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Copy {
+pub enum CopiedBy {
     /// In the kernel, with `copy_file_range` (a reflink where the
     /// filesystem shares extents).
     CopyFileRange,
@@ -124,7 +124,7 @@ pub fn write_whole(
         len,
         ranges: 1,
         changed: len,
-        copy: Copy::None,
+        copy: CopiedBy::None,
     })
 }
 
@@ -216,7 +216,7 @@ impl Temp {
 /// Copies bytes `0..len` of `src` to the same place in `dst`: in the
 /// kernel where it can, through a buffer where it cannot (another
 /// filesystem on an old kernel, a filesystem without the call).
-fn copy_range(src: &File, dst: &File, len: u64) -> io::Result<Copy> {
+fn copy_range(src: &File, dst: &File, len: u64) -> io::Result<CopiedBy> {
     let (mut off_in, mut off_out) = (0i64, 0i64);
     let mut kernel = true;
     while (off_in as u64) < len {
@@ -255,9 +255,9 @@ fn copy_range(src: &File, dst: &File, len: u64) -> io::Result<Copy> {
         off_out += n as i64;
     }
     Ok(if kernel {
-        Copy::CopyFileRange
+        CopiedBy::CopyFileRange
     } else {
-        Copy::ReadWrite
+        CopiedBy::ReadWrite
     })
 }
 

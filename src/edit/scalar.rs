@@ -10,7 +10,7 @@ use crate::schema::program as fb;
 
 /// Where a constant method's value is stored, and its kind.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Stored {
+pub enum Place {
     /// An `Int`'s 8 bytes.
     Int(Span),
     /// A `Double`'s 8 bytes.
@@ -21,7 +21,7 @@ pub enum Stored {
 
 /// The stored value of method `method` of `program`, a method of no
 /// instructions returning one scalar; `Err` says why there is none.
-pub fn stored(program: &ProgramFile<'_>, method: &str) -> std::result::Result<Stored, String> {
+pub fn stored(program: &ProgramFile<'_>, method: &str) -> std::result::Result<Place, String> {
     let m = program
         .methods
         .iter()
@@ -50,7 +50,7 @@ pub fn stored(program: &ProgramFile<'_>, method: &str) -> std::result::Result<St
         .ok()
         .and_then(|i| plan.values().filter(|v| i < v.len()).map(|v| v.get(i)))
         .ok_or_else(|| format!("{method}'s output {out} is not one of its values"))?;
-    let field = |t: flatbuffers::Table<'_>, slot: u16, len: u64, make: fn(Span) -> Stored| {
+    let field = |t: flatbuffers::Table<'_>, slot: u16, len: u64, make: fn(Span) -> Place| {
         let at = t.vtable().get(slot);
         if at == 0 {
             return Err(format!(
@@ -63,20 +63,20 @@ pub fn stored(program: &ProgramFile<'_>, method: &str) -> std::result::Result<St
         }))
     };
     if let Some(i) = value.val_as_int() {
-        return field(i._tab, fb::Int::VT_INT_VAL, 8, Stored::Int);
+        return field(i._tab, fb::Int::VT_INT_VAL, 8, Place::Int);
     }
     if let Some(d) = value.val_as_double() {
-        return field(d._tab, fb::Double::VT_DOUBLE_VAL, 8, Stored::Double);
+        return field(d._tab, fb::Double::VT_DOUBLE_VAL, 8, Place::Double);
     }
     if let Some(b) = value.val_as_bool() {
-        return field(b._tab, fb::Bool::VT_BOOL_VAL, 1, Stored::Bool);
+        return field(b._tab, fb::Bool::VT_BOOL_VAL, 1, Place::Bool);
     }
     Err(format!("{method} returns no int, float or bool"))
 }
 
 /// The edit storing `given` (JSON text: a number or `true`/`false`) as the
 /// value at `at`; `path` names it in messages.
-pub fn edit(at: Stored, given: &[u8], path: &str) -> Result<Edit> {
+pub fn edit(at: Place, given: &[u8], path: &str) -> Result<Edit> {
     let bad = |why: String| EditError::Mismatch {
         path: path.to_owned(),
         why,
@@ -87,7 +87,7 @@ pub fn edit(at: Stored, given: &[u8], path: &str) -> Result<Edit> {
         ))
     })?;
     let (span, bytes) = match at {
-        Stored::Int(s) => {
+        Place::Int(s) => {
             let n = v
                 .as_i64()
                 .ok_or_else(|| bad(format!("{v} is not an integer, and the method returns one")))?;
@@ -98,7 +98,7 @@ pub fn edit(at: Stored, given: &[u8], path: &str) -> Result<Edit> {
             }
             (s, n.to_le_bytes().to_vec())
         }
-        Stored::Double(s) => {
+        Place::Double(s) => {
             let x = v
                 .as_f64()
                 .ok_or_else(|| bad(format!("{v} is not a number, and the method returns one")))?;
@@ -109,7 +109,7 @@ pub fn edit(at: Stored, given: &[u8], path: &str) -> Result<Edit> {
             }
             (s, x.to_le_bytes().to_vec())
         }
-        Stored::Bool(s) => {
+        Place::Bool(s) => {
             let b = v.as_bool().ok_or_else(|| {
                 bad(format!(
                     "{v} is not true or false, and the method returns a bool"

@@ -117,8 +117,8 @@ impl Fs {
         self.writable.is_some() && self.write_target(ino).is_ok()
     }
 
-    /// Checks that `ino` may be opened for writing; `truncate` (O_TRUNC)
-    /// is taken as "to be overwritten whole" and changes nothing by itself.
+    /// Checks that `ino` may be opened for writing. Opening with O_TRUNC
+    /// changes nothing by itself: the file is to be overwritten in place.
     pub fn open_write(&self, ino: Ino) -> Result<()> {
         self.write_target(ino).map(|_| ()).map_err(refused)
     }
