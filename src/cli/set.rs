@@ -121,18 +121,20 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
         .iter()
         .filter(|e| source.mapped(e.span()).is_none_or(|old| old != e.bytes))
         .count();
-    let validate = edit::output::same_kind(source.bytes());
-    let written = edit::write_patched(&source.path, source.opened, &edits, &args.output, &validate)
-        .map_err(|e| {
-            error(e);
-            TROUBLE
-        })?;
+    let (ranges, set) = (
+        edits.len(),
+        edits.iter().map(|e| e.bytes.len()).sum::<usize>(),
+    );
+    let written = edit::save(source, edits, &args.output).map_err(|e| {
+        error(e);
+        TROUBLE
+    })?;
     println!(
         "{}: {} bytes; {} bytes set in {} range(s), {} changed; every other byte as in {}",
         shown(&written.path),
         written.len,
-        written.changed,
-        written.ranges,
+        set,
+        ranges,
         differ,
         source.name
     );

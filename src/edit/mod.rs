@@ -8,6 +8,7 @@
 //! and renamed over it only once it has been read back and validated.
 
 pub mod cast;
+pub mod checksums;
 pub mod npy;
 pub mod output;
 pub mod overlay;
@@ -18,7 +19,7 @@ pub mod scalar;
 pub mod target;
 pub mod value;
 
-pub use output::{Written, write_patched};
+pub use output::{Written, save, write_patched};
 pub use ranges::{Edit, Edits};
 pub use target::{Stored, stored};
 

@@ -43,16 +43,32 @@ pub enum CopiedBy {
 pub type Validate<'v> = &'v dyn Fn(&[u8]) -> std::result::Result<(), String>;
 
 /// A check that a file is still a valid file of the kind `original` is
-/// (program, data file, ...), as the project's own parser reads it.
+/// (program, data file, ...), as the project's own parser reads it, with
+/// no warning `original` does not have (a checksum that no longer holds).
 pub fn same_kind(original: &[u8]) -> impl Fn(&[u8]) -> std::result::Result<(), String> + use<> {
     let kind = crate::format::sniff(original).ok();
+    let warned: Vec<String> = crate::format::parse(original)
+        .map(|p| p.warnings().to_vec())
+        .unwrap_or_default();
     move |bytes: &[u8]| {
         let parsed = crate::format::parse(bytes).map_err(|e| e.to_string())?;
-        match crate::format::sniff(parsed.bytes()).ok() == kind {
-            true => Ok(()),
-            false => Err("it is no longer the same kind of file".to_owned()),
+        if crate::format::sniff(parsed.bytes()).ok() != kind {
+            return Err("it is no longer the same kind of file".to_owned());
+        }
+        match parsed.warnings().iter().find(|w| !warned.contains(w)) {
+            Some(w) => Err(w.clone()),
+            None => Ok(()),
         }
     }
+}
+
+/// Writes `out` as `source` with `edits` applied, the checksums the file
+/// keeps over the edited bytes brought up to date, and validated as a
+/// file of the same kind.
+pub fn save(source: &Source, mut edits: Edits, out: &Path) -> Result<Written> {
+    super::checksums::complete(source.bytes(), &mut edits, &source.name)?;
+    let validate = same_kind(source.bytes());
+    write_patched(&source.path, source.opened, &edits, out, &validate)
 }
 
 /// Writes `out` as the source at `path` (which must still be as `opened`

@@ -303,9 +303,7 @@ impl Fs {
             }
         };
         let source = self.source(id)?;
-        let validate = edit::output::same_kind(source.bytes());
-        edit::write_patched(&source.path, source.opened, &edits, out, &validate)
-            .map_err(|e| commit(e.to_string()))
+        edit::save(source, edits, out).map_err(|e| commit(e.to_string()))
     }
 
     /// Saves to the path given at mount, if any (at unmount).

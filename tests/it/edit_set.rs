@@ -247,3 +247,33 @@ fn what_is_not_a_stored_tensor_or_does_not_fit_is_refused_and_nothing_is_written
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_packages_member_checksums_follow_its_edited_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = view("mlp.ptn");
+    let path = "tensors/fc1.bias.bin";
+    let new: Vec<u8> = read(&v, path).iter().map(|b| b ^ 0x5a).collect();
+    let src = write_file(dir.path(), "bias.bin", &new);
+    let out = dir.path().join("new.ptn");
+    let o = set(
+        &fixture("mlp.ptn"),
+        &[format!("{path}={}", src.display())],
+        &out,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bytes = std::fs::read(&out).unwrap();
+    let ptefs::format::Parsed::Package(p) = ptefs::format::parse(&bytes).unwrap() else {
+        panic!("not a package");
+    };
+    // Every stored member's recorded CRC-32 is that of its bytes now.
+    for m in &p.members {
+        let crc = crc32fast::hash(m.data.bytes(&bytes));
+        assert_eq!(crc, m.crc32, "{}", m.name);
+        let local = m.header_offset as usize + 14;
+        assert_eq!(&bytes[local..local + 4], &crc.to_le_bytes(), "{}", m.name);
+    }
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let w = view_of(std::slice::from_ref(&out), &[]);
+    assert_eq!(read(&w, path), new);
+}
