@@ -76,10 +76,21 @@ fn write(x: f64, t: ScalarType, out: &mut Vec<u8>) -> f64 {
     }
 }
 
-/// `x` as a float32, where a float64 needs one more rounding than a
-/// direct conversion would: exact for values from float32 or narrower.
+/// `x` as a float32 rounded to odd (toward zero, then the last bit set
+/// when anything was dropped): a float64 then rounds to float16 or
+/// bfloat16 through it exactly as it would directly, as float32 keeps more
+/// than two bits beyond theirs. Exact for values from float32 or narrower.
 fn narrow(x: f64) -> f32 {
-    x as f32
+    let y = x as f32;
+    if y as f64 == x || x.is_nan() {
+        return y;
+    }
+    let toward_zero = if (y as f64).abs() > x.abs() {
+        f32::from_bits(y.to_bits() - 1)
+    } else {
+        y
+    };
+    f32::from_bits(toward_zero.to_bits() | 1)
 }
 
 /// float32 to bfloat16, ties to even; NaN stays a (quiet) NaN.
@@ -180,5 +191,10 @@ mod tests {
         assert_eq!(out.len(), 8);
         assert_eq!(changed, 1, "only 0.1 is not a float16");
         assert!(convert(&vals, ScalarType::FLOAT, ScalarType::INT).is_none());
+        // Just above a float16 tie, in float64: a float32 step would round
+        // to the tie and then to even (down); the value rounds up.
+        let x = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        let (h, _) = convert(&x.to_le_bytes(), ScalarType::DOUBLE, ScalarType::HALF).unwrap();
+        assert_eq!(u16::from_le_bytes([h[0], h[1]]), 0x3c01);
     }
 }
