@@ -140,7 +140,16 @@ impl Fs {
                 };
                 (FileKind::RegularFile, f.content.len(), perm)
             }
-            None if tree.is_dir(ino) => (FileKind::Directory, 0, self.owner.dir_perm()),
+            None if tree.is_dir(ino) => {
+                // A writable mount's owner sets the root's attributes that
+                // save and list its edits, which the kernel allows only to
+                // whoever may write the directory.
+                let perm = match self.is_writable() && ino == ROOT {
+                    true => self.owner.dir_perm() | 0o200,
+                    false => self.owner.dir_perm(),
+                };
+                (FileKind::Directory, 0, perm)
+            }
             None => return Err(FsError::NotFound),
         };
         Ok(Attr {

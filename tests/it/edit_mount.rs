@@ -362,3 +362,71 @@ fn readers_see_a_write_whole_or_not_at_all_and_a_killed_daemon_leaves_the_source
         "the source is untouched"
     );
 }
+
+#[test]
+fn an_unprivileged_owner_edits_and_commits() {
+    use std::os::unix::fs::PermissionsExt;
+    if !fuse_or_skip("an_unprivileged_owner_edits_and_commits") {
+        return;
+    }
+    if !is_root() {
+        report_skip(
+            "an_unprivileged_owner_edits_and_commits",
+            "it needs root to run as nobody",
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The binary and inputs where nobody can reach them.
+    let bin = dir.join("ptefs");
+    std::fs::copy(ptefs_bin(), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // nobody owns the source, and so the mount's files.
+    for f in ["portable.pte", "portable.fc1.weight.npy"] {
+        std::os::unix::fs::chown(copy(f, dir), Some(65534), None).unwrap();
+    }
+    let dev = std::fs::metadata("/dev/fuse").unwrap().permissions().mode();
+    if dev & 0o006 != 0o006 {
+        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
+    let o = oracle("portable");
+    let sha = o["edited"]["fc1.weight"]["original_sha256"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let script = format!(
+        "set -e; cd {d}; mkdir mnt; ./ptefs mount --writable portable.pte mnt; \
+         for f in mnt/methods/forward/tensors/*.npy; do \
+           if [ \"$(tail -c +129 $f | sha256sum | cut -c1-64)\" = {sha} ]; then cp portable.fc1.weight.npy $f; fi; \
+         done; \
+         ./ptefs edits mnt | wc -l; ./ptefs commit mnt -o out.pte; ./ptefs umount mnt",
+        d = dir.display()
+    );
+    let out = Command::new("runuser")
+        .args(["-u", "nobody", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("1\n"));
+    let saved = std::fs::read(dir.join("out.pte")).unwrap();
+    let v = view_of(&[dir.join("out.pte")], &[]);
+    let edited = std::fs::read(edit_fixture("portable.fc1.weight.npy")).unwrap();
+    assert!(
+        (0..4)
+            .any(|i| read(&v, &format!("methods/forward/tensors/{i}.bin")) == npy_payload(&edited)),
+        "the committed file holds the new weight"
+    );
+    assert_eq!(
+        saved.len(),
+        std::fs::metadata(edit_fixture("portable.pte"))
+            .unwrap()
+            .len() as usize
+    );
+}
