@@ -1,10 +1,12 @@
 //! Writes a synthetic program for benchmarks and load tests:
-//! `make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G] [--last-seed S] [--zeros 1]`.
+//! `make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G] [--last-seed S] [--zeros 1] [--external 1]`.
 //! The program has one method with N float tensors of B bytes each and,
 //! when G > 0, one more tensor of G bytes (value 0). Tensor bytes are a
 //! deterministic pattern, so no two tensors share a buffer; with
 //! `--zeros 1` they are zeros, written as holes: a sparse file whose size
-//! may far exceed the disk (a million 100 KiB tensors: 100 GiB).
+//! may far exceed the disk (a million 100 KiB tensors: 100 GiB). With
+//! `--external 1` the N tensors are external, named `layers.<i>.weight`:
+//! their bytes are for a data file to hold.
 
 #[path = "../tests/writer/mod.rs"]
 mod writer;
@@ -24,6 +26,7 @@ fn main() {
     // default one in its last tensor only, for `ptefs diff` against `cmp`.
     let mut last_seed = None;
     let mut zeros = false;
+    let mut external = false;
     while let Some(flag) = args.next() {
         let v: u64 = args
             .next()
@@ -35,6 +38,7 @@ fn main() {
             "--big-bytes" => big = v,
             "--last-seed" => last_seed = Some(v),
             "--zeros" => zeros = v != 0,
+            "--external" => external = v != 0,
             other => panic!("unknown flag {other}"),
         }
     }
@@ -43,18 +47,22 @@ fn main() {
         let t = Tensor::new(
             ScalarType::FLOAT,
             &sizes,
-            Data::Constant(if zeros {
-                Bytes::Zeros { len: bytes }
+            if external && i != u64::MAX {
+                Data::External(i as u32)
             } else {
-                Bytes::Pattern {
-                    len: bytes,
-                    seed: if i + 1 == n {
-                        last_seed.unwrap_or(i)
-                    } else {
-                        i
-                    },
-                }
-            }),
+                Data::Constant(if zeros {
+                    Bytes::Zeros { len: bytes }
+                } else {
+                    Bytes::Pattern {
+                        len: bytes,
+                        seed: if i + 1 == n {
+                            last_seed.unwrap_or(i)
+                        } else {
+                            i
+                        },
+                    }
+                })
+            },
         );
         Value::Tensor(t.named(&format!("layers.{}.weight", i)))
     };

@@ -14,7 +14,7 @@
 # uncompressed, mounted with squashfuse.
 #
 # Scripts beside this one that measure more (bench-remote.sh, bench-report.sh,
-# bench-scale.sh, bench-python.sh) run too if present; they get WORKDIR and print rows of
+# bench-scale.sh, bench-python.sh, bench-edit.sh) run too if present; they get WORKDIR and print rows of
 # the same table on stdout.
 #
 # BASELINE=<another ptefs binary> adds its mount time of each delegated
@@ -253,7 +253,7 @@ done
 row "\`ptefs diff\` of two such files differing in the last tensor" "$(ms "$(median "${dt[@]}")")" "cmp: $(ms "$(median "${ct[@]}")")" "$(times "$(median "${dt[@]}")" "$(median "${ct[@]}")")"
 
 # Rows from the other benchmark scripts, if present.
-for extra in scripts/bench-scale.sh scripts/bench-remote.sh scripts/bench-report.sh scripts/bench-python.sh; do
+for extra in scripts/bench-scale.sh scripts/bench-remote.sh scripts/bench-report.sh scripts/bench-python.sh scripts/bench-edit.sh; do
   [[ -x $extra ]] || continue
   say "running $extra ..."
   while IFS= read -r line; do

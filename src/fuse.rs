@@ -1,22 +1,28 @@
 //! The FUSE adapter: converts kernel requests into calls of the filesystem
 //! core ([`Fs`]) and its answers into replies. It holds no logic of its own.
 //!
-//! Content never changes while mounted, so replies carry long timeouts and
-//! the kernel's page cache serves re-reads without asking again. Opening
-//! needs nothing from the daemon, so the kernel is told so once (ENOSYS) and
-//! opens and closes files by itself, keeping their cached pages. Source
-//! bytes go from the memory map into the reply's `writev` without a copy in
-//! this process.
+//! Content never changes while mounted read-only, so replies carry long
+//! timeouts and the kernel's page cache serves re-reads without asking
+//! again. Opening needs nothing from the daemon, so the kernel is told so
+//! once (ENOSYS) and opens and closes files by itself, keeping their cached
+//! pages. Source bytes go from the memory map into the reply's `writev`
+//! without a copy in this process. A writable mount (sizes and names still
+//! never change) opens every file for direct I/O instead, so that a write
+//! through one name is read through the others at once.
 
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
+use std::path::Path;
+use std::time::SystemTime;
+
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, Generation, INodeNo, InitFlags,
-    KernelConfig, LockOwner, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
+    AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use crate::fs::{Attr, BLOCK, Data, FileKind, Fs, FsError};
@@ -96,7 +102,16 @@ impl Filesystem for PtefsFs {
             .set_max_readahead(u32::MAX)
             .or_else(|max| config.set_max_readahead(max));
         let _ = config.set_max_background(64);
+        if self.fs.is_writable() {
+            // O_TRUNC reaches `open` instead of a truncating setattr: a
+            // file is overwritten in place (`cp`, `numpy.save`).
+            let _ = config.add_capabilities(InitFlags::FUSE_ATOMIC_O_TRUNC);
+        }
         Ok(())
+    }
+
+    fn destroy(&mut self) {
+        self.fs.commit_at_unmount();
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
@@ -115,6 +130,14 @@ impl Filesystem for PtefsFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
+        if self.fs.is_writable() {
+            // Every read comes here: one name's write shows through the
+            // others at once, which the page cache of each would hide.
+            return match self.fs.open(ino.0, write) {
+                Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
+                Err(e) => reply.error(errno(&e)),
+            };
+        }
         match self.fs.open(ino.0, write) {
             // ENOSYS to a valid open: the kernel stops sending OPEN and
             // RELEASE for good and opens with KEEP_CACHE itself (fuse's
@@ -148,6 +171,158 @@ impl Filesystem for PtefsFs {
                 reply.error(errno(&e))
             }
         }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.fs.write(ino.0, offset, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        if mode.is_some() || uid.is_some() || gid.is_some() || atime.is_some() || mtime.is_some() {
+            return reply.error(errno(&self.fs.refuse_attributes(ino.0)));
+        }
+        let result = match size {
+            Some(s) => self.fs.set_size(ino.0, s),
+            None => self.fs.getattr(ino.0),
+        };
+        match result {
+            Ok(a) => reply.attr(&TTL, &file_attr(&a)),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(&self.fs.refuse_names("create", name.as_bytes())));
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        reply.error(errno(&self.fs.refuse_names("create", name.as_bytes())));
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(&self.fs.refuse_names("mkdir", name.as_bytes())));
+    }
+
+    fn unlink(&self, _req: &Request, _parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(&self.fs.refuse_names("remove", name.as_bytes())));
+    }
+
+    fn rmdir(&self, _req: &Request, _parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(&self.fs.refuse_names("rmdir", name.as_bytes())));
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        link_name: &OsStr,
+        _target: &Path,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(
+            &self.fs.refuse_names("symlink", link_name.as_bytes()),
+        ));
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        name: &OsStr,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        _flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(errno(&self.fs.refuse_names("rename", name.as_bytes())));
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(&self.fs.refuse_names("link", newname.as_bytes())));
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        match self.fs.setxattr(ino.0, name.as_bytes(), value) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(&self.fs.refuse_attributes(ino.0)));
     }
 
     fn flush(

@@ -23,6 +23,7 @@ pub mod allocator;
 pub mod auto_data;
 pub mod cli;
 pub mod delegate;
+pub mod edit;
 pub mod escape;
 pub mod format;
 pub mod fs;

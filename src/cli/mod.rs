@@ -5,12 +5,15 @@
 
 mod cat;
 pub mod cmdline;
+mod commit;
 mod diff;
 mod inspect;
 mod list;
 mod mount;
+mod pack;
 pub mod progress;
 mod report;
+mod set;
 mod stat;
 
 use std::ffi::OsString;
@@ -71,6 +74,15 @@ enum Command {
     /// Where the bytes go, what runs where, what the weights look like:
     /// text, JSON, or one HTML page with pictures.
     Report(report::ReportArgs),
+    /// Write a new file with stored tensors replaced, every other byte kept.
+    Set(set::SetArgs),
+    /// Write the data file (.ptd) a program expects from named tensors.
+    Pack(pack::PackArgs),
+    /// Save the edits of a writable mount as a new file.
+    Commit(commit::CommitArgs),
+    /// List the changed ranges of a writable mount: path, source, offset,
+    /// length, old and new sha256.
+    Edits(commit::EditsArgs),
 }
 
 /// What every kind of input is, for each command's `--help`.
@@ -311,6 +323,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Inspect(args) => inspect::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Set(args) => set::run(&args),
+        Command::Pack(args) => pack::run(&args),
+        Command::Commit(args) => commit::commit(&args),
+        Command::Edits(args) => commit::edits(&args),
     };
     status.unwrap_or_else(|code| code)
 }

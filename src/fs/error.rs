@@ -18,6 +18,65 @@ pub enum FsError {
     /// Anything that would write.
     #[error("the tree is read-only")]
     ReadOnly,
+    /// A write to a file that serves no stored tensor as it is stored
+    /// (rendered files, segments, payloads), or to a remote source.
+    #[error("{why}")]
+    NotStored {
+        /// What the file is.
+        why: String,
+    },
+    /// A write past a file's end.
+    #[error("{path}: a write up to byte {end} goes past its end ({size} bytes)")]
+    PastEnd {
+        /// The file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// Where the write would end.
+        end: u64,
+    },
+    /// A change of a file's size.
+    #[error("{path}: its size is {from} bytes and cannot become {to}")]
+    Resize {
+        /// The file.
+        path: String,
+        /// The size it has.
+        from: u64,
+        /// The size asked for.
+        to: u64,
+    },
+    /// A write that changes a `.npy` header.
+    #[error("{path}: a write changes its .npy header (dtype, shape and layout stay as stored)")]
+    Header {
+        /// The file.
+        path: String,
+    },
+    /// Creating, removing or renaming a name.
+    #[error("{op} {name:?}: the tree's names are fixed")]
+    NamesFixed {
+        /// The operation.
+        op: String,
+        /// The name.
+        name: String,
+    },
+    /// A change of mode, owner or times.
+    #[error("{path}: only a file's bytes can change, not its mode, owner or times")]
+    AttributesFixed {
+        /// The file.
+        path: String,
+    },
+    /// The overlay is full.
+    #[error("{why}")]
+    Full {
+        /// Why.
+        why: String,
+    },
+    /// Saving the edited file failed.
+    #[error("saving: {why}")]
+    Commit {
+        /// Why.
+        why: String,
+    },
     /// Execute permission on a file: nothing here runs.
     #[error("files in the tree are not executable")]
     NotExecutable,
@@ -53,7 +112,12 @@ impl FsError {
             FsError::NotFound => libc::ENOENT,
             FsError::NotDir(_) => libc::ENOTDIR,
             FsError::IsDir(_) => libc::EISDIR,
-            FsError::ReadOnly => libc::EROFS,
+            FsError::ReadOnly | FsError::NotStored { .. } => libc::EROFS,
+            FsError::PastEnd { .. } => libc::EFBIG,
+            FsError::Resize { .. } | FsError::Header { .. } => libc::EINVAL,
+            FsError::NamesFixed { .. } | FsError::AttributesFixed { .. } => libc::EPERM,
+            FsError::Full { .. } => libc::ENOSPC,
+            FsError::Commit { .. } => libc::EIO,
             FsError::NotExecutable => libc::EACCES,
             FsError::NoAttribute => libc::ENODATA,
             FsError::UnsupportedAttribute => libc::EOPNOTSUPP,

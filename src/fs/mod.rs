@@ -6,6 +6,7 @@
 
 mod attr;
 mod error;
+mod write;
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +14,7 @@ use std::time::SystemTime;
 
 pub use attr::{Attr, BLOCK, FileKind, Owner};
 pub use error::{FsError, Result};
+pub use write::{COMMIT_ATTR, EDITS_ATTR, EditRow, Writable};
 
 use crate::format::Span;
 use crate::source::Source;
@@ -27,6 +29,8 @@ pub struct Fs {
     mtime: SystemTime,
     /// Whether each source's change was already logged.
     change_logged: Vec<AtomicBool>,
+    /// The overlay of a writable mount.
+    writable: Option<Writable>,
 }
 
 /// One entry of a directory listing.
@@ -107,6 +111,15 @@ impl Fs {
             owner,
             mtime,
             change_logged,
+            writable: None,
+        }
+    }
+
+    /// Serves `view` with stored tensors' files writable into `writable`.
+    pub fn new_writable(view: View, writable: Writable) -> Fs {
+        Fs {
+            writable: Some(writable),
+            ..Fs::new(view)
         }
     }
 
@@ -123,9 +136,22 @@ impl Fs {
                 self.renderable(&f.content, false)?;
                 let size = f.content.len();
                 self.rendered_intact(&f.content)?;
-                (FileKind::RegularFile, size, self.owner.file_perm)
+                let perm = match self.takes_writes(ino) {
+                    true => self.owner.file_perm | 0o200,
+                    false => self.owner.file_perm,
+                };
+                (FileKind::RegularFile, size, perm)
             }
-            None if tree.is_dir(ino) => (FileKind::Directory, 0, self.owner.dir_perm()),
+            None if tree.is_dir(ino) => {
+                // A writable mount's owner sets the root's attributes that
+                // save and list its edits, which the kernel allows only to
+                // whoever may write the directory.
+                let perm = match self.is_writable() && ino == ROOT {
+                    true => self.owner.dir_perm() | 0o200,
+                    false => self.owner.dir_perm(),
+                };
+                (FileKind::Directory, 0, perm)
+            }
             None => return Err(FsError::NotFound),
         };
         Ok(Attr {
@@ -197,7 +223,7 @@ impl Fs {
     /// Checks that file `ino` can be opened, for writing or not.
     pub fn open(&self, ino: Ino, write: bool) -> Result<()> {
         if write {
-            return Err(FsError::ReadOnly);
+            return self.open_write(ino);
         }
         match self.getattr(ino)?.kind {
             FileKind::RegularFile => Ok(()),
@@ -208,7 +234,7 @@ impl Fs {
     /// Checks access to `ino`: writing never, executing a file never.
     pub fn access(&self, ino: Ino, write: bool, exec: bool) -> Result<()> {
         let attr = self.getattr(ino)?;
-        if write {
+        if write && !self.takes_writes(ino) {
             return Err(FsError::ReadOnly);
         }
         if exec && attr.kind == FileKind::RegularFile {
@@ -268,6 +294,7 @@ impl Fs {
         let source = self.source(id)?;
         if piece.head.is_empty()
             && piece.widen.is_none()
+            && !write::edited(self, id, span)
             && let Some(mapped) = source.mapped(span)
         {
             return Ok(Data::Mapped(mapped));
@@ -319,6 +346,9 @@ impl Fs {
     /// The value of extended attribute `name` of `ino`.
     pub fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         self.getattr(ino)?;
+        if let Some(value) = self.control_attr(ino, name) {
+            return value;
+        }
         // `ls -l` asks every file for security.selinux and its ACL
         // (system.posix_acl_*). "Not supported" (rather than "no such
         // attribute") is what a filesystem without labels or ACLs says, and
@@ -431,7 +461,13 @@ impl Fs {
         end: u64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let read = source.read_span_within(span, end, out);
+        let before = out.len();
+        let mut read = source.read_span_within(span, end, out);
+        if read.is_ok()
+            && let Some(o) = self.overlay()
+        {
+            read = o.apply(id, span, &mut out[before..]);
+        }
         // A remote source finds out it changed only by reading.
         if read.is_err() {
             self.check_unchanged(id)?;

@@ -238,6 +238,13 @@ impl Tree {
         Some((c.dir, c.first_name(ino)?))
     }
 
+    /// True when `ino` is one of a program's constant buffers
+    /// (`constants/<i>.bin`): stored bytes that may be typed by several
+    /// tensors at once, or by none.
+    pub fn is_constant_buffer(&self, ino: Ino) -> bool {
+        self.constants_of(ino).is_some()
+    }
+
     fn table_of(&self, ino: Ino) -> Option<&TensorTable> {
         self.tables
             .iter()

@@ -305,6 +305,37 @@ fn mutated_fixtures_open_or_fail_cleanly() {
     for name in ["vulkan.pte", "tiny-tensors.pte", "events.etdp"] {
         inputs.push((name.into(), seeds.join(name)));
     }
+    // Files ptefs wrote: a program with a weight set, and a packed data file.
+    let edit = fixture("edit");
+    let set = dir.path().join("set.pte");
+    let packed = dir.path().join("packed.ptd");
+    for args in [
+        vec![
+            "set".into(),
+            edit.join("portable.pte"),
+            format!(
+                "methods/forward/tensors/0.npy={}",
+                edit.join("portable.fc1.weight.npy").display()
+            )
+            .into(),
+            "-o".into(),
+            set.clone(),
+        ],
+        vec![
+            "pack".into(),
+            "--for".into(),
+            edit.join("external.pte"),
+            edit.join("external.ptd"),
+            "-o".into(),
+            packed.clone(),
+        ],
+    ] {
+        let args: Vec<std::path::PathBuf> = args;
+        let o = Command::new(ptefs_bin()).args(&args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    inputs.push(("set.pte".into(), set));
+    inputs.push(("packed.ptd".into(), packed));
     let mut total = 0;
     for (model, path) in inputs {
         let start = Instant::now();

@@ -16,12 +16,11 @@ use super::options::Options;
 use crate::cli::{OK, TROUBLE, error};
 use crate::fs::Fs;
 use crate::fuse::PtefsFs;
-use crate::view::View;
 
 /// Forks: the child mounts and serves; the parent returns once the child
 /// reports the mount live, or fails with the child's error.
 pub(super) fn detach(
-    view: View,
+    fs: Fs,
     mountpoint: &Path,
     options: &Options,
     threads: u16,
@@ -60,7 +59,7 @@ pub(super) fn detach(
             drop(read_end);
             become_daemon(log.as_ref());
             let status = serve(
-                view,
+                fs,
                 mountpoint,
                 options,
                 threads,
@@ -70,7 +69,7 @@ pub(super) fn detach(
         }
         Ok(ForkResult::Parent { .. }) => {
             drop(write_end);
-            drop(view);
+            drop(fs);
             let mut report = String::new();
             let _ = File::from(read_end).read_to_string(&mut report);
             match report.strip_prefix("ok") {
@@ -121,7 +120,7 @@ type Detached = (File, Option<File>);
 
 /// Mounts and serves until unmounted or signalled.
 pub(super) fn serve(
-    view: View,
+    fs: Fs,
     mountpoint: &Path,
     options: &Options,
     threads: u16,
@@ -144,7 +143,7 @@ pub(super) fn serve(
     // including fuser's, inherits this mask.
     let signals = block_signals();
     keep_inherited_descriptors_from_helpers();
-    let fs = PtefsFs::new(Fs::new(view));
+    let fs = PtefsFs::new(fs);
     let mut config = Config::default();
     config.mount_options = options.mount.clone();
     config.acl = options.acl;

@@ -16,6 +16,7 @@ use nix::errno::Errno;
 
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, report_view};
+use crate::fs::{Fs, Writable};
 use crate::source::redact::redact;
 use crate::view::View;
 use mountpoint::{check_dev_fuse, check_mountpoint, mount_at, unmount_path};
@@ -63,6 +64,25 @@ pub(super) struct MountArgs {
     /// Where a detached daemon writes its log.
     #[arg(long, value_name = "PATH")]
     log_file: Option<PathBuf>,
+    /// Let stored tensors' files be overwritten in place (copy on write:
+    /// the sources are never written); save with `ptefs commit`.
+    #[arg(long)]
+    writable: bool,
+    /// With --writable, bytes of edits kept in memory (suffixes K, M, G);
+    /// beyond them edits go to --work-dir.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "256M",
+        requires = "writable"
+    )]
+    edit_memory: String,
+    /// With --writable, a directory for edits beyond --edit-memory.
+    #[arg(long, value_name = "DIR", requires = "writable")]
+    work_dir: Option<PathBuf>,
+    /// With --writable, save the edited file to OUT at unmount.
+    #[arg(long = "commit", value_name = "OUT", requires = "writable")]
+    commit: Option<PathBuf>,
 }
 
 pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
@@ -87,10 +107,25 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         })
         .unwrap_or_default();
     let root = nix::unistd::geteuid().is_root();
-    let options = parse_options(&args.options, &source_name, root).map_err(|e| {
+    let mut options = parse_options(&args.options, &source_name, root).map_err(|e| {
         error(e);
         TROUBLE
     })?;
+    let writable = match args.writable {
+        true => {
+            options.mount.retain(|o| *o != fuser::MountOption::RO);
+            let memory = options::size_value(&args.edit_memory).map_err(|e| {
+                error(format_args!("--edit-memory: {e}"));
+                TROUBLE
+            })?;
+            // The daemon leaves the working directory: paths must be whole.
+            let whole = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+            let work_dir = args.work_dir.as_deref().map(whole);
+            let commit = args.commit.as_deref().map(whole);
+            Some(Writable::new(memory, work_dir.as_deref(), commit))
+        }
+        false => None,
+    };
     let mut req = args.attach.request(inputs, args.subdirs)?;
     args.profile.apply(&mut req);
     // Fetching a remote file's structure, or laying out a large tree, takes
@@ -111,11 +146,15 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     })?;
+    let fs = match writable {
+        Some(w) => Fs::new_writable(view, w),
+        None => Fs::new(view),
+    };
     if args.foreground {
-        return daemon::serve(view, &mountpoint, &options, args.threads, None);
+        return daemon::serve(fs, &mountpoint, &options, args.threads, None);
     }
     daemon::detach(
-        view,
+        fs,
         &mountpoint,
         &options,
         args.threads,

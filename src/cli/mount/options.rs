@@ -142,6 +142,12 @@ pub(super) fn parse_options(
 }
 
 /// `512M`, `2G`, `65536`: bytes, with an optional binary K, M or G.
+/// A size in bytes with an optional K, M or G suffix, for options given
+/// apart from `-o`.
+pub(super) fn size_value(s: &str) -> Result<u64, String> {
+    parse_size(s).ok_or_else(|| format!("{s:?}: give a size in bytes, optionally with K, M or G"))
+}
+
 fn parse_size(s: &str) -> Option<u64> {
     let (digits, shift) = match s.as_bytes().last()? {
         b'k' | b'K' => (&s[..s.len() - 1], 10),

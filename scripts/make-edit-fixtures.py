@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Writes the fixtures of `ptefs set` and `ptefs pack` in tests/fixtures/edit/.
+
+Four tiny programs are exported with ExecuTorch 1.5.1: a portable MLP
+(`portable.pte`), the same with a constant method `get_max_seq_len`
+(`constmethod.pte`), the same with its weights in a data file
+(`external.pte` + `external.ptd`), and an MLP lowered to XNNPACK with its
+weights in a data file (`xnnpack.pte` + `xnnpack.ptd`). Each model's weights are then
+edited (deterministically) and the model exported again by ExecuTorch
+itself: that file is the oracle. Committed are the original programs, the
+edited weights (`<name>.<fqn>.npy`) and `<name>.oracle.json` holding the
+sha256 of every file ExecuTorch wrote with the edited weights, the data
+file's segments by key, and the model's outputs on a fixed input before
+and after the edit (see `eager`). The edited files themselves are not
+committed: the tests check that ptefs writes files with those digests.
+
+Run with the ExecuTorch venv's python (executorch==1.5.1, torch); the
+tests never run this. Its output is the same on every run.
+"""
+
+import copy
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from functools import partial
+
+import numpy as np
+import torch
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.exir import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
+from executorch.exir.passes.external_constants_pass import (
+    delegate_external_constants_pass_unlifted,
+)
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "edit")
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def model():
+    torch.manual_seed(0)
+    return Mlp().eval()
+
+
+def edited(m):
+    """The same model with fc1.weight and fc2.bias changed."""
+    e = copy.deepcopy(m)
+    with torch.no_grad():
+        e.fc1.weight.mul_(-0.5).add_(0.25)
+        e.fc2.bias.copy_(torch.arange(4, dtype=torch.float32) / 8 - 0.2)
+    return e, ["fc1.weight", "fc2.bias"]
+
+
+INPUT = (torch.arange(8, dtype=torch.float32).reshape(1, 8) / 10 - 0.3,)
+
+
+def export_portable(m, constant_methods=None):
+    ep = torch.export.export(m, INPUT, strict=True)
+    return to_edge(ep, constant_methods=constant_methods).to_executorch()
+
+
+def export_external(m):
+    ep = torch.export.export(m, INPUT, strict=True)
+    return to_edge(ep).to_executorch(ExecutorchBackendConfig(external_constants=True))
+
+
+def export_xnnpack(m):
+    ep = torch.export.export(m, INPUT, strict=True)
+    # Every weight of the delegate goes to the data file "model".
+    unlifted = ep.module()
+    delegate_external_constants_pass_unlifted(unlifted, gen_tag_fn=lambda _: "model")
+    ep = torch.export.export(unlifted, INPUT, strict=True)
+    lowered = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    return lowered.to_executorch(ExecutorchBackendConfig())
+
+
+def eager(m, method="forward"):
+    """The model's outputs in PyTorch. ExecuTorch 1.5.1's runtime in the
+    venv these were made in (torch 2.11) refuses every tensor input ("tensor
+    does not have a device"), so the oracle holds the eager outputs, which
+    the runtime computes up to float rounding on the files whose digests
+    it also holds."""
+    if method != "forward":
+        return None
+    with torch.no_grad():
+        return [m(*INPUT).tolist()]
+
+
+def ptd_segments(ptd):
+    """key -> sha256 of its segment's bytes, read with ExecuTorch's own
+    deserializer."""
+    from executorch.exir._serialize._cord import Cord
+    from executorch.extension.flat_tensor.serialize.serialize import FlatTensorSerializer
+
+    payload = FlatTensorSerializer().deserialize(Cord(ptd))
+    out = {}
+    for key, entry in payload.named_data.items():
+        out[key] = sha(bytes(payload.buffers[entry.buffer_index]))
+    return out
+
+
+def save_weights(name, m, fqns):
+    sd = m.state_dict()
+    for f in fqns:
+        np.save(os.path.join(OUT, f"{name}.{f}.npy"), sd[f].detach().numpy())
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    m = model()
+    e, fqns = edited(m)
+    sd = m.state_dict()
+
+    for name, methods in [("portable", None), ("constmethod", {"get_max_seq_len": 128})]:
+        before = export_portable(m, methods)
+        after = export_portable(e, methods)
+        open(os.path.join(OUT, f"{name}.pte"), "wb").write(before.buffer)
+        save_weights(name, e, fqns)
+        oracle = {
+            "made_by": "scripts/make-edit-fixtures.py with executorch 1.5.1",
+            "input": [t.tolist() for t in INPUT],
+            "edited": {
+                f: {
+                    "original_sha256": sha(sd[f].detach().numpy().tobytes()),
+                    "npy": f"{name}.{f}.npy",
+                }
+                for f in fqns
+            },
+            "original_sha256": sha(before.buffer),
+            "edited_sha256": sha(after.buffer),
+            "edited_size": len(after.buffer),
+            "eager_outputs": eager(m),
+            "edited_eager_outputs": eager(e),
+        }
+        if methods:
+            oracle["constant_methods"] = methods
+            # The same program with each constant doubled, weights unedited.
+            doubled = {k: v * 2 for k, v in methods.items()}
+            oracle["edited_constant_methods"] = doubled
+            oracle["edited_constants_sha256"] = sha(export_portable(m, doubled).buffer)
+        json.dump(oracle, open(os.path.join(OUT, f"{name}.oracle.json"), "w"), indent=1)
+
+    before = export_external(m)
+    after = export_external(e)
+    (ptd_before,) = before._tensor_data.values()
+    (ptd_after,) = after._tensor_data.values()
+    ptd_before, ptd_after = bytes(ptd_before), bytes(ptd_after)
+    open(os.path.join(OUT, "external.pte"), "wb").write(before.buffer)
+    open(os.path.join(OUT, "external.ptd"), "wb").write(ptd_before)
+    save_weights("external", e, fqns)
+    oracle = {
+        "made_by": "scripts/make-edit-fixtures.py with executorch 1.5.1",
+        "input": [t.tolist() for t in INPUT],
+        "edited": {f: {"npy": f"external.{f}.npy"} for f in fqns},
+        "original_sha256": sha(before.buffer),
+        "original_ptd_sha256": sha(ptd_before),
+        "edited_pte_sha256": sha(after.buffer),
+        "edited_ptd_sha256": sha(ptd_after),
+        "edited_segments": ptd_segments(ptd_after),
+        "eager_outputs": eager(m),
+        "edited_eager_outputs": eager(e),
+    }
+    json.dump(oracle, open(os.path.join(OUT, "external.oracle.json"), "w"), indent=1)
+
+    before = export_xnnpack(m)
+    after = export_xnnpack(e)
+    (ptd_before,) = before._tensor_data.values()
+    (ptd_after,) = after._tensor_data.values()
+    ptd_before, ptd_after = bytes(ptd_before), bytes(ptd_after)
+    open(os.path.join(OUT, "xnnpack.pte"), "wb").write(before.buffer)
+    open(os.path.join(OUT, "xnnpack.ptd"), "wb").write(ptd_before)
+    save_weights("xnnpack", e, fqns)
+    segs_before = ptd_segments(ptd_before)
+    segs_after = ptd_segments(ptd_after)
+    # The delegate names each weight by the digest of its bytes: an edited
+    # weight's key changes with it. Pair old and new keys by the weight
+    # they hold: the unchanged ones keep theirs.
+    weights = {f: sha(t.detach().numpy().tobytes()) for f, t in sd.items()}
+    new_weights = {f: sha(t.detach().numpy().tobytes()) for f, t in e.state_dict().items()}
+    oracle = {
+        "made_by": "scripts/make-edit-fixtures.py with executorch 1.5.1",
+        "input": [t.tolist() for t in INPUT],
+        "edited": {
+            f: {
+                "original_sha256": weights[f],
+                "edited_sha256": new_weights[f],
+                "npy": f"xnnpack.{f}.npy",
+            }
+            for f in fqns
+        },
+        "original_sha256": sha(before.buffer),
+        "original_ptd_sha256": sha(ptd_before),
+        "edited_pte_sha256": sha(after.buffer),
+        "edited_ptd_sha256": sha(ptd_after),
+        "segments": segs_before,
+        "edited_segments": segs_after,
+        "eager_outputs": eager(m),
+        "edited_eager_outputs": eager(e),
+    }
+    json.dump(oracle, open(os.path.join(OUT, "xnnpack.oracle.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+//! `ptefs set`: a new file with some stored tensors replaced.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{NOT_FOUND, OK, Sources, TROUBLE, error};
+use crate::edit::{self, Edit, EditError, Edits};
+use crate::escape::escape;
+use crate::fs::Fs;
+use crate::source::redact::shown;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "SOURCE is a .npy of the tensor's dtype and shape (for a .npy path, \
+    with the very header that path serves), a raw file of exactly the tensor's size, or - \
+    for standard input. Only stored tensors' .bin and .npy files can be set, and a constant \
+    method's methods/<m>/value.json (a JSON number or boolean, stored where the program's \
+    flatbuffer holds the value); every other byte of the output equals the input's.\n\n\
+    Examples:\n  \
+    ptefs set model.pte constants/3.npy=fixed.npy -o fixed.pte\n  \
+    ptefs set weights.ptd tensors/fc1.weight.bin=- -o new.ptd < w.raw"
+)]
+pub(super) struct SetArgs {
+    #[command(flatten)]
+    sources: Sources,
+    /// Tree paths of stored tensors and what to store in them.
+    #[arg(required = true, value_name = "PATH=SOURCE")]
+    edits: Vec<String>,
+    /// The file to write (replaced atomically; may be FILE itself).
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: PathBuf,
+}
+
+pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
+    let fs = args.sources.open()?;
+    let view = fs.view();
+    let mut by_source: BTreeMap<usize, Edits> = BTreeMap::new();
+    let mut stdin_used = false;
+    for arg in &args.edits {
+        let Some((path, ino, what)) = split(&fs, arg) else {
+            error(format_args!(
+                "{}: no such file in the tree of {} (expected PATH=SOURCE)",
+                escape(arg),
+                shown(&args.sources.file)
+            ));
+            return Err(NOT_FOUND);
+        };
+        let fail = |e: EditError| {
+            error(e);
+            TROUBLE
+        };
+        let scalar = edit::scalar::method_of(path);
+        let to = match scalar {
+            Some(_) => None,
+            None => Some(edit::stored(&view.tree, ino, path).map_err(fail)?),
+        };
+        let id = to.as_ref().map_or(0, |t| t.source);
+        let source = &view.sources[id];
+        if source.is_remote() {
+            return Err(fail(EditError::NotStored {
+                path: path.to_owned(),
+                why: format!(
+                    "is stored in {}, a remote source; copy it here and set the local file",
+                    source.name
+                ),
+            }));
+        }
+        let given = if what == "-" {
+            if std::mem::replace(&mut stdin_used, true) {
+                error("standard input (-) can be given only once");
+                return Err(TROUBLE);
+            }
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut buf)
+                .map_err(|e| fail(EditError::io("standard input")(e)))?;
+            buf
+        } else {
+            std::fs::read(what).map_err(|e| fail(EditError::io(what)(e)))?
+        };
+        let edit = match (&to, scalar) {
+            (Some(to), _) => Edit {
+                offset: to.span.offset,
+                bytes: edit::value::new_bytes(to, path, what, &given).map_err(fail)?,
+                path: path.to_owned(),
+            },
+            (None, Some(method)) => {
+                edit::scalar::set(source.bytes(), method, &given, path).map_err(fail)?
+            }
+            (None, None) => unreachable!("a path is a stored tensor or a constant"),
+        };
+        by_source
+            .entry(id)
+            .or_default()
+            .add(edit, &source.name)
+            .map_err(fail)?;
+    }
+    let mut touched = by_source.into_iter();
+    let (id, edits) = touched.next().expect("at least one edit is required");
+    if let Some((other, _)) = touched.next() {
+        error(format_args!(
+            "the paths given are stored in {} and in {}; set writes one file: run it once for each",
+            view.sources[id].name, view.sources[other].name
+        ));
+        return Err(TROUBLE);
+    }
+    let source = &view.sources[id];
+    if id != 0 {
+        eprintln!(
+            "ptefs: note: the paths given are stored in {}: {} is a new {}",
+            source.name,
+            shown(&args.output),
+            source.name
+        );
+    }
+    let differ = edits
+        .iter()
+        .filter(|e| source.mapped(e.span()).is_none_or(|old| old != e.bytes))
+        .count();
+    let (ranges, set) = (
+        edits.len(),
+        edits.iter().map(|e| e.bytes.len()).sum::<usize>(),
+    );
+    let written = edit::save(source, edits, &args.output).map_err(|e| {
+        error(e);
+        TROUBLE
+    })?;
+    println!(
+        "{}: {} bytes; {} bytes set in {} range(s), {} changed; every other byte as in {}",
+        shown(&written.path),
+        written.len,
+        set,
+        ranges,
+        differ,
+        source.name
+    );
+    Ok(OK)
+}
+
+/// Splits `PATH=SOURCE` at the first `=` whose left side is a path of
+/// the tree (tree names may hold `=` themselves).
+fn split<'a>(fs: &Fs, arg: &'a str) -> Option<(&'a str, u64, &'a str)> {
+    arg.match_indices('=').find_map(|(i, _)| {
+        let (path, what) = (&arg[..i], &arg[i + 1..]);
+        let ino = fs.resolve(path).ok()?;
+        (!what.is_empty()).then_some((path, ino, what))
+    })
+}

@@ -1,0 +1,394 @@
+//! The data file a program expects, packed from tensors given by name: a
+//! safetensors checkpoint, a directory of `.npy` (or raw `.bin`) files, or
+//! another data file. Every key the program needs is written with the
+//! type, shape and dimension order it declares; names match exactly, or
+//! as the same dotted path under a prefix (`model.fc1.weight` for
+//! `fc1.weight`).
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use super::cast;
+use super::npy;
+use super::ptd::Blob;
+use super::{EditError, Result};
+use crate::format::{self, Layout, Parsed, ProgramFile, TensorData, scalar};
+use crate::schema::ScalarType;
+use crate::source::Source;
+
+/// A key the program needs from a data file.
+#[derive(Debug, Clone)]
+pub struct Want {
+    /// The key.
+    pub key: String,
+    /// The layout declared for an external tensor; `None` for named data
+    /// a delegate refers to, whose bytes are opaque.
+    pub layout: Option<Layout>,
+}
+
+impl Want {
+    /// Bytes of the declared tensor.
+    fn nbytes(&self) -> Option<u64> {
+        let l = self.layout.as_ref()?;
+        format::tensor_nbytes(l.scalar_type, &l.sizes)
+            .ok()
+            .flatten()
+    }
+}
+
+/// The keys `program` needs from a data file, each once: its external
+/// tensors in method and value order, then the named data its delegates
+/// refer to that it does not hold itself.
+pub fn wanted(program: &ProgramFile<'_>) -> Vec<Want> {
+    let mut out: Vec<Want> = Vec::new();
+    for t in program.methods.iter().flat_map(|m| &m.tensors) {
+        if let TensorData::External { key } = t.data {
+            let key = key.show().into_owned();
+            if !out.iter().any(|w| w.key == key) {
+                out.push(Want {
+                    key,
+                    layout: Some(Layout {
+                        scalar_type: t.scalar_type,
+                        sizes: t.sizes.clone(),
+                        dim_order: t.dim_order.clone(),
+                    }),
+                });
+            }
+        }
+    }
+    for (key, _) in crate::delegate::referenced_named_keys(program) {
+        let held = program.named.iter().any(|n| n.key == key);
+        let key = key.show().into_owned();
+        if !held && !out.iter().any(|w| w.key == key) {
+            out.push(Want { key, layout: None });
+        }
+    }
+    out
+}
+
+/// The program at `path` and the keys it needs from a data file.
+pub fn program_wants(path: &Path) -> Result<Vec<Want>> {
+    let program = Source::open(path)?;
+    let shown = crate::source::redact::shown(path);
+    match format::parse(program.bytes()) {
+        Ok(Parsed::Program(p)) => Ok(wanted(&p)),
+        Ok(_) => Err(EditError::Pack(format!(
+            "{shown}: is given with --for but is not a program (.pte)"
+        ))),
+        Err(e) => Err(EditError::Pack(format!("{shown}: {e}"))),
+    }
+}
+
+/// Named values read from one input.
+#[derive(Debug)]
+pub struct Supply {
+    /// The input as given.
+    pub path: PathBuf,
+    /// Its files, each mapped, with the name it gives its value (for a
+    /// directory) or `None` (for a file holding many).
+    files: Vec<(Option<String>, Source)>,
+}
+
+/// One named value an input offers.
+#[derive(Debug, Clone)]
+pub struct Offer<'s> {
+    /// The name.
+    pub name: String,
+    /// Where it comes from, for messages.
+    pub from: String,
+    /// Element type and shape, when the input says; `None` for raw bytes.
+    pub tensor: Option<(ScalarType, Vec<u64>)>,
+    /// The bytes, as a tensor's stored row-major, or as the blob is.
+    pub bytes: &'s [u8],
+}
+
+impl Supply {
+    /// Opens `path`: a data file, a safetensors file, or a directory of
+    /// `.npy` and `.bin` files named by key.
+    pub fn open(path: &Path) -> Result<Supply> {
+        let files = if path.is_dir() {
+            let mut files = Vec::new();
+            let entries = std::fs::read_dir(path).map_err(EditError::io(path))?;
+            let mut names: Vec<PathBuf> = entries
+                .map(|e| e.map(|e| e.path()))
+                .collect::<std::io::Result<_>>()
+                .map_err(EditError::io(path))?;
+            names.sort();
+            for p in names {
+                let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+                    continue;
+                };
+                let key = name
+                    .strip_suffix(".npy")
+                    .or_else(|| name.strip_suffix(".bin"));
+                if let Some(key) = key.filter(|_| p.is_file()) {
+                    files.push((Some(key.to_owned()), Source::open(&p)?));
+                }
+            }
+            files
+        } else {
+            vec![(None, Source::open(path)?)]
+        };
+        Ok(Supply {
+            path: path.to_owned(),
+            files,
+        })
+    }
+
+    /// What the input offers, in its own order; in a directory, a `.npy`
+    /// comes before the `.bin` of the same name.
+    pub fn offers(&self) -> Result<Vec<Offer<'_>>> {
+        let shown = crate::source::redact::shown(&self.path);
+        let bad = |why: String| EditError::Pack(format!("{shown}: {why}"));
+        let mut out = Vec::new();
+        for (name, s) in &self.files {
+            let bytes = s.bytes();
+            let Some(name) = name else {
+                return match format::sniff(bytes) {
+                    Ok(format::Kind::Data) => {
+                        let Ok(Parsed::Data(d)) = format::parse(bytes) else {
+                            let e = format::parse(bytes).err().map(|e| e.to_string());
+                            return Err(bad(e.unwrap_or_default()));
+                        };
+                        Ok(d.entries
+                            .iter()
+                            .map(|e| Offer {
+                                name: e.key.show().into_owned(),
+                                from: shown.clone(),
+                                tensor: e.layout.as_ref().map(|l| {
+                                    let shape = l.sizes.iter().map(|&d| d.max(0) as u64).collect();
+                                    (l.scalar_type, shape)
+                                }),
+                                bytes: e.span.bytes(bytes),
+                            })
+                            .collect())
+                    }
+                    _ if npy::is_npy(bytes) => Err(bad(
+                        "is a .npy, which names no key: give the directory holding it as <key>.npy"
+                            .into(),
+                    )),
+                    _ => safetensors(bytes, &shown).map_err(bad),
+                };
+            };
+            let from = format!("{shown}/{}", s.name);
+            let offer = if npy::is_npy(bytes) {
+                let h = npy::parse(bytes).map_err(|e| bad(format!("{}: {e}", s.name)))?;
+                let dtype = scalar::from_numpy(&h.descr).ok_or_else(|| {
+                    bad(format!(
+                        "{}: dtype {} is not one a program stores",
+                        s.name, h.descr
+                    ))
+                })?;
+                if h.fortran_order && h.shape.iter().filter(|&&d| d > 1).count() > 1 {
+                    return Err(bad(format!("{}: is in Fortran order", s.name)));
+                }
+                Offer {
+                    name: name.clone(),
+                    from,
+                    tensor: Some((dtype, h.shape)),
+                    bytes: &bytes[h.len..],
+                }
+            } else {
+                Offer {
+                    name: name.clone(),
+                    from,
+                    tensor: None,
+                    bytes,
+                }
+            };
+            if !out.iter().any(|o: &Offer<'_>| o.name == offer.name) {
+                out.push(offer);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The tensors of a safetensors file.
+fn safetensors<'s>(bytes: &'s [u8], shown: &str) -> std::result::Result<Vec<Offer<'s>>, String> {
+    let st = safetensors::SafeTensors::deserialize(bytes)
+        .map_err(|e| format!("neither a data file (.ptd) nor a safetensors file: {e}"))?;
+    let mut named = st.tensors();
+    // In file order, as its header does not keep an order of its own.
+    named.sort_by_key(|(_, v)| v.data().as_ptr() as usize);
+    named
+        .into_iter()
+        .map(|(name, v)| {
+            let dtype = safetensors_type(v.dtype()).ok_or_else(|| {
+                format!("{name}: dtype {:?} is not one a program stores", v.dtype())
+            })?;
+            Ok(Offer {
+                name,
+                from: shown.to_owned(),
+                tensor: Some((dtype, v.shape().iter().map(|&d| d as u64).collect())),
+                bytes: v.data(),
+            })
+        })
+        .collect()
+}
+
+fn safetensors_type(d: safetensors::Dtype) -> Option<ScalarType> {
+    use safetensors::Dtype as D;
+    Some(match d {
+        D::BOOL => ScalarType::BOOL,
+        D::U8 => ScalarType::BYTE,
+        D::I8 => ScalarType::CHAR,
+        D::I16 => ScalarType::SHORT,
+        D::U16 => ScalarType::UINT16,
+        D::I32 => ScalarType::INT,
+        D::U32 => ScalarType::UINT32,
+        D::I64 => ScalarType::LONG,
+        D::U64 => ScalarType::UINT64,
+        D::F16 => ScalarType::HALF,
+        D::BF16 => ScalarType::BFLOAT16,
+        D::F32 => ScalarType::FLOAT,
+        D::F64 => ScalarType::DOUBLE,
+        D::F8_E5M2 => ScalarType::FLOAT8E5M2,
+        D::F8_E4M3 => ScalarType::FLOAT8E4M3FN,
+        _ => return None,
+    })
+}
+
+/// The offer for `key`: the first with that name, else the only one
+/// whose dotted name ends with the key's (or the key's with its).
+fn find<'o, 's>(key: &str, offers: &'o [Offer<'s>]) -> Result<&'o Offer<'s>> {
+    if let Some(o) = offers.iter().find(|o| o.name == key) {
+        return Ok(o);
+    }
+    let under = |long: &str, short: &str| {
+        long.len() > short.len()
+            && long.ends_with(short)
+            && long.as_bytes()[long.len() - short.len() - 1] == b'.'
+    };
+    let near: Vec<&Offer<'s>> = offers
+        .iter()
+        .filter(|o| under(&o.name, key) || under(key, &o.name))
+        .collect();
+    match near[..] {
+        [one] => Ok(one),
+        [] => Err(EditError::Pack(format!(
+            "{key}: the program needs this key and no input holds it"
+        ))),
+        _ => Err(EditError::Pack(format!(
+            "{key}: several inputs' names end with it ({}); give one",
+            near.iter()
+                .map(|o| o.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+fn describe(t: ScalarType, shape: &[u64]) -> String {
+    format!("{} {shape:?}", scalar::name(t))
+}
+
+/// The blobs to write for `wants` from `offers` (the inputs' in the
+/// order given), and one note per tensor converted with `cast`.
+pub fn choose<'s>(
+    wants: &[Want],
+    offers: &[Offer<'s>],
+    cast: bool,
+) -> Result<(Vec<Blob<'s>>, Vec<String>)> {
+    let mut blobs = Vec::with_capacity(wants.len());
+    let mut notes = Vec::new();
+    for w in wants {
+        let o = find(&w.key, offers)?;
+        let from = if o.name == w.key {
+            o.from.clone()
+        } else {
+            format!("{} ({})", o.from, o.name)
+        };
+        let Some(layout) = &w.layout else {
+            blobs.push(Blob {
+                key: w.key.clone(),
+                bytes: Cow::Borrowed(o.bytes),
+                layout: None,
+            });
+            continue;
+        };
+        let shape: Vec<u64> = layout.sizes.iter().map(|&d| d.max(0) as u64).collect();
+        let declared = describe(layout.scalar_type, &shape);
+        let bytes = match &o.tensor {
+            None => {
+                let want = w.nbytes().unwrap_or(0);
+                if o.bytes.len() as u64 != want {
+                    return Err(EditError::Pack(format!(
+                        "{}: {from} holds {} bytes; the program declares {declared}, {want} bytes",
+                        w.key,
+                        o.bytes.len()
+                    )));
+                }
+                Cow::Borrowed(o.bytes)
+            }
+            Some((t, s)) => {
+                if *s != shape {
+                    return Err(EditError::Pack(format!(
+                        "{}: {from} is {}; the program declares {declared}",
+                        w.key,
+                        describe(*t, s)
+                    )));
+                }
+                let contiguous = layout
+                    .dim_order
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &d)| d as usize == i);
+                if !contiguous {
+                    return Err(EditError::Pack(format!(
+                        "{}: the program stores it in dim_order {:?}; give its bytes as stored (a .bin or a .ptd), not a row-major tensor",
+                        w.key,
+                        &layout.dim_order[..]
+                    )));
+                }
+                if *t == layout.scalar_type {
+                    Cow::Borrowed(o.bytes)
+                } else if cast && cast::can(*t, layout.scalar_type) {
+                    let (b, changed) = cast::convert(o.bytes, *t, layout.scalar_type)
+                        .expect("a conversion cast::can allows");
+                    let n = o.bytes.len() / scalar::element_size(*t).unwrap_or(1).max(1) as usize;
+                    notes.push(format!(
+                        "{}: cast from {} to {}: {changed} of {n} values changed",
+                        w.key,
+                        scalar::name(*t),
+                        scalar::name(layout.scalar_type)
+                    ));
+                    Cow::Owned(b)
+                } else {
+                    let hint = match cast::can(*t, layout.scalar_type) {
+                        true => " (--cast converts it)",
+                        false => "",
+                    };
+                    return Err(EditError::Pack(format!(
+                        "{}: {from} is {}; the program declares {declared}{hint}",
+                        w.key,
+                        describe(*t, s)
+                    )));
+                }
+            }
+        };
+        blobs.push(Blob {
+            key: w.key.clone(),
+            bytes,
+            layout: Some(layout.clone()),
+        });
+    }
+    Ok((blobs, notes))
+}
+
+/// Checks that `bytes` are a data file holding every wanted key with its
+/// declared layout.
+pub fn validate(bytes: &[u8], wants: &[Want]) -> std::result::Result<(), String> {
+    let d = format::DataFile::parse(bytes).map_err(|e| e.to_string())?;
+    for w in wants {
+        let e = d
+            .entries
+            .iter()
+            .find(|e| e.key.show() == w.key)
+            .ok_or_else(|| format!("key {} is missing", w.key))?;
+        if e.layout != w.layout {
+            return Err(format!("key {} has another layout than declared", w.key));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,228 @@
+//! `set` and `pack` against ExecuTorch's own files: each fixture of
+//! tests/fixtures/edit/ was exported by ExecuTorch 1.5.1, then exported
+//! again with edited weights (scripts/make-edit-fixtures.py); the oracle
+//! holds the sha256 of what ExecuTorch wrote the second time. ptefs,
+//! given only the first file and the edited weights, must write that very
+//! file.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn edit_fixture(name: &str) -> PathBuf {
+    fixture("edit").join(name)
+}
+
+fn oracle(name: &str) -> Value {
+    let text = std::fs::read_to_string(edit_fixture(&format!("{name}.oracle.json"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn ptefs(args: &[&std::ffi::OsStr]) {
+    let o = Command::new(ptefs_bin()).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "ptefs {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The tree path (under `dir`) of the `.npy` whose tensor's stored bytes
+/// have digest `sha`.
+fn npy_with_digest(v: &ptefs::view::View, dir: &str, sha: &str) -> String {
+    ls(v, dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".npy"))
+        .map(|n| format!("{dir}/{n}"))
+        .find(|p| sha256(npy_payload(&read(v, p))) == sha)
+        .unwrap_or_else(|| panic!("no tensor under {dir} holds bytes with sha256 {sha}"))
+}
+
+fn file_sha(p: &Path) -> String {
+    sha256(&std::fs::read(p).unwrap())
+}
+
+/// `PATH=SOURCE` for each edited weight of `name`, its path found by `path`.
+fn set_args(name: &str, path: impl Fn(&str, &Value) -> String) -> Vec<String> {
+    let o = oracle(name);
+    o["edited"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(fqn, e)| {
+            let npy = edit_fixture(e["npy"].as_str().unwrap());
+            format!("{}={}", path(fqn, e), npy.display())
+        })
+        .collect()
+}
+
+fn set(file: &Path, edits: &[String], out: &Path) {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["set".as_ref(), file.as_os_str()];
+    args.extend(edits.iter().map(std::ffi::OsStr::new));
+    args.extend(["-o".as_ref(), out.as_os_str()]);
+    ptefs(&args);
+}
+
+#[test]
+fn set_writes_executorchs_own_file_for_the_portable_programs() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["portable", "constmethod"] {
+        let pte = edit_fixture(&format!("{name}.pte"));
+        let o = oracle(name);
+        assert_eq!(file_sha(&pte), o["original_sha256"].as_str().unwrap());
+        let v = view_of(std::slice::from_ref(&pte), &[]);
+        let edits = set_args(name, |_, e| {
+            let sha = e["original_sha256"].as_str().unwrap();
+            npy_with_digest(&v, "methods/forward/tensors", sha)
+        });
+        let out = dir.path().join(format!("{name}.pte"));
+        set(&pte, &edits, &out);
+        assert_eq!(
+            file_sha(&out),
+            o["edited_sha256"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn set_and_pack_write_executorchs_own_data_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = oracle("external");
+    let (pte, ptd) = (edit_fixture("external.pte"), edit_fixture("external.ptd"));
+    assert_eq!(file_sha(&ptd), o["original_ptd_sha256"].as_str().unwrap());
+    let want = o["edited_ptd_sha256"].as_str().unwrap();
+    // Through the data file's own tree.
+    let edits = set_args("external", |fqn, _| format!("tensors/{fqn}.npy"));
+    let out = dir.path().join("set.ptd");
+    set(&ptd, &edits, &out);
+    assert_eq!(file_sha(&out), want);
+    // Packed from a checkpoint holding every weight under its own names:
+    // the edited ones from their .npy, the rest from the data file.
+    let v = view_of(std::slice::from_ref(&ptd), &[]);
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    for entry in json(&v, "tensors/index.json").as_array().unwrap() {
+        let key = entry["key"].as_str().unwrap();
+        let shape: Vec<usize> = serde_json::from_value(entry["sizes"].clone()).unwrap();
+        let bytes = match o["edited"].get(key) {
+            Some(e) => {
+                npy_payload(&std::fs::read(edit_fixture(e["npy"].as_str().unwrap())).unwrap())
+                    .to_vec()
+            }
+            None => read(&v, &format!("tensors/{key}.bin")),
+        };
+        tensors.push((format!("model.{key}"), shape, bytes));
+    }
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .map(|(n, s, b)| {
+            let t = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), b);
+            (n.clone(), t.unwrap())
+        })
+        .collect();
+    let st = dir.path().join("edited.safetensors");
+    safetensors::serialize_to_file(views, None::<HashMap<String, String>>, &st).unwrap();
+    let out = dir.path().join("packed.ptd");
+    ptefs(&[
+        "pack".as_ref(),
+        "--for".as_ref(),
+        pte.as_os_str(),
+        st.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(file_sha(&out), want);
+}
+
+#[test]
+fn set_and_pack_of_delegate_weights_write_executorchs_data_file_but_for_its_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = oracle("xnnpack");
+    let pte = edit_fixture("xnnpack.pte");
+    assert_eq!(file_sha(&pte), o["original_sha256"].as_str().unwrap());
+    // XNNPACK names each weight by the sha256 of its bytes, so ExecuTorch's
+    // edited export also renamed the edited weights (and rewrote the
+    // program to match). With the keys renamed back, the bytes are the same.
+    let renamed = |path: &Path| {
+        let mut b = std::fs::read(path).unwrap();
+        for e in o["edited"].as_object().unwrap().values() {
+            let (old, new) = (
+                e["original_sha256"].as_str().unwrap().as_bytes(),
+                e["edited_sha256"].as_str().unwrap().as_bytes(),
+            );
+            let at = b.windows(old.len()).position(|w| w == old).unwrap();
+            b[at..at + old.len()].copy_from_slice(new);
+        }
+        sha256(&b)
+    };
+    let want = o["edited_ptd_sha256"].as_str().unwrap();
+    let v = view_of(std::slice::from_ref(&pte), &[]);
+    let weights = "methods/forward/delegates/0-XnnpackBackend/xnnpack/weights";
+    let edits = set_args("xnnpack", |_, e| {
+        npy_with_digest(&v, weights, e["original_sha256"].as_str().unwrap())
+    });
+    let out = dir.path().join("set.ptd");
+    set(&pte, &edits, &out);
+    assert_eq!(renamed(&out), want);
+    // Packed from raw bytes named by key, the rest from the data file.
+    let raw = dir.path().join("raw");
+    std::fs::create_dir(&raw).unwrap();
+    for e in o["edited"].as_object().unwrap().values() {
+        let npy = std::fs::read(edit_fixture(e["npy"].as_str().unwrap())).unwrap();
+        let key = e["original_sha256"].as_str().unwrap();
+        write_file(&raw, &format!("{key}.bin"), npy_payload(&npy));
+    }
+    let out = dir.path().join("packed.ptd");
+    ptefs(&[
+        "pack".as_ref(),
+        "--for".as_ref(),
+        pte.as_os_str(),
+        raw.as_os_str(),
+        edit_fixture("xnnpack.ptd").as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(renamed(&out), want);
+}
+
+#[test]
+fn a_constant_methods_value_set_in_place_gives_executorchs_own_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = oracle("constmethod");
+    let pte = edit_fixture("constmethod.pte");
+    let (method, value) = o["edited_constant_methods"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let given = write_file(dir.path(), "value.json", value.to_string().as_bytes());
+    let out = dir.path().join("doubled.pte");
+    let path = format!("methods/{method}/value.json");
+    set(&pte, &[format!("{path}={}", given.display())], &out);
+    assert_eq!(
+        file_sha(&out),
+        o["edited_constants_sha256"].as_str().unwrap()
+    );
+    let v = view_of(std::slice::from_ref(&out), &[]);
+    assert_eq!(json(&v, &path), *value);
+    // The default is not stored, so it has no place to be written; a float
+    // is not the integer the method returns.
+    for (bad, says) in [("0", "0 is the default"), ("1.5", "is not an integer")] {
+        let given = write_file(dir.path(), "bad.json", bad.as_bytes());
+        let o = Command::new(ptefs_bin())
+            .arg("set")
+            .arg(&pte)
+            .arg(format!("{path}={}", given.display()))
+            .arg("-o")
+            .arg(dir.path().join("bad.pte"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says));
+    }
+}
