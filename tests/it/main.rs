@@ -29,6 +29,7 @@ mod etdump;
 mod etdump_join;
 mod fetch_plans;
 mod fs;
+mod hidden_characters;
 mod inspect;
 mod links;
 mod listing_cost;
