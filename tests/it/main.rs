@@ -7,6 +7,7 @@ mod common;
 mod writer;
 
 mod agreement;
+mod aoti_views;
 mod auto_data;
 mod auto_data_delegates;
 mod backend_coreml;
