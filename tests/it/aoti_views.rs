@@ -67,16 +67,38 @@ fn expected(storage: &[f32], offset: i64, sizes: &[i64], strides: &[i64]) -> Vec
     out
 }
 
+/// A program of one CUDA delegate whose weights are the views of
+/// [`views`] into one storage of `storage`'s values.
+fn program(storage: &[f32]) -> Vec<u8> {
+    let bytes: Vec<u8> = storage.iter().flat_map(|x| x.to_le_bytes()).collect();
+    writer::payloads::one_delegate(
+        "CudaBackend",
+        manifest("cuda:so", bytes.len() as u64),
+        vec![],
+        vec![(STORAGE.to_owned(), bytes)],
+    )
+}
+
+fn seed() -> Vec<u8> {
+    program(&(0..24).map(|i| i as f32).collect::<Vec<_>>())
+}
+
+/// The fuzz and mutation seed for views.
+#[test]
+fn stored_seed_matches_its_generator() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz-regressions/aoti-views.pte");
+    if std::env::var_os("PTEFS_WRITE_SEEDS").is_some() {
+        std::fs::write(&path, seed()).unwrap();
+    }
+    assert!(std::fs::read(&path).unwrap() == seed(), "stale seed");
+}
+
 #[test]
 fn a_weight_that_is_a_view_serves_its_own_bytes() {
     let storage: Vec<f32> = (0..24).map(|i| i as f32 * 1.5 - 7.0).collect();
     let bytes: Vec<u8> = storage.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let pte = writer::payloads::one_delegate(
-        "CudaBackend",
-        manifest("cuda:so", bytes.len() as u64),
-        vec![],
-        vec![(STORAGE.to_owned(), bytes.clone())],
-    );
+    let pte = program(&storage);
     let (_d, v) = view_bytes("views.pte", &pte);
     let index = json(&v, &format!("{DIR}/weights/index.json"));
     let header = json(&v, &format!("{DIR}/header.json"));
@@ -157,13 +179,7 @@ fn index_of_storage(v: &ptefs::view::View) -> u64 {
 #[test]
 fn numpy_agrees_with_the_gathered_views() {
     let storage: Vec<f32> = (0..24).map(|i| (i * i) as f32).collect();
-    let bytes: Vec<u8> = storage.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let pte = writer::payloads::one_delegate(
-        "CudaBackend",
-        manifest("cuda:so", bytes.len() as u64),
-        vec![],
-        vec![(STORAGE.to_owned(), bytes.clone())],
-    );
+    let pte = program(&storage);
     let (dir, v) = view_bytes("views.pte", &pte);
     extract(&v, &dir.path().join("tree"));
     let out = python(
@@ -186,4 +202,33 @@ print("checked", n)
         &[&dir.path().join("tree")],
     );
     assert!(out.contains("checked 4"), "{out}");
+}
+
+/// A mount serves the same bytes, gathered views included, and `stat`
+/// says their size before they are read.
+#[test]
+fn a_mount_serves_each_views_own_bytes() {
+    if !common::mounted::fuse_or_skip("a_mount_serves_each_views_own_bytes") {
+        return;
+    }
+    let storage: Vec<f32> = (0..24).map(|i| 100.0 - i as f32).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "views.pte", &program(&storage));
+    let m = common::mounted::Mounted::new(&[path.as_os_str()]);
+    for (fqn, offset, sizes, strides) in views() {
+        let file = m.dir.join(format!("{DIR}/weights/{fqn}.bin"));
+        if fqn == "past_the_end" {
+            assert!(!file.exists(), "{fqn}");
+            continue;
+        }
+        let want = expected(&storage, offset, &sizes, &strides);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            want.len() as u64,
+            "{fqn}"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), want, "{fqn}");
+        let npy = std::fs::read(file.with_extension("npy")).unwrap();
+        assert_eq!(npy_payload(&npy), want, "{fqn}.npy");
+    }
 }

@@ -46,8 +46,10 @@ fn keys() -> Vec<String> {
     keys
 }
 
-fn program(dir: &std::path::Path) -> String {
-    let p = writer::Program {
+/// The test program: the keys as named data, and a method named with a
+/// bidi override and a noncharacter.
+fn program_bytes() -> Vec<u8> {
+    writer::Program {
         named: keys()
             .into_iter()
             .enumerate()
@@ -58,8 +60,12 @@ fn program(dir: &std::path::Path) -> String {
             ..writer::Method::default()
         }],
         ..writer::Program::default()
-    };
-    write_file(dir, "hidden.pte", &p.to_bytes())
+    }
+    .to_bytes()
+}
+
+fn program(dir: &std::path::Path) -> String {
+    write_file(dir, "hidden.pte", &program_bytes())
         .to_str()
         .unwrap()
         .to_owned()
@@ -227,5 +233,19 @@ fn the_well_formedness_check_rejects_what_it_should() {
     assert_eq!(
         well_formed("doc", "<a t=\"&quot;\">x &amp; y</a>"),
         "\"\nx & y"
+    );
+}
+
+/// The fuzz and mutation seed for these names.
+#[test]
+fn stored_seed_matches_its_generator() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz-regressions/hidden-characters.pte");
+    if std::env::var_os("PTEFS_WRITE_SEEDS").is_some() {
+        std::fs::write(&path, program_bytes()).unwrap();
+    }
+    assert!(
+        std::fs::read(&path).unwrap() == program_bytes(),
+        "stale seed"
     );
 }
