@@ -9,7 +9,8 @@ screenshot.
 
 Chromium is driven over its DevTools protocol (pip's `websockets`), with
 no network: the page is opened from disk. Exit status 3 when chromium or
-websockets is missing (tests skip then), 1 on any other failure.
+websockets is missing (tests skip loudly then, or fail under
+PTEFS_REQUIRE_ALL=1), 1 on any other failure.
 """
 
 import asyncio

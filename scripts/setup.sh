@@ -2,7 +2,8 @@
 # Installs what ptefs's tests and demo need beyond the Rust toolchain:
 # fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check that
 # graph.dot files render), nginx (an HTTP server with range support for the
-# remote-source tests), openssl (their htpasswd lines), NumPy, PyYAML and
+# remote-source tests), openssl (their htpasswd lines), Chromium and
+# websockets (to open the report page in a browser), NumPy, PyYAML and
 # moto's S3 server (with boto3), and maturin and pytest for the Python
 # package.
 # Idempotent.
@@ -14,6 +15,7 @@ command -v jq >/dev/null || need+=(jq)
 command -v dot >/dev/null || need+=(graphviz)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v openssl >/dev/null || need+=(openssl)
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
 if ((${#need[@]})); then
   if [[ $(id -u) == 0 ]]; then
     echo "setup: apt-get install ${need[*]}" >&2
@@ -25,6 +27,10 @@ fi
 if ! python3 -c "import numpy" 2>/dev/null; then
   echo "setup: pip install numpy" >&2
   python3 -m pip install --quiet numpy
+fi
+if ! python3 -c "import websockets" 2>/dev/null; then
+  echo "setup: pip install websockets" >&2
+  python3 -m pip install --quiet websockets
 fi
 if ! python3 -c "import yaml" 2>/dev/null; then
   echo "setup: pip install pyyaml" >&2

@@ -3,8 +3,9 @@
 # integration and mount tests, then the Python package's tests (its wheel
 # installed in a fresh virtual environment). Every test binary runs even when one fails,
 # and the last line sums up what passed, failed and was skipped, naming the
-# failed and skipped tests. Mount tests skip loudly without FUSE, and fail
-# instead when PTEFS_REQUIRE_FUSE=1.
+# failed and skipped tests. Tests that need a real component (FUSE, root,
+# a server, Graphviz, flatc, Chromium) skip loudly without it, and fail
+# instead when PTEFS_REQUIRE_ALL=1 (or the older PTEFS_REQUIRE_FUSE=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

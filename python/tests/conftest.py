@@ -18,8 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 EXPECTED = FIXTURES / "expected"
 
-# The mount tests, like the Rust ones, may be required rather than skipped.
-REQUIRE = os.environ.get("PTEFS_REQUIRE_FUSE") == "1"
+# Tests needing a real component (FUSE, nginx, ...), like the Rust ones,
+# may be required rather than skipped; PTEFS_REQUIRE_FUSE is the older name.
+REQUIRE = any(os.environ.get(v) == "1" for v in ("PTEFS_REQUIRE_ALL", "PTEFS_REQUIRE_FUSE"))
 
 
 def fixture(name: str) -> Path:
@@ -43,7 +44,7 @@ def run_ptefs(*args: str, **kw) -> subprocess.CompletedProcess:
 
 def skip_or_fail(why: str) -> None:
     if REQUIRE:
-        pytest.fail(f"PTEFS_REQUIRE_FUSE=1 but {why}")
+        pytest.fail(f"PTEFS_REQUIRE_ALL=1 but {why}")
     pytest.skip(why)
 
 

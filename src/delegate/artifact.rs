@@ -62,6 +62,8 @@ pub struct Named<'a> {
     pub widen: bool,
     /// The backend's fields of the `index.json` entry.
     pub entry: serde_json::Map<String, Value>,
+    /// A strided view into `bytes` that is not one range of it.
+    pub view: Option<super::strided::Strided>,
 }
 
 fn clone_file<'a>(f: &File<'a>) -> File<'a> {
@@ -210,6 +212,7 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                         w.entry.iter().for_each(|(k, v)| put(k, v.clone()))
                     }),
                     parts: Vec::new(),
+                    view: w.view.clone(),
                 })
                 .collect(),
         });

@@ -101,6 +101,10 @@ pub struct Weight<'a> {
     /// Further files that go with it (quantization scales), each with the
     /// entry key its own entry is nested under.
     pub parts: Vec<(&'static str, Weight<'a>)>,
+    /// When the weight is a strided view into `bytes` (its storage) that
+    /// is not one range of it: its files hold the view's elements,
+    /// gathered when first read.
+    pub view: Option<super::strided::Strided>,
 }
 
 /// A weight's own fields of its `index.json` entry, made only when

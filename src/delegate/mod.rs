@@ -21,6 +21,7 @@ pub mod openvino;
 pub mod payload_fetch;
 mod program;
 pub mod qnn;
+pub mod strided;
 pub mod tensorrt;
 pub mod tosa;
 pub mod vgf;

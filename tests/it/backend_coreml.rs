@@ -289,8 +289,7 @@ fn a_multi_method_reference_is_resolved_through_named_data() {
 
 #[test]
 fn graph_dot_renders() {
-    if mounted::which("dot").is_none() {
-        mounted::report_skip("graph_dot_renders", "graphviz's dot is not installed");
+    if common::required::tool_or_skip("graph_dot_renders", "dot", "scripts/setup.sh").is_none() {
         return;
     }
     for (name, plan) in [("coreml_mlp", "forward"), ("coreml_multimethod", "prefill")] {

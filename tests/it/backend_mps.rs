@@ -146,9 +146,11 @@ fn header_gives_every_field_with_file_offsets() {
 
 #[test]
 fn graph_json_is_what_flatc_prints_of_the_payload() {
-    let Some(flatc) = common::mounted::which("flatc") else {
-        eprintln!("SKIPPED: flatc is not installed (scripts/gen-schema.sh installs it)");
-        assert!(std::env::var_os("PTEFS_REQUIRE_FLATC").is_none());
+    let Some(flatc) = common::required::tool_or_skip(
+        "graph_json_is_what_flatc_prints_of_the_payload",
+        "flatc",
+        "scripts/gen-schema.sh",
+    ) else {
         return;
     };
     let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/mps.fbs");

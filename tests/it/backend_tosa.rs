@@ -236,9 +236,11 @@ fn graph_json_is_what_tosa_tools_flatc_prints() {
 fn graph_json_is_what_this_schemas_flatc_prints() {
     // The project's own schema, through the flatc the project pins, prints
     // the same as tosa-tools' schema did.
-    let Some(flatc) = common::mounted::which("flatc") else {
-        eprintln!("SKIPPED: flatc is not installed (scripts/gen-schema.sh installs it)");
-        assert!(std::env::var_os("PTEFS_REQUIRE_FLATC").is_none());
+    let Some(flatc) = common::required::tool_or_skip(
+        "graph_json_is_what_this_schemas_flatc_prints",
+        "flatc",
+        "scripts/gen-schema.sh",
+    ) else {
         return;
     };
     let schema = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/tosa.fbs");

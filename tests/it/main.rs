@@ -7,6 +7,7 @@ mod common;
 mod writer;
 
 mod agreement;
+mod aoti_views;
 mod auto_data;
 mod auto_data_delegates;
 mod backend_coreml;
@@ -34,6 +35,7 @@ mod etdump;
 mod etdump_join;
 mod fetch_plans;
 mod fs;
+mod hidden_characters;
 mod inspect;
 mod links;
 mod listing_cost;

@@ -799,20 +799,10 @@ fn ops_yaml_of_an_llm_export_lists_custom_ops_and_leaves_delegated_work_out() {
     );
 }
 
-/// True when Graphviz's `dot` is there; without it the test fails under
-/// CI or `PTEFS_REQUIRE_FUSE=1` and is skipped (loudly) otherwise.
+/// True when Graphviz's `dot` is there; without it the test is skipped
+/// loudly, or fails when the run requires every component.
 fn dot_or_skip(test: &str) -> bool {
-    if common::mounted::which("dot").is_some() {
-        return true;
-    }
-    let required = std::env::var("CI").as_deref() == Ok("true")
-        || std::env::var("PTEFS_REQUIRE_FUSE").as_deref() == Ok("1");
-    assert!(
-        !required,
-        "{test}: dot (graphviz) is missing; run scripts/setup.sh"
-    );
-    common::mounted::report_skip(test, "dot (graphviz) is missing");
-    false
+    common::required::tool_or_skip(test, "dot", "scripts/setup.sh").is_some()
 }
 
 /// `(from, to, value)` of each edge line of a graph.dot.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::mounted::*;
+use common::required::skip_unless;
 use common::*;
 
 /// Every entry under `root`: relative path → bytes (`None` for directories).
@@ -475,9 +476,9 @@ fn an_unprivileged_user_mounts_and_unmounts() {
         return;
     }
     let Some((user, uid)) = test_user() else {
-        report_skip(
+        skip_unless(
             "an_unprivileged_user_mounts_and_unmounts",
-            "not root, cannot create a user",
+            Some("not root, cannot create a user"),
         );
         return;
     };
@@ -821,7 +822,7 @@ fn an_unprivileged_user_mounts_a_source_whose_path_has_a_comma() {
         return;
     }
     let Some((user, uid)) = test_user() else {
-        report_skip(name, "not root, cannot create a user");
+        skip_unless(name, Some("not root, cannot create a user"));
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -295,6 +295,8 @@ fn mutated_fixtures_open_or_fail_cleanly() {
         "non-utf8-names.pte",
         "absent-vectors.pte",
         "long-colliding-names.pte",
+        "hidden-characters.pte",
+        "aoti-views.pte",
     ] {
         inputs.push((name.into(), seeds.join(name)));
     }

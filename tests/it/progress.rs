@@ -7,7 +7,8 @@ use crate::writer;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::mounted::{fuse_or_skip, report_skip, which};
+use common::mounted::{fuse_or_skip, which};
+use common::required::skip_unless;
 use common::*;
 use ptefs::schema::ScalarType;
 use writer::{Bytes, Data, Program, Tensor, Value};
@@ -108,7 +109,7 @@ fn a_terminal_sees_the_stages() {
     let a = large_program(tmp.path(), "a.pte", 20_000, 20_000);
     let b = large_program(tmp.path(), "b.pte", 20_000, 7);
     let Some(out) = on_a_terminal(&[Path::new("inspect"), &a]) else {
-        report_skip("a_terminal_sees_the_stages", "`script` is missing");
+        skip_unless("a_terminal_sees_the_stages", Some("`script` is missing"));
         return;
     };
     // The terminal draws at most 20 times a second, so a quick stage may
@@ -140,9 +141,9 @@ fn a_terminal_sees_a_mount_lay_out_its_tree() {
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let Some(out) = on_a_terminal(&[Path::new("mount"), &a, &mnt]) else {
-        report_skip(
+        skip_unless(
             "a_terminal_sees_a_mount_lay_out_its_tree",
-            "`script` is missing",
+            Some("`script` is missing"),
         );
         return;
     };

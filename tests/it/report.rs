@@ -447,9 +447,10 @@ fn the_page_is_self_contained_and_holds_every_part() {
 }
 
 /// What `scripts/browser-check.py` saw of `page` in headless Chromium, or
-/// `None` when Chromium or websockets is missing (scripts/setup.sh
-/// installs both). The screenshot is kept as `target/tmp/<shot>`.
-fn in_chromium(page: &Path, shot: &str) -> Option<Value> {
+/// `None` after skipping `test` loudly when Chromium or websockets is
+/// missing (scripts/setup.sh installs both); a run that requires every
+/// component fails then. The screenshot is kept as `target/tmp/<shot>`.
+fn in_chromium(test: &str, page: &Path, shot: &str) -> Option<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/browser-check.py");
     let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join(shot);
     let out = Command::new("python3")
@@ -459,10 +460,8 @@ fn in_chromium(page: &Path, shot: &str) -> Option<Value> {
         .output()
         .unwrap();
     if out.status.code() == Some(3) {
-        eprintln!(
-            "skipping the browser check: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let why = String::from_utf8_lossy(&out.stderr);
+        common::required::skip_unless(test, Some(why.trim()));
         return None;
     }
     assert!(
@@ -478,7 +477,7 @@ fn in_chromium(page: &Path, shot: &str) -> Option<Value> {
 /// Writes the page of `file` and checks it in Chromium against the JSON
 /// report: no console errors, rectangles' areas proportional to their
 /// bytes, every table row there. Returns the page's size.
-fn check_page(file: &Path, shot: &str) -> u64 {
+fn check_page(test: &str, file: &Path, shot: &str) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
     let out = Command::new(ptefs_bin())
@@ -491,7 +490,7 @@ fn check_page(file: &Path, shot: &str) -> u64 {
     assert!(out.status.success());
     let size = std::fs::metadata(&html).unwrap().len();
     let r = report(file, &[]);
-    let Some(seen) = in_chromium(&html, shot) else {
+    let Some(seen) = in_chromium(test, &html, shot) else {
         return size;
     };
     assert_eq!(seen["errors"], serde_json::json!([]), "console errors");
@@ -579,9 +578,18 @@ fn check_page(file: &Path, shot: &str) -> u64 {
 
 #[test]
 fn the_page_renders_in_chromium() {
-    check_page(&fixture("mv2_xnnpack.pte"), "report-mv2_xnnpack.png");
-    check_page(&fixture("quant_xnnpack.pte"), "report-quant_xnnpack.png");
-    check_page(&fixture("mlp_external.pte"), "report-mlp_external.png");
+    let test = "the_page_renders_in_chromium";
+    check_page(test, &fixture("mv2_xnnpack.pte"), "report-mv2_xnnpack.png");
+    check_page(
+        test,
+        &fixture("quant_xnnpack.pte"),
+        "report-quant_xnnpack.png",
+    );
+    check_page(
+        test,
+        &fixture("mlp_external.pte"),
+        "report-mlp_external.png",
+    );
 }
 
 #[test]
@@ -602,7 +610,11 @@ fn a_100k_tensor_page_is_capped_under_2_mb() {
         .collect();
     let dir = tempfile::tempdir().unwrap();
     let file = write_file(dir.path(), "big.pte", &Program::forward(values).to_bytes());
-    let size = check_page(&file, "report-100k.png");
+    let size = check_page(
+        "a_100k_tensor_page_is_capped_under_2_mb",
+        &file,
+        "report-100k.png",
+    );
     assert!(size < 2 << 20, "{size} bytes");
     let html = {
         let out = Command::new(ptefs_bin())

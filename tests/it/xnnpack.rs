@@ -278,12 +278,11 @@ fn every_constant_value_in_graph_json_has_its_file() {
 
 #[test]
 fn graph_json_is_what_flatc_prints_of_the_payload() {
-    let Some(flatc) = mounted_which("flatc") else {
-        eprintln!("SKIPPED: flatc is not installed (scripts/gen-schema.sh installs it)");
-        assert!(
-            std::env::var_os("PTEFS_REQUIRE_FLATC").is_none(),
-            "flatc is required"
-        );
+    let Some(flatc) = common::required::tool_or_skip(
+        "graph_json_is_what_flatc_prints_of_the_payload",
+        "flatc",
+        "scripts/gen-schema.sh",
+    ) else {
         return;
     };
     let schema = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/xnnpack.fbs");
@@ -298,10 +297,6 @@ fn graph_json_is_what_flatc_prints_of_the_payload() {
         strip_ptefs_paths(&mut got);
         same(&got, &want, model);
     }
-}
-
-fn mounted_which(cmd: &str) -> Option<std::path::PathBuf> {
-    common::mounted::which(cmd)
 }
 
 #[test]

@@ -14,8 +14,9 @@ use serde_json::{Map, Value, json};
 pub use manifest::{Entry, Manifest};
 
 use crate::delegate::artifact::{Artifact, Named, Specs, field, intern, region, spec};
+use crate::delegate::strided::Strided;
 use crate::delegate::{Backend, Bytes, Decoded, Lookup};
-use crate::format::{Error, Result};
+use crate::format::{Error, Result, Span};
 
 /// An AOTInductor backend id.
 pub struct Aoti {
@@ -178,26 +179,14 @@ impl Backend for Aoti {
     }
 }
 
-/// One CUDA weight: its storage entry, and a NumPy view when the tensor is
-/// the whole storage, contiguous.
+/// One CUDA weight: the bytes of the tensor, which may be a view into a
+/// larger storage entry. A contiguous view is its byte range of the
+/// storage; any other is gathered when read. A NumPy view goes with
+/// either when its dtype is known.
 fn weight<'a>(e: &Entry<'a>, named: &dyn Lookup<'a>) -> Named<'a> {
     let (dtype, descr, item) = manifest::dtype(e.dtype);
-    let numel = e.sizes.iter().try_fold(1u64, |n, &d| {
-        u64::try_from(d).ok().and_then(|d| n.checked_mul(d))
-    });
-    let contiguous = {
-        let mut want = 1i64;
-        let mut ok = true;
-        for (&s, &st) in e.sizes.iter().zip(&e.strides).rev() {
-            if s != 1 && st != want {
-                ok = false;
-            }
-            want = want.saturating_mul(s);
-        }
-        ok && e.sizes.len() == e.strides.len()
-    };
-    let need = numel.and_then(|n| n.checked_mul(item));
-    let whole = contiguous && e.storage_offset == 0 && need == Some(e.nbytes);
+    let known = descr.is_some() || e.dtype == 15;
+    let mut view = None;
     let bytes = match named.len(e.storage_key) {
         None => Err(format!(
             "named-data key {:?} is in no attached data",
@@ -207,8 +196,29 @@ fn weight<'a>(e: &Entry<'a>, named: &dyn Lookup<'a>) -> Named<'a> {
             "the manifest says {} bytes, entry {:?} holds {len}",
             e.nbytes, e.storage_key
         )),
-        Some(len) => Ok(Bytes::named(e.storage_key, len)),
+        Some(len) => match Strided::new(item, e.storage_offset, &e.sizes, &e.strides, len) {
+            Err(why) => Err(format!("entry {:?}: {why}", e.storage_key)),
+            // Without an element size only the whole storage can be shown.
+            Ok(v) if !known && (v.offset != 0 || !v.is_contiguous()) => Err(format!(
+                "dtype code {} has no known element size, so its view of entry {:?} cannot be cut out",
+                e.dtype, e.storage_key
+            )),
+            Ok(_) if !known => Ok(Bytes::named(e.storage_key, len)),
+            Ok(v) => match v.range().filter(|_| v.is_contiguous()) {
+                Some((offset, len)) => Ok(Bytes::Named {
+                    key: e.storage_key,
+                    span: Span { offset, len },
+                }),
+                None => {
+                    view = Some(v);
+                    Ok(Bytes::named(e.storage_key, len))
+                }
+            },
+        },
     };
+    let numel = e.sizes.iter().try_fold(1u64, |n, &d| {
+        u64::try_from(d).ok().and_then(|d| n.checked_mul(d))
+    });
     let mut entry = Map::new();
     entry.insert("fqn".into(), json!(e.fqn));
     entry.insert("storage_key".into(), json!(e.storage_key));
@@ -219,20 +229,22 @@ fn weight<'a>(e: &Entry<'a>, named: &dyn Lookup<'a>) -> Named<'a> {
     entry.insert("storage_offset".into(), json!(e.storage_offset));
     entry.insert("sizes".into(), json!(e.sizes));
     entry.insert("strides".into(), json!(e.strides));
+    if view.is_some() {
+        entry.insert("gathered".into(), json!(true));
+    }
     let widen = e.dtype == 15;
     Named {
         stem: e.fqn.to_owned(),
         bytes,
         dtype,
         dims: e.sizes.clone(),
-        descr: if whole {
-            descr.or(widen.then_some("<f4"))
-        } else {
-            None
-        },
-        npy_bytes: e.nbytes,
+        // bfloat16 is widened as it is read from one range; a gathered
+        // view has no such file.
+        descr: descr.or((widen && view.is_none()).then_some("<f4")),
+        npy_bytes: numel.and_then(|n| n.checked_mul(item)).unwrap_or(u64::MAX),
         widen,
         entry,
+        view,
     }
 }
 

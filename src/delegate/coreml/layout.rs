@@ -225,6 +225,7 @@ fn weight<'s>(k: usize, w: &'s Weight<'_>) -> layout::Weight<'s> {
         value: Some(k),
         entry,
         parts: Vec::new(),
+        view: None,
     }
 }
 

@@ -225,5 +225,6 @@ fn weight<'s>(
         value: Some(b.index),
         entry,
         parts: Vec::new(),
+        view: None,
     }
 }

@@ -157,5 +157,6 @@ fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
         value: Some(k),
         entry,
         parts: Vec::new(),
+        view: None,
     }
 }

@@ -187,6 +187,7 @@ fn constant<'s>(c: &'s Const<'_>) -> layout::Weight<'s> {
         value: Some(c.layer),
         entry,
         parts: Vec::new(),
+        view: None,
     }
 }
 

@@ -168,5 +168,6 @@ fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> layout::Weight<'s> {
         value: Some(c.key),
         entry,
         parts: Vec::new(),
+        view: None,
     }
 }

@@ -266,5 +266,6 @@ fn weight<'s>(
         value: Some(c.index),
         entry,
         parts: Vec::new(),
+        view: None,
     }
 }

@@ -194,5 +194,6 @@ fn constant<'s>(c: &'s Constant<'_>) -> layout::Weight<'s> {
         value: Some(c.value_id as usize),
         entry,
         parts: Vec::new(),
+        view: None,
     }
 }

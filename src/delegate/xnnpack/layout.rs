@@ -214,6 +214,7 @@ fn weight<'s>(w: &'s Weight<'_>) -> layout::Weight<'s> {
         value: Some(w.value_index),
         entry,
         parts,
+        view: None,
     }
 }
 
@@ -236,6 +237,7 @@ fn scales<'s>(
             value: None,
             entry: Fields::none(),
             parts: Vec::new(),
+            view: None,
         };
     };
     let stored = if s.bf16 { "bfloat16" } else { "float32" };
@@ -262,5 +264,6 @@ fn scales<'s>(
         value: None,
         entry,
         parts: Vec::new(),
+        view: None,
     }
 }

@@ -1,7 +1,8 @@
 //! The report as one self-contained HTML page: inline CSS, a few lines of
 //! inline script (sorting tables), inline SVG pictures; nothing fetched,
 //! so it opens from disk in any browser. Every string from the files goes
-//! through [`esc`].
+//! through [`esc`], and the page is well-formed XML as well as HTML, so
+//! that XML tools read it too.
 //!
 //! Large programs are capped so the page stays small (under 2 MB for a
 //! 100k-tensor program): treemap leaves beyond [`treemap::MAX_LEAVES`] are
@@ -33,8 +34,10 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            // Control characters are not allowed in XML text.
-            c if c.is_control() && c != '\n' && c != '\t' => {
+            // XML allows no control character but these two, and no
+            // U+FFFE or U+FFFF; bidi controls would reorder what the page
+            // shows. All are written out as text output writes them.
+            c if crate::escape::is_hidden(c) && c != '\n' && c != '\t' => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
@@ -174,7 +177,7 @@ pub fn html(report: &Report) -> String {
     let title = format!("ptefs report: {}", report.file);
     let _ = write!(
         s,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"/><title>{}</title><style>{STYLE}</style></head><body>",
         esc(&title)
     );
     let _ = write!(
@@ -210,7 +213,12 @@ pub fn html(report: &Report) -> String {
     for n in &report.notes {
         let _ = write!(s, "<p class=\"note\">note: {}</p>", esc(n));
     }
-    let _ = writeln!(s, "<script>{SCRIPT}</script></body></html>");
+    // The script's `&&` and `<` would end XML text: a CDATA section,
+    // hidden from the script by comments, keeps the page XML too.
+    let _ = writeln!(
+        s,
+        "<script>//<![CDATA[\n{SCRIPT}\n//]]></script></body></html>"
+    );
     s
 }
 
@@ -301,7 +309,7 @@ fn duplicates(s: &mut String, r: &Report) {
                 bytes_cell(d.bytes),
                 int_cell(d.copies.len() as u64),
                 bytes_cell(d.wasted),
-                Cell::Html(wheres.join("<br>")),
+                Cell::Html(wheres.join("<br/>")),
             ],
         ));
     }

@@ -94,12 +94,10 @@ fn compute(inputs: &ReportInputs) -> Result<Report, String> {
     }))
 }
 
-/// A table cell: tabs and line breaks would split rows and columns.
+/// A table cell: tabs and line breaks would split rows and columns, and
+/// the file is text a terminal shows, escaped as `ls` escapes names.
 fn cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('\t', "\\t")
-        .replace('\n', "\\n")
-        .replace('\r', "\\r")
+    crate::escape::escape(s).into_owned()
 }
 
 fn num(x: Option<f64>) -> String {

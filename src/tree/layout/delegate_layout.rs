@@ -16,10 +16,12 @@ use super::delegate::{Located, NamedIndex, Place, found, located};
 use super::index_entry::Source;
 use super::{Builder, Dir};
 use crate::delegate::layout::{File, Layout, Paths, Weight, Weights};
+use crate::delegate::strided::Strided;
 use crate::delegate::{self, Backend, Decoded, Lookup, Rendered};
 use crate::format::Span;
 use crate::tree::file_names::encode;
-use crate::tree::lazy::SharedBytes;
+use crate::tree::lazy::{self, SharedBytes};
+use crate::tree::render::npy;
 use crate::tree::{Dtype, SourceId, render};
 
 impl Builder {
@@ -180,8 +182,9 @@ impl Builder {
         w: Weight<'_>,
         lacking: &mut Option<(u32, String)>,
     ) -> Filed {
-        let shown = match located(&w.bytes, place, named) {
-            Ok(at) => {
+        let shown = match (located(&w.bytes, place, named), w.view.clone()) {
+            (Ok(at), Some(view)) => Ok(self.gathered(wdir, &w, &at, view)),
+            (Ok(at), None) => {
                 let (bin, npy) = self.weight_pair(wdir, &w, &at);
                 Ok(Shown {
                     bin,
@@ -191,7 +194,7 @@ impl Builder {
                     offset: at.0.shifted(at.1).offset,
                 })
             }
-            Err(why) => {
+            (Err(why), _) => {
                 lacking.get_or_insert((w.id, why.clone()));
                 Err(why)
             }
@@ -200,6 +203,49 @@ impl Builder {
             .map(|(key, part)| (key, self.weight_files(wdir, place, named, part, lacking)))
             .collect();
         Filed { shown, parts }
+    }
+
+    /// The files of a weight that is a strided view into the storage at
+    /// `at`: `<stem>.bin` holds the view's elements in row-major order,
+    /// gathered from the storage when first read, and `<stem>.npy` the
+    /// same behind its header.
+    fn gathered(
+        &mut self,
+        wdir: &mut Dir,
+        w: &Weight<'_>,
+        at: &Located<'_>,
+        view: Strided,
+    ) -> Shown {
+        let storage = at.0.shifted(at.1);
+        let source = at.0.source;
+        let nbytes = view.nbytes().unwrap_or(0);
+        let stem = encode(&w.stem);
+        let renderer = |prefix: Vec<u8>| -> lazy::Renderer {
+            let view = view.clone();
+            Box::new(move |bytes: &[u8], out: &mut dyn Write| {
+                let within = usize::try_from(storage.offset)
+                    .ok()
+                    .zip(usize::try_from(storage.end()).ok())
+                    .and_then(|(start, end)| bytes.get(start..end));
+                let Some(within) = within else {
+                    return Err(io::Error::other("the storage is no longer where it was"));
+                };
+                out.write_all(&prefix)?;
+                view.gather(within, out)
+            })
+        };
+        let bin = self.lazy(wdir, &format!("{stem}.bin"), source, renderer(Vec::new()));
+        let header = (w.npy.as_ref())
+            .filter(|n| !n.widen && n.nbytes == nbytes)
+            .and_then(|n| npy::header(n.descr, &n.shape));
+        let npy = header.map(|h| self.lazy(wdir, &format!("{stem}.npy"), source, renderer(h)));
+        Shown {
+            bin,
+            npy,
+            nbytes,
+            file: at.2.map(Box::from),
+            offset: storage.offset,
+        }
     }
 
     /// `<stem>.bin` and, when the bytes are exactly what its NumPy view

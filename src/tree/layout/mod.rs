@@ -538,22 +538,29 @@ impl Builder {
     }
 
     /// `name`, rendered by `render` from source `source`'s bytes when first
-    /// looked at.
-    fn lazy(&mut self, dir: &mut Dir, name: &str, source: SourceId, render: lazy::Renderer) {
+    /// looked at. Returns the name it got.
+    fn lazy(
+        &mut self,
+        dir: &mut Dir,
+        name: &str,
+        source: SourceId,
+        render: lazy::Renderer,
+    ) -> String {
         let name = dir.names.unique(name, "");
         let (Some(bytes), Some(cache)) = (self.source_bytes.get(&source), &self.cache) else {
             // Only trees built without their sources' bytes get here.
             let text = format!("cannot render {name}: the source's bytes are not at hand\n");
             self.file(
                 dir.ino,
-                name,
+                name.clone(),
                 Content::Generated(text.into_bytes().into()),
                 None,
             );
-            return;
+            return name;
         };
         let content = Content::Lazy(Box::new(cache.file(source, bytes.clone(), render)));
-        self.file(dir.ino, name, content, None);
+        self.file(dir.ino, name.clone(), content, None);
+        name
     }
 
     /// `<stem>.bin`, a raw range of a source. Returns its name.

@@ -5,6 +5,7 @@ pub mod fetched;
 pub mod flatc;
 pub mod in_memory;
 pub mod mounted;
+pub mod required;
 pub mod servers;
 pub mod xnnpack;
 

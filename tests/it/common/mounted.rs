@@ -5,9 +5,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::ptefs_bin;
+use super::required::skip_unless;
 
 /// Whether this machine can mount. Prints a loud notice and returns false
-/// when it cannot; panics instead when `PTEFS_REQUIRE_FUSE=1`.
+/// when it cannot; panics instead when the run requires every component.
 pub fn fuse_or_skip(test: &str) -> bool {
     let why = if std::fs::OpenOptions::new()
         .read(true)
@@ -28,40 +29,6 @@ pub fn fuse_or_skip(test: &str) -> bool {
 /// namespaces or system-wide mounts).
 pub fn root_fuse_or_skip(test: &str) -> bool {
     fuse_or_skip(test) && skip_unless(test, (!is_root()).then_some("it needs root"))
-}
-
-fn skip_unless(test: &str, why: Option<&str>) -> bool {
-    match why {
-        None => true,
-        Some(why) if std::env::var("PTEFS_REQUIRE_FUSE").as_deref() == Ok("1") => {
-            panic!("{test}: PTEFS_REQUIRE_FUSE=1 but {why}")
-        }
-        Some(why) => {
-            report_skip(test, why);
-            false
-        }
-    }
-}
-
-/// Says loudly that `test` did not run, and records it in the file named
-/// by `PTEFS_SKIP_LOG` (set by scripts/test.sh, whose summary lists it):
-/// a skipped test passes as far as the test runner knows.
-pub fn report_skip(test: &str, why: &str) {
-    eprintln!(
-        "\n!!!!!!!! SKIPPED {test}: {why}; set PTEFS_REQUIRE_FUSE=1 to make this fail !!!!!!!!\n"
-    );
-    if let Some(log) = std::env::var_os("PTEFS_SKIP_LOG") {
-        use std::io::Write;
-        let line = format!("{test}: {why}\n");
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
-        if let Err(e) = appended {
-            eprintln!("cannot record the skip in {}: {e}", log.to_string_lossy());
-        }
-    }
 }
 
 pub fn is_root() -> bool {

@@ -8,21 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::mounted::{report_skip, which};
+use super::required::tool_or_skip;
 
-/// True when `program` can run; otherwise reports the skip of `test`, or
-/// panics when `PTEFS_REQUIRE_FUSE=1` (CI, where scripts/setup.sh installs
-/// the servers).
+/// True when `program` can run; otherwise skips `test` loudly, or panics
+/// when the run requires every component (CI, where scripts/setup.sh
+/// installs the servers).
 pub fn server_or_skip(test: &str, program: &str) -> bool {
-    if which(program).is_some() {
-        return true;
-    }
-    let why = format!("{program} is missing (scripts/setup.sh installs it)");
-    if std::env::var("PTEFS_REQUIRE_FUSE").as_deref() == Ok("1") {
-        panic!("{test}: PTEFS_REQUIRE_FUSE=1 but {why}");
-    }
-    report_skip(test, &why);
-    false
+    tool_or_skip(test, program, "scripts/setup.sh").is_some()
 }
 
 /// A port nothing listens on right now.
