@@ -366,14 +366,7 @@ fn readers_see_a_write_whole_or_not_at_all_and_a_killed_daemon_leaves_the_source
 #[test]
 fn an_unprivileged_owner_edits_and_commits() {
     use std::os::unix::fs::PermissionsExt;
-    if !fuse_or_skip("an_unprivileged_owner_edits_and_commits") {
-        return;
-    }
-    if !is_root() {
-        report_skip(
-            "an_unprivileged_owner_edits_and_commits",
-            "it needs root to run as nobody",
-        );
+    if !root_fuse_or_skip("an_unprivileged_owner_edits_and_commits") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
