@@ -307,10 +307,11 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     // as long as the mount lives, and every user can read it.
     cmdline::hide_secrets(&std::env::args_os().collect::<Vec<_>>());
     let args = plain_mount_form(args);
+    let args_seen = args.clone();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
+            print_usage_error(&e, &args_seen);
             return if e.use_stderr() { TROUBLE } else { OK };
         }
     };
@@ -329,6 +330,37 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Edits(args) => commit::edits(&args),
     };
     status.unwrap_or_else(|code| code)
+}
+
+/// Prints clap's answer to `args` (a usage error, or help) with the
+/// secrets of every URL among the arguments masked: clap quotes the
+/// argument it refuses whole.
+fn print_usage_error(e: &clap::Error, args: &[OsString]) {
+    use std::io::IsTerminal;
+    let mut secrets = crate::source::redact::Secrets::default();
+    for a in args {
+        secrets.extend(crate::source::redact::Secrets::of_text(
+            &a.to_string_lossy(),
+        ));
+    }
+    let styled = e.render();
+    let text = if e.use_stderr() {
+        if io::stderr().is_terminal() {
+            styled.ansi().to_string()
+        } else {
+            styled.to_string()
+        }
+    } else if io::stdout().is_terminal() {
+        styled.ansi().to_string()
+    } else {
+        styled.to_string()
+    };
+    let text = secrets.scrub(&text);
+    if e.use_stderr() {
+        let _ = io::stderr().write_all(text.as_bytes());
+    } else {
+        let _ = io::stdout().write_all(text.as_bytes());
+    }
 }
 
 /// `ptefs SOURCE MOUNTPOINT [-o OPTS]`, the form mount(8) uses through

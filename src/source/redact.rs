@@ -1,19 +1,25 @@
 //! How a source is shown to people and to the system. A URL may carry
 //! secrets: a password in its user info (`https://user:PASSWORD@host/…`),
 //! a signature or token in its query (a presigned S3 or GCS URL, an Azure
-//! SAS). Every place that shows a source — the mount's fsname in
-//! `/proc/mounts`, the daemon's command line, errors, warnings, notes and
-//! logs, the files of the tree, `inspect`, `diff` and `stat` output —
-//! shows [`redact`]ed text, where each secret is `***`:
+//! SAS) or in parameters after `;`. Every place that shows a source — the
+//! mount's fsname in `/proc/mounts`, the daemon's command line, errors,
+//! warnings, notes and logs, the files of the tree, `inspect`, `diff` and
+//! `stat` output — shows [`redact`]ed text, where each secret is `***`:
 //!
 //! ```
 //! use ptefs::source::redact::redact;
 //! assert_eq!(
 //!     redact("https://alice:hunter22@example.com/m.pte?X-Amz-Signature=abc&x-id=GetObject"),
-//!     "https://alice:***@example.com/m.pte?X-Amz-Signature=***&x-id=GetObject",
+//!     "https://alice:***@example.com/m.pte?X-Amz-Signature=***&x-id=***",
 //! );
 //! assert_eq!(redact("models/m.pte"), "models/m.pte");
 //! ```
+//!
+//! The rule names no parameter: no list of secret names can be complete
+//! (`sig`, `hdnts`, `jwt`, `code`, ...), so every value of a query or
+//! fragment is masked, and so is everything after a `;` in the path. Text
+//! that looks like a URL but does not parse as one (a password holding an
+//! unencoded `/`, `?` or `#`) has everything before its last `@` masked.
 //!
 //! Text that may quote a URL in some other form (an HTTP client's error,
 //! which prints the URL it parsed and normalised) is scrubbed with the
@@ -25,42 +31,16 @@ use std::path::Path;
 /// What a secret is replaced by.
 pub const MASK: &str = "***";
 
-/// Query parameters that carry a secret, by their whole name (compared
-/// without regard to case): an Azure SAS's signature `sig` and the fields
-/// it signs (`se` expiry, `sp` permissions, `sv` version), and the names
-/// tokens go by.
-const SECRET_PARAMS: &[&str] = &["sig", "se", "sp", "sv", "token", "access_token"];
-
-/// Query parameters whose name contains one of these words (without
-/// regard to case) carry a secret: `X-Amz-Signature`, `X-Amz-Credential`,
-/// `X-Amz-Security-Token`, `X-Goog-Signature`, `Signature`, `api_key`,
-/// `client_secret`, `password`, ...
-const SECRET_WORDS: &[&str] = &[
-    "key",
-    "secret",
-    "token",
-    "signature",
-    "password",
-    "passwd",
-    "credential",
-    "auth",
-];
-
 /// Secrets shorter than this are not searched for in free text (a
 /// password `ab` would mask every `ab`); in URLs they are masked by
 /// position whatever their length.
 const MIN_SCRUBBED: usize = 4;
 
-/// True when a query parameter named `name` carries a secret.
-pub fn is_secret_param(name: &str) -> bool {
-    let name = percent_decode(name).to_ascii_lowercase();
-    SECRET_PARAMS.contains(&name.as_str()) || SECRET_WORDS.iter().any(|w| name.contains(w))
-}
-
 /// `text` as it may be shown: every URL in it with its user info masked
-/// (`user:***@`; a user name alone, which may itself be a token, as
-/// `***@`) and the values of its query parameters that carry secrets (see
-/// [`is_secret_param`]) masked; anything else as it is. A `text` that is
+/// (`user:***@`; a user name alone, which may itself be a token, or one
+/// holding an escape, which may hide a `:`, as `***@`), every value of its
+/// query and fragment masked (`name=***`), and anything after a `;` in its
+/// path masked; anything else as it is. A `text` that is
 /// one URL is redacted whole; in longer text (a message, a `-o` option) a
 /// URL ends at white space or a quote, and punctuation that ends a
 /// sentence or closes a parenthesis after it is not taken as part of it.
@@ -170,23 +150,58 @@ impl<'a> Parts<'a> {
     }
 }
 
+/// Where the credentials of `url` end: the byte after the last `@` when
+/// the URL does not parse as one, or parses with the `@` in its path while
+/// its authority holds a `:` (a password holding an unencoded `/`, `?` or
+/// `#` ends the authority early); `None` when its parts are as written.
+fn garbled_credentials(url: &str, p: &Parts) -> Option<usize> {
+    let after = url.rfind('@')? + 1;
+    let parses = ::url::Url::parse(url).is_ok();
+    (!parses || p.user_info.is_none() && p.host.contains(':')).then_some(after)
+}
+
 /// One URL redacted (see [`redact`]).
 fn redact_url(url: &str) -> String {
     let Some(p) = Parts::of(url) else {
         return url.to_owned();
     };
+    if let Some(after) = garbled_credentials(url, &p) {
+        let rest = format!("{}{}", p.scheme, &url[after..]);
+        let Some(rest) = Parts::of(&rest) else {
+            return format!("{}{MASK}@", p.scheme);
+        };
+        return format!("{}{MASK}@{}", p.scheme, redact_rest(&rest));
+    }
     let mut out = String::with_capacity(url.len());
     out.push_str(p.scheme);
     if let Some(info) = p.user_info {
-        if let Some((user, _)) = info.split_once(':') {
-            out.push_str(user);
-            out.push(':');
+        match info.split_once(':') {
+            Some((user, _)) if !user.contains('%') => {
+                out.push_str(user);
+                out.push(':');
+            }
+            _ => {}
         }
         out.push_str(MASK);
         out.push('@');
     }
-    out.push_str(p.host);
-    out.push_str(p.path);
+    out.push_str(&redact_rest(&p));
+    out
+}
+
+/// The host, path, query and fragment of `p`, redacted.
+fn redact_rest(p: &Parts) -> String {
+    let mut out = String::from(p.host);
+    match p.path.split_once(';') {
+        Some((path, params)) => {
+            out.push_str(path);
+            out.push(';');
+            if !params.is_empty() {
+                out.push_str(MASK);
+            }
+        }
+        None => out.push_str(p.path),
+    }
     if let Some(q) = p.query {
         out.push('?');
         out.push_str(&redact_params(q));
@@ -198,26 +213,26 @@ fn redact_url(url: &str) -> String {
     out
 }
 
-/// `a=1&sig=2` with the values of parameters that carry secrets masked.
-fn redact_params(query: &str) -> Cow<'_, str> {
-    if !query.split('&').any(|kv| secret_value(kv).is_some()) {
-        return Cow::Borrowed(query);
-    }
-    let params: Vec<Cow<str>> = query
+/// `a=1&b` as `a=***&***`: every value masked, and a part without a name.
+fn redact_params(query: &str) -> String {
+    query
         .split('&')
-        .map(|kv| match secret_value(kv) {
-            Some(_) => Cow::Owned(format!("{}={MASK}", kv.split_once('=').map_or(kv, |p| p.0))),
-            None => Cow::Borrowed(kv),
+        .map(|kv| match kv.split_once('=') {
+            Some((name, value)) if !value.is_empty() => format!("{name}={MASK}"),
+            Some(_) => kv.to_owned(),
+            None if kv.is_empty() => String::new(),
+            None => MASK.to_owned(),
         })
-        .collect();
-    Cow::Owned(params.join("&"))
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
-/// The value of `name=value` when it carries a secret (and is not
-/// masked already).
-fn secret_value(kv: &str) -> Option<&str> {
-    let (name, value) = kv.split_once('=')?;
-    (is_secret_param(name) && !value.is_empty() && value != MASK).then_some(value)
+/// The secrets of a query or fragment: every value (see [`redact_params`]).
+fn param_values(query: &str) -> impl Iterator<Item = &str> {
+    query
+        .split('&')
+        .map(|kv| kv.split_once('=').map_or(kv, |(_, v)| v))
+        .filter(|v| !v.is_empty() && *v != MASK)
 }
 
 /// `%xx` escapes of `s` decoded (invalid ones kept as they are); `+` is
@@ -257,23 +272,65 @@ pub fn percent_decode(s: &str) -> Cow<'_, str> {
 pub struct Secrets(Vec<String>);
 
 impl Secrets {
-    /// The secrets written in `url` (none for a path).
+    /// The secrets written in `url` (none for a path): what [`redact`]
+    /// masks in it.
     pub fn of_url(url: &str) -> Secrets {
         let mut s = Secrets::default();
-        let Some(p) = Parts::of(url) else {
-            return s;
-        };
-        if let Some(info) = p.user_info {
-            s.add(info.split_once(':').map_or(info, |(_, password)| password));
-        }
-        for params in [p.query, p.fragment].into_iter().flatten() {
-            for kv in params.split('&') {
-                if let Some(v) = secret_value(kv) {
-                    s.add(v);
-                }
-            }
+        s.add_url(url);
+        s
+    }
+
+    /// The secrets of every URL in `text`, each taken to the end of
+    /// `text` (white space included: an argument is one whole).
+    pub fn of_text(text: &str) -> Secrets {
+        let mut s = Secrets::default();
+        let mut from = 0;
+        while let Some((start, end)) = next_url(&text[from..]) {
+            s.add_url(&text[from + start..]);
+            from += end.max(start + 1);
         }
         s
+    }
+
+    /// Adds the secrets written in `url`.
+    fn add_url(&mut self, url: &str) {
+        let Some(p) = Parts::of(url) else {
+            return;
+        };
+        if let Some(after) = garbled_credentials(url, &p) {
+            self.add(&url[p.scheme.len()..after - 1]);
+            self.add_rest(&format!("{}{}", p.scheme, &url[after..]));
+            return;
+        }
+        if let Some(info) = p.user_info {
+            match info.split_once(':') {
+                Some((user, password)) if !user.contains('%') => self.add(password),
+                _ => self.add(info),
+            }
+        }
+        self.add_rest(url);
+    }
+
+    /// Adds every secret of `other`.
+    pub fn extend(&mut self, other: Secrets) {
+        for s in other.0 {
+            self.add(&s);
+        }
+    }
+
+    /// The secrets of `url`'s path parameters, query and fragment.
+    fn add_rest(&mut self, url: &str) {
+        let Some(p) = Parts::of(url) else {
+            return;
+        };
+        if let Some((_, params)) = p.path.split_once(';') {
+            self.add(params);
+        }
+        for params in [p.query, p.fragment].into_iter().flatten() {
+            for v in param_values(params) {
+                self.add(v);
+            }
+        }
     }
 
     /// Adds `secret` (and its percent-decoded form).
@@ -326,46 +383,72 @@ mod tests {
     }
 
     #[test]
-    fn secret_query_values_are_masked() {
+    fn every_query_value_is_masked() {
         let presigned = "https://b.s3.amazonaws.com/m.pte?X-Amz-Algorithm=AWS4-HMAC-SHA256\
             &X-Amz-Credential=AKIAEXAMPLE%2F20260101%2Fus-east-1%2Fs3%2Faws4_request\
-            &X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host\
-            &X-Amz-Security-Token=FwoGZX&X-Amz-Signature=0123abcd";
+            &X-Amz-Signature=0123abcd";
         assert_eq!(
             redact(presigned),
-            "https://b.s3.amazonaws.com/m.pte?X-Amz-Algorithm=AWS4-HMAC-SHA256\
-             &X-Amz-Credential=***&X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600\
-             &X-Amz-SignedHeaders=host&X-Amz-Security-Token=***&X-Amz-Signature=***"
+            "https://b.s3.amazonaws.com/m.pte?X-Amz-Algorithm=***&X-Amz-Credential=***\
+             &X-Amz-Signature=***"
         );
-        let sas = "https://acct.blob.core.windows.net/c/m.pte?sv=2022-11-02&ss=b&srt=o\
-            &sp=r&se=2026-01-01T00:00:00Z&st=2025-01-01&spr=https&sig=abc%2Bdef%3D";
-        assert_eq!(
-            redact(sas),
-            "https://acct.blob.core.windows.net/c/m.pte?sv=***&ss=b&srt=o&sp=***&se=***\
-             &st=2025-01-01&spr=https&sig=***"
-        );
+        // Names no list would hold.
         for name in [
-            "Signature",
-            "token",
-            "access_token",
-            "api_key",
-            "Key-Pair-Id",
-            "client_secret",
-            "password",
-            "X-Goog-Signature",
-            "X%2DAmz%2DSignature",
+            "sig",
+            "pwd",
+            "jwt",
+            "hdnts",
+            "code",
+            "sessionid",
+            "hmac",
+            "passcode",
+            "x",
         ] {
             assert_eq!(
-                redact(&format!("http://h/m?{name}=v&x=1")),
-                format!("http://h/m?{name}=***&x=1"),
+                redact(&format!("http://h/m?{name}=v4lue&n=1")),
+                format!("http://h/m?{name}=***&n=***"),
                 "{name}"
             );
         }
-        assert_eq!(redact("http://h/m?x=1&y=2"), "http://h/m?x=1&y=2");
+        assert_eq!(redact("http://h/m?TOKENONLY"), "http://h/m?***");
+        assert_eq!(redact("http://h/m?a=&b=1"), "http://h/m?a=&b=***");
         assert_eq!(
             redact("http://h/m#access_token=abc"),
             "http://h/m#access_token=***"
         );
+    }
+
+    #[test]
+    fn path_parameters_are_masked() {
+        assert_eq!(
+            redact("https://h/m.pte;sig=S3CRET;x=1?a=1"),
+            "https://h/m.pte;***?a=***"
+        );
+        assert_eq!(redact("https://h/a;"), "https://h/a;");
+    }
+
+    #[test]
+    fn garbled_user_info_is_masked_whole() {
+        for (url, shown) in [
+            ("http://alice:TOP/SECRET@h/m.pte", "http://***@h/m.pte"),
+            ("http://alice:TOP#SECRET@h/m.pte", "http://***@h/m.pte"),
+            ("http://alice:TOP?SECRET@h/m.pte", "http://***@h/m.pte"),
+            ("http://alice:12/SECRET@h/m.pte", "http://***@h/m.pte"),
+            (
+                "HTTP://alice:TOP/SECRET@h/m.pte?k=v",
+                "HTTP://***@h/m.pte?k=***",
+            ),
+            ("Xyz://alice:TOP/SECRET@h", "Xyz://***@h"),
+            ("http://alice%3ATOPSECRET@h/m.pte", "http://***@h/m.pte"),
+            ("http://alice%3ATOP:SECRET@h/m.pte", "http://***@h/m.pte"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+            let s = Secrets::of_url(url);
+            let text = format!("failed for {}", url.replace("://", ":// "));
+            for word in ["TOP", "SECRET"] {
+                assert!(!s.scrub(&text).contains(word), "{url}: {}", s.scrub(&text));
+            }
+        }
     }
 
     #[test]
@@ -411,6 +494,8 @@ mod tests {
             "http://user:PASSWORD@host/x.pte?X-Amz-Signature=1&a=2",
             "https://TOKEN@host/x.pte#token=3",
             "error for http://u:p@h/x.",
+            "http://u:PASSWORD/x@host/m;TOKEN?a",
+            "http://u%3APASSWORD@host/m",
         ] {
             let once = redact(s);
             assert_eq!(redact(&once), once);
@@ -433,6 +518,8 @@ mod tests {
             out,
             "GET http://host/m.pte?X-Amz-Signature=*** failed; auth ***; sig ***"
         );
+        let s = Secrets::of_url("http://h/m.pte;sig=S3CRET");
+        assert_eq!(s.scrub("for url h/m.pte;sig=S3CRET"), "for url h/m.pte;***");
         let mut s = Secrets::default();
         s.add("Bearer hf_abcdef");
         s.add("ab");

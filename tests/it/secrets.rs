@@ -587,3 +587,63 @@ fn credentials_do_not_follow_a_redirect_to_another_origin() {
         "{here:#?}"
     );
 }
+
+/// Secrets in every form a URL may hold one, given to the real binary
+/// for a server that refuses connections (so that every error quotes the
+/// URL) and to clap as a value it refuses: none reaches stdout or stderr,
+/// as written or percent-decoded.
+#[test]
+fn no_form_of_secret_in_a_url_reaches_any_message() {
+    let port = free_port();
+    let host = format!("127.0.0.1:{port}");
+    let secret = |i: usize| format!("Zq{i}x7Secr3tV");
+    let mut cases: Vec<(String, Vec<String>)> = Vec::new();
+    // A password holding an unencoded `/`, `#` or `?`.
+    for (i, c) in ['/', '#', '?'].into_iter().enumerate() {
+        let (a, b) = (secret(i), secret(10 + i));
+        cases.push((format!("http://alice:{a}{c}{b}@{host}/m.pte"), vec![a, b]));
+    }
+    // Parameters after `;`, and query parameters no list of names holds.
+    let s = secret(20);
+    cases.push((format!("http://{host}/m.pte;sig={s}"), vec![s]));
+    for (i, name) in [
+        "pwd",
+        "jwt",
+        "hdnts",
+        "code",
+        "sessionid",
+        "hmac",
+        "passcode",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let s = secret(30 + i);
+        cases.push((format!("https://{host}/m.pte?x=1&{name}={s}"), vec![s]));
+    }
+    // A user name holding `%3A`: the password is in it.
+    let s = secret(40);
+    cases.push((format!("http://alice%3A{s}@{host}/m.pte"), vec![s]));
+    // Schemes in any case, and one ptefs does not read (a path, then).
+    let s = secret(50);
+    cases.push((format!("HTTP://alice:{s}@{host}/m.pte"), vec![s]));
+    let (a, b) = (secret(60), secret(61));
+    cases.push((format!("Ftp://alice:{a}/{b}@{host}/m.pte"), vec![a, b]));
+    let program = fixture("mlp.pte").display().to_string();
+    for (url, secrets) in &cases {
+        let runs = [
+            ptefs(&["ls", url], &[]),
+            ptefs(&["inspect", "--top", url, &program], &[]),
+            ptefs(&["ls", &format!("--data={url}"), &program], &[]),
+        ];
+        for out in runs {
+            assert!(!out.status.success(), "{url}");
+            let text = [out.stdout, out.stderr].concat();
+            let text = String::from_utf8_lossy(&text);
+            assert!(text.contains("***"), "{url}: {text}");
+            for s in secrets {
+                assert!(!text.contains(s.as_str()), "{url} shows {s}:\n{text}");
+            }
+        }
+    }
+}
