@@ -659,7 +659,7 @@ fn expand_dir(
             } else {
                 skipped.push((
                     p,
-                    "is a subdirectory (--recursive descends into them)".into(),
+                    "is a subdirectory (mount --subdirs descends into them)".into(),
                 ));
             }
             continue;

@@ -594,3 +594,32 @@ fn unusable_urls_are_refused_with_a_reason() {
     let _ = python.kill();
     let _ = python.wait();
 }
+
+/// `report` reads every byte: a URL's report, of a file fetched by plan
+/// for its tree and then whole, is the local file's, and a scheme in
+/// upper case names the same URL.
+#[test]
+fn report_takes_a_url_in_any_case() {
+    if !nginx_or_skip("report_takes_a_url_in_any_case") {
+        return;
+    }
+    let nginx = Nginx::start(&fixture(""));
+    for name in ["mlp.pte", "mv2_xnnpack.pte"] {
+        let url = nginx.url(name);
+        let upper = url.replacen("http://", "HTTP://", 1);
+        let here = stdout_of(&["report", "--json", &local(name)], &[]);
+        for u in [&url, &upper] {
+            let there = stdout_of(&["report", "--json", u], &[]);
+            assert_eq!(
+                String::from_utf8(there).unwrap(),
+                String::from_utf8(here.clone()).unwrap(),
+                "{u}"
+            );
+        }
+    }
+    let upper = nginx.url("mlp.pte").replacen("http://", "Http://", 1);
+    assert_eq!(
+        stdout_of(&["ls", "-R", &upper], &[]),
+        stdout_of(&["ls", "-R", &local("mlp.pte")], &[])
+    );
+}

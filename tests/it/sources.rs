@@ -96,7 +96,10 @@ fn a_directory_skips_what_is_no_model_and_says_so() {
     for (name, why) in [
         ("pipe.pte", "is a FIFO"),
         ("notes.txt", "not an ExecuTorch file"),
-        ("sub", "is a subdirectory"),
+        (
+            "sub",
+            "is a subdirectory (mount --subdirs descends into them)",
+        ),
     ] {
         let line = format!(
             "ptefs: note: skipped {}: {why}",

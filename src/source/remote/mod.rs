@@ -67,6 +67,7 @@ impl Target {
     /// and `~/.netrc`; see [`http`]).
     pub fn of(url: &str) -> Result<Target, SourceError> {
         let shown = redact(url);
+        let url = &self::url::with_lower_scheme(url);
         let access = if url.starts_with("http://") || url.starts_with("https://") {
             let access = http::Access::of(url).map_err(|error| SourceError::Remote {
                 url: shown.clone(),
@@ -234,10 +235,7 @@ impl RemoteFile {
             missing.sort_by_key(|r| r.start);
             for r in coalesce(missing) {
                 let bytes = self.get(r.clone()).map_err(|e| error(e.to_string()))?;
-                // Fetching happens before a tree shares the image.
-                let Some(image) = self.image.as_mut().and_then(Arc::get_mut) else {
-                    return Err(error("its image is in use by a tree built from it".into()));
-                };
+                let image = self.image_mut().map_err(error)?;
                 image[r.start as usize..r.end as usize].copy_from_slice(&bytes);
                 self.have.insert(r);
             }
@@ -245,6 +243,30 @@ impl RemoteFile {
         Err(error(format!(
             "reading its structure took more than {PLAN_ROUNDS} rounds of range requests"
         )))
+    }
+
+    /// The image, to write fetched bytes into. A tree built from it (whose
+    /// files rendered when first read share it) may still read it: then
+    /// the fetched pages are copied into a new image that this file alone
+    /// holds, and the tree keeps the old one, which nothing writes.
+    fn image_mut(&mut self) -> Result<&mut MmapMut, String> {
+        let Some(image) = self.image.as_mut() else {
+            return Err("is empty: there is nothing to fetch".into());
+        };
+        if Arc::get_mut(image).is_none() {
+            let mut copy = MmapOptions::new()
+                .len(image.len())
+                .no_reserve_swap()
+                .map_anon()
+                .map_err(|e| format!("mapping an image of {} bytes: {e}", image.len()))?;
+            let _ = copy.advise(Advice::NoHugePage);
+            for r in self.have.ranges() {
+                let r = r.start as usize..r.end as usize;
+                copy[r.clone()].copy_from_slice(&image[r]);
+            }
+            *image = Arc::new(copy);
+        }
+        Arc::get_mut(image).ok_or_else(|| "its image is shared".into())
     }
 
     /// Ranges of whole pages of the image that were read (by parsing)

@@ -32,9 +32,20 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
 pub const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// True when `arg` is a URL of a kind read remotely (rather than a path).
+/// Schemes are compared without regard to case, as RFC 3986 says.
 pub fn is_url(arg: &str) -> bool {
-    arg.split_once("://")
-        .is_some_and(|(scheme, rest)| SCHEMES.contains(&scheme) && !rest.is_empty())
+    arg.split_once("://").is_some_and(|(scheme, rest)| {
+        SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) && !rest.is_empty()
+    })
+}
+
+/// `url` with its scheme in lower case (`HTTP://h/m` as `http://h/m`),
+/// the form the clients below match on.
+pub fn with_lower_scheme(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => format!("{}://{rest}", scheme.to_ascii_lowercase()),
+        None => url.to_owned(),
+    }
 }
 
 /// The name a remote object is shown by: the last segment of the URL's
@@ -145,6 +156,9 @@ mod tests {
         assert!(!is_url("/tmp/https://x"));
         assert!(!is_url("ftp://host/m.pte"));
         assert!(!is_url("http://"));
+        assert!(is_url("HTTP://example.com/m.pte"));
+        assert!(is_url("S3://bucket/m.pte"));
+        assert_eq!(with_lower_scheme("HtTpS://H/M.pte"), "https://H/M.pte");
     }
 
     #[test]
