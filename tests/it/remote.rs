@@ -623,3 +623,73 @@ fn report_takes_a_url_in_any_case() {
         stdout_of(&["ls", "-R", &local("mlp.pte")], &[])
     );
 }
+
+/// The limit the stalled-server tests set, and the bound they check: the
+/// whole operation ends within 1.5 times it.
+const LIMIT_S: f64 = 2.0;
+
+fn within_the_limit(took: Duration) -> bool {
+    took.as_secs_f64() < LIMIT_S * 1.5
+}
+
+/// Opening asks for the size (a presigned URL, with a query, by a ranged
+/// GET and then by HEAD): a server that accepts and never answers fails
+/// the open once, after the one limit for both.
+#[test]
+fn a_stalled_server_fails_an_open_within_the_one_limit() {
+    let port = free_port();
+    let _silent = silent_listener(port);
+    let limit = [("PTEFS_REMOTE_TIMEOUT", LIMIT_S.to_string())];
+    for url in [
+        format!("http://127.0.0.1:{port}/m.pte"),
+        format!("http://127.0.0.1:{port}/m.pte?X-Amz-Signature=abc"),
+    ] {
+        let start = Instant::now();
+        let out = ptefs(&["ls", &url], &limit);
+        let took = start.elapsed();
+        eprintln!("{url}: failed after {took:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("m.pte") && err.contains("no answer"), "{err}");
+        assert!(took.as_secs_f64() >= LIMIT_S * 0.9, "{took:?}: {err}");
+        assert!(within_the_limit(took), "{url}: {took:?}: {err}");
+    }
+}
+
+/// A read on the mount from a server that stops mid-transfer gives EIO
+/// after the one limit, though the kernel asks again for the page it
+/// failed and other readers wait for the same bytes.
+#[test]
+fn a_stalled_read_on_the_mount_fails_within_the_one_limit() {
+    let test = "a_stalled_read_on_the_mount_fails_within_the_one_limit";
+    if !fuse_or_skip(test) {
+        return;
+    }
+    let bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();
+    let local = view("mv2_xnnpack.pte");
+    let ino = local.tree.resolve(BIG_BLOB).unwrap();
+    let content = local.content(ino);
+    let Some(ptefs::tree::Content::Source { span, .. }) = content.as_deref() else {
+        panic!("{BIG_BLOB} is source bytes");
+    };
+    let port = stalling_server(bytes, span.offset as usize, 1000);
+    let url = format!("http://127.0.0.1:{port}/m.pte");
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let out = Command::new(ptefs_bin())
+        .args(["mount", &url])
+        .arg(&mnt)
+        .env("PTEFS_REMOTE_TIMEOUT", LIMIT_S.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let _unmount = Unmount(mnt.clone());
+    let start = Instant::now();
+    let r = std::fs::read(mnt.join(BIG_BLOB));
+    let took = start.elapsed();
+    eprintln!("a stalled read on the mount failed after {took:?}");
+    assert!(is_eio(r));
+    assert!(took.as_secs_f64() >= LIMIT_S * 0.9, "{took:?}");
+    assert!(within_the_limit(took), "{took:?}");
+}

@@ -2,20 +2,23 @@
 //! path in it, and a runtime to block on.
 
 use std::ops::Range;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Runtime;
 
 use super::Target;
-use super::url::{RETRY_TIMEOUT, store};
+use super::limits::{deadline, limit};
+use super::url::store;
 use crate::source::redact::Secrets;
 
-/// The longest any one call may take, retries included: the store's own
-/// limits should end it first, this ends it regardless.
-const CALL_LIMIT: Duration = Duration::from_secs(RETRY_TIMEOUT.as_secs() + 8);
+/// How long after a failed read another read fails at once, with the same
+/// error: a read the kernel fails is retried by it page by page, and
+/// readers waiting for the same bytes ask again; all of them are the one
+/// read that already waited its limit.
+const FAILED_FOR: Duration = Duration::from_secs(2);
 
 /// What was pinned when the object was opened.
 #[derive(Debug, Clone)]
@@ -60,6 +63,8 @@ pub struct Client {
     head_by_get: bool,
     /// What credentials went with the requests, for a refusal.
     credentials: String,
+    /// The last read that failed (not for a change): when, and why.
+    failed: Mutex<Option<(Instant, String)>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -98,18 +103,24 @@ impl Client {
             secrets: target.secrets.clone(),
             head_by_get,
             credentials,
+            failed: Mutex::new(None),
         })
     }
 
-    /// Runs `f` to its end, or fails once [`CALL_LIMIT`] has passed.
-    fn run<T>(&self, f: impl Future<Output = Result<T, GetError>>) -> Result<T, GetError> {
+    /// Runs `f` to its end, or fails once `deadline` has passed: the
+    /// store's own limits may end it first, this ends it regardless.
+    fn run<T>(
+        &self,
+        deadline: Instant,
+        f: impl Future<Output = Result<T, GetError>>,
+    ) -> Result<T, GetError> {
         self.runtime.block_on(async {
-            tokio::time::timeout(CALL_LIMIT, f)
+            tokio::time::timeout_at(deadline.into(), f)
                 .await
                 .unwrap_or_else(|_| {
                     Err(GetError::Other(format!(
-                        "no answer within {} s",
-                        CALL_LIMIT.as_secs()
+                        "no answer within {:.1} s",
+                        limit().as_secs_f64()
                     )))
                 })
         })
@@ -140,8 +151,10 @@ impl Client {
         }
     }
 
-    /// The object's size and identity.
+    /// The object's size and identity, within one [`limit`] for all the
+    /// requests it takes.
     pub fn head(&self) -> Result<Pin, String> {
+        let deadline = deadline();
         let text = |e| match e {
             GetError::Changed(e) | GetError::Other(e) => e,
         };
@@ -156,14 +169,14 @@ impl Client {
                 range: Some(GetRange::Bounded(0..1)),
                 ..GetOptions::default()
             };
-            match self.run(async { Ok(self.call(first).await?.meta) }) {
+            match self.run(deadline, async { Ok(self.call(first).await?.meta) }) {
                 Ok(meta) => meta,
                 Err(by_get) => self
-                    .run(async { Ok(self.call(head).await?.meta) })
+                    .run(deadline, async { Ok(self.call(head).await?.meta) })
                     .map_err(|_| text(by_get))?,
             }
         } else {
-            self.run(async { Ok(self.call(head).await?.meta) })
+            self.run(deadline, async { Ok(self.call(head).await?.meta) })
                 .map_err(text)?
         };
         Ok(Pin {
@@ -174,15 +187,33 @@ impl Client {
     }
 
     /// Bytes `range` of the object, only while it is still the one
-    /// `pin` describes.
+    /// `pin` describes, within one [`limit`]; at once the error of a read
+    /// that failed less than [`FAILED_FOR`] ago.
     pub fn get(&self, range: Range<u64>, pin: &Pin) -> Result<Vec<u8>, GetError> {
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, why)) = &*failed
+            && at.elapsed() < FAILED_FOR
+        {
+            return Err(GetError::Other(why.clone()));
+        }
+        *failed = None;
+        drop(failed);
+        let got = self.get_now(range, pin);
+        if let Err(GetError::Other(why)) = &got {
+            *self.failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((Instant::now(), why.clone()));
+        }
+        got
+    }
+
+    fn get_now(&self, range: Range<u64>, pin: &Pin) -> Result<Vec<u8>, GetError> {
         let options = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
             if_match: pin.e_tag.clone(),
             if_unmodified_since: pin.e_tag.is_none().then(|| pin.last_modified.into()),
             ..GetOptions::default()
         };
-        let bytes = self.run(async {
+        let bytes = self.run(deadline(), async {
             let r = self.call(options).await?;
             // A server that ignores If-Match still says what it sent.
             if r.meta.e_tag.is_some() && r.meta.e_tag != pin.e_tag || r.meta.size != pin.len {

@@ -23,7 +23,7 @@ use object_store::client::{
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, LOCATION};
 use reqwest::{Method, redirect};
 
-use super::url::{CONNECT_TIMEOUT, REQUEST_TIMEOUT};
+use super::limits::{connect_timeout, request_timeout};
 use crate::source::redact::{Secrets, percent_decode};
 
 /// The variable holding headers for every `http(s)` source.
@@ -350,8 +350,8 @@ impl HttpConnector for Connector {
         // `super::url::store`), and no redirects of its own.
         let client = reqwest::Client::builder()
             .user_agent(concat!("ptefs/", env!("CARGO_PKG_VERSION")))
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(request_timeout())
+            .connect_timeout(connect_timeout())
             .redirect(redirect::Policy::none())
             .build()
             .map_err(|e| object_store::Error::Generic {

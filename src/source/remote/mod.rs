@@ -16,6 +16,7 @@
 pub mod cache;
 mod client;
 pub mod http;
+pub mod limits;
 mod url;
 
 use std::io;

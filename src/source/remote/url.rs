@@ -19,17 +19,10 @@ use object_store::path::Path;
 use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
 
 use super::http::{Access, Connector};
+use super::limits::{connect_timeout, option, request_timeout, retry_timeout};
 
 /// URL schemes read as remote objects.
 const SCHEMES: &[&str] = &["http", "https", "s3", "gs", "az"];
-
-/// One request's time limit, connecting included.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(8);
-/// Connecting's time limit.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
-/// All tries of one request together, backoff included: well under the
-/// 30 s after which a read of a vanished server must have failed.
-pub const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// True when `arg` is a URL of a kind read remotely (rather than a path).
 /// Schemes are compared without regard to case, as RFC 3986 says.
@@ -70,7 +63,7 @@ fn retry() -> RetryConfig {
             base: 2.0,
         },
         max_retries: 3,
-        retry_timeout: RETRY_TIMEOUT,
+        retry_timeout: retry_timeout(),
     }
 }
 
@@ -87,7 +80,7 @@ pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>
     if path.as_ref().is_empty() {
         return Err("names no object (the path is empty)".into());
     }
-    let timeout = |key| [(key, format!("{}s", REQUEST_TIMEOUT.as_secs()))];
+    let timeout = |key| [(key, option(request_timeout()))];
     let store: Arc<dyn ObjectStore> = match parsed.scheme() {
         "http" | "https" => {
             // The object's path is added to this; the query (a presigned
@@ -97,8 +90,8 @@ pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>
             base.set_fragment(None);
             let options = ClientOptions::new()
                 .with_allow_http(true)
-                .with_timeout(REQUEST_TIMEOUT)
-                .with_connect_timeout(CONNECT_TIMEOUT);
+                .with_timeout(request_timeout())
+                .with_connect_timeout(connect_timeout());
             let mut b = HttpBuilder::new()
                 .with_url(base.as_str())
                 .with_client_options(options)
@@ -117,7 +110,7 @@ pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>
             }
             b = b.with_config(
                 AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
-                format!("{}s", CONNECT_TIMEOUT.as_secs()),
+                option(connect_timeout()),
             );
             Arc::new(b.build().map_err(|e| e.to_string())?)
         }
