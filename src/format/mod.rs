@@ -15,6 +15,7 @@ mod header;
 pub mod le;
 pub mod lookalike;
 pub mod package;
+pub mod pickle;
 mod program;
 pub mod scalar;
 mod shapes;
