@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 pub mod dataflow;
+pub mod etrecord_graph;
 pub mod external;
 pub mod io;
 pub mod memory_plan;

@@ -27,6 +27,7 @@ mod delegate_dot;
 mod diff;
 mod etdump;
 mod etdump_join;
+mod etrecord;
 mod fetch_plans;
 mod fs;
 mod inspect;

@@ -5,6 +5,7 @@ mod bundled;
 mod data;
 mod delegate;
 mod delegate_layout;
+mod etrecord;
 mod index_entry;
 mod meta;
 mod package;
@@ -630,6 +631,7 @@ impl Builder {
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
             Parsed::Package(p) => self.package(&mut dir, origin, p),
             Parsed::Profile(p) => self.profile(&mut dir, origin, p),
+            Parsed::EtRecord(r) => self.etrecord(&mut dir, origin, r),
         }
         if matches!(
             input.parsed,
