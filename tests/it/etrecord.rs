@@ -246,3 +246,57 @@ fn a_truncated_etrecord_is_an_error_naming_the_zip_record() {
         let _ = Tree::from_bytes("cut.etrecord", &whole[..len]);
     }
 }
+
+/// Every file under `root`: relative path → bytes.
+fn files_under(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn etrecords_mount_to_their_offline_tree() {
+    use crate::common::mounted::{Mounted, fuse_or_skip};
+    if !fuse_or_skip("etrecords_mount_to_their_offline_tree") {
+        return;
+    }
+    for name in NAMES {
+        let file = format!("etrecord/{name}.etrecord");
+        let m = Mounted::new(&[fixture(&file).as_os_str()]);
+        let got = files_under(&m.dir);
+        assert_eq!(
+            got,
+            crate::common::files(&crate::common::view(&file)),
+            "{name}"
+        );
+        // The mounted tensor's bytes are torch.load's.
+        let oracle: Value = serde_json::from_slice(
+            &std::fs::read(fixture(&format!("etrecord/{name}.oracle.json"))).unwrap(),
+        )
+        .unwrap();
+        let sd = oracle["members"]["exported_program_state_dict"]["tensors"]
+            .as_object()
+            .unwrap();
+        for (fqn, t) in sd {
+            let npy =
+                std::fs::read(m.path(&format!("graphs/exported_program/state_dict/{fqn}.npy")))
+                    .unwrap();
+            assert_eq!(
+                sha256(npy_payload(&npy)),
+                t["sha256"].as_str().unwrap(),
+                "{fqn}"
+            );
+        }
+    }
+}
