@@ -226,7 +226,10 @@ pub fn graph_text(nodes: &[Node]) -> String {
         };
         o.push_str(&call);
         if let Some(m) = n.module() {
-            o.push_str(&format!("  # {} ({})", n.module_path(), m.class));
+            // The model itself has the empty path; `.` keeps the column.
+            let path = n.module_path();
+            let path = if path.is_empty() { "." } else { &path };
+            o.push_str(&format!("  # {path} ({})", m.class));
             if let Some(s) = n.source_line() {
                 o.push_str(&format!(" {s}"));
             }
