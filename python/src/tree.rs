@@ -63,6 +63,7 @@ impl Tree {
             auto_data,
             debug_buffer,
             profile,
+            etrecord: None,
         };
         let (view, request) = py.detach(|| (View::open(&request), request));
         let view = view.map_err(|e| open_error(py, e))?;

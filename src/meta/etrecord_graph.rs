@@ -52,6 +52,16 @@ impl Node {
             .join("/")
     }
 
+    /// [`Node::module_path`], `.` for the model itself.
+    pub fn shown_module_path(&self) -> String {
+        let path = self.module_path();
+        if path.is_empty() {
+            ".".to_owned()
+        } else {
+            path
+        }
+    }
+
     /// The first frame of the stack trace, the model's own line, as
     /// `file:line`.
     pub fn source_line(&self) -> Option<String> {
@@ -226,10 +236,7 @@ pub fn graph_text(nodes: &[Node]) -> String {
         };
         o.push_str(&call);
         if let Some(m) = n.module() {
-            // The model itself has the empty path; `.` keeps the column.
-            let path = n.module_path();
-            let path = if path.is_empty() { "." } else { &path };
-            o.push_str(&format!("  # {path} ({})", m.class));
+            o.push_str(&format!("  # {} ({})", n.shown_module_path(), m.class));
             if let Some(s) = n.source_line() {
                 o.push_str(&format!(" {s}"));
             }

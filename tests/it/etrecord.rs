@@ -300,3 +300,117 @@ fn etrecords_mount_to_their_offline_tree() {
         }
     }
 }
+
+/// `methods/forward/source.tsv` of `program` shown with `etrecord`.
+fn source_tsv(program: &str, etrecord: &str) -> Vec<Vec<String>> {
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture(program)],
+        etrecord: Some(fixture(etrecord)),
+        ..Default::default()
+    })
+    .unwrap();
+    let tsv = String::from_utf8(crate::common::read(&v, "methods/forward/source.tsv")).unwrap();
+    let mut lines = tsv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("kind\tid\tdebug_handles\tnodes\tmodule_hierarchy\tstack_frame")
+    );
+    lines
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect()
+}
+
+#[test]
+fn source_tsv_names_each_instructions_modules_and_lines_as_inspector_does() {
+    let rows = source_tsv("etdump/portable_mlp.pte", "etrecord/portable_mlp.etrecord");
+    let (_, _, oracle) = open("portable_mlp");
+    let mut checked = 0;
+    for e in oracle["inspector_events"].as_array().unwrap() {
+        let hierarchy = e["module_hierarchy"].as_object().unwrap();
+        if hierarchy.is_empty() {
+            continue;
+        }
+        let id = e["instruction_id"].as_i64().unwrap().to_string();
+        let row = rows
+            .iter()
+            .find(|r| r[0] == "instruction" && r[1] == id)
+            .unwrap_or_else(|| panic!("no row for instruction {id}"));
+        let handles = e["debug_handles"].to_string();
+        assert_eq!(row[2], handles, "instruction {id}");
+        let modules: Vec<&str> = row[4].split(';').collect();
+        for stack in hierarchy.values() {
+            let stack = stack.as_object().unwrap();
+            let paths: Vec<&str> = stack
+                .values()
+                .map(|v| v[0].as_str().unwrap())
+                .filter(|p| !p.is_empty())
+                .collect();
+            let path = if paths.is_empty() {
+                ".".to_owned()
+            } else {
+                paths.join("/")
+            };
+            let class = stack.values().next_back().unwrap()[1].as_str().unwrap();
+            let want = format!("{path} ({class})");
+            assert!(
+                modules.contains(&want.as_str()),
+                "{id}: {want} not in {modules:?}"
+            );
+        }
+        let frames: Vec<&str> = row[5].split(';').collect();
+        for trace in e["stack_traces"].as_object().unwrap().values() {
+            let want = first_frame(trace.as_str().unwrap());
+            assert!(
+                frames.contains(&want.as_str()),
+                "{id}: {want} not in {frames:?}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} events checked");
+}
+
+#[test]
+fn an_etrecord_beside_a_program_is_found_by_its_stem() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("model.pte");
+    std::fs::copy(fixture("etdump/portable_mlp.pte"), &program).unwrap();
+    std::fs::copy(
+        fixture("etrecord/portable_mlp.etrecord"),
+        dir.path().join("model.etrecord"),
+    )
+    .unwrap();
+    let (req, notes) = ptefs::view::Request {
+        inputs: vec![program],
+        auto_data: true,
+        ..Default::default()
+    }
+    .with_found_data();
+    assert_eq!(req.etrecord, Some(dir.path().join("model.etrecord")));
+    assert!(
+        notes.iter().any(|n| n.contains("as its ETRecord")),
+        "{notes:?}"
+    );
+    let v = ptefs::view::View::open(&req).unwrap();
+    let tsv = String::from_utf8(crate::common::read(&v, "methods/forward/source.tsv")).unwrap();
+    assert!(
+        tsv.contains("instruction\t2\t2\taten_relu_default\t. (__main__.MLP)\t"),
+        "{tsv}"
+    );
+}
+
+#[test]
+fn a_program_given_as_etrecord_is_refused_by_name() {
+    let e = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("etdump/portable_mlp.pte")],
+        etrecord: Some(fixture("etdump/portable_mlp.pte")),
+        ..Default::default()
+    })
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("is given with --etrecord but is not an ETRecord"),
+        "{e}"
+    );
+}

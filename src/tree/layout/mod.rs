@@ -94,6 +94,8 @@ pub struct Options<'o, 'a> {
     pub debug: &'o [DebugBuffer],
     /// A profile (an ETDump) joined with every program shown.
     pub profile: Option<&'o Input<'a>>,
+    /// An ETRecord joined with every program shown.
+    pub etrecord: Option<&'o Input<'a>>,
     /// What renders the `report/` directory of each program, bundled
     /// program and package, when first read; none without it.
     pub reports: Option<ReportMaker>,
@@ -106,6 +108,7 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
         names,
         debug,
         profile,
+        etrecord,
         reports,
     } = *options;
     let data: Vec<Attached<'_, '_>> = attached
@@ -133,6 +136,7 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
             source: i.source,
             name: i.name.clone(),
         }),
+        etrecord: etrecord.map(|i| i.source),
         reports,
         report_data: attached
             .iter()
@@ -145,7 +149,7 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
             .collect(),
         ..Builder::default()
     };
-    for i in inputs.iter().chain(attached).chain(profile) {
+    for i in inputs.iter().chain(attached).chain(profile).chain(etrecord) {
         b.source_names.insert(i.source, i.name.clone());
         b.source_bytes.insert(i.source, i.bytes.clone());
     }
@@ -268,6 +272,8 @@ struct Builder {
     debug_buffers: HashMap<SourceId, (SourceId, u64)>,
     /// The profile joined with every program shown.
     profile: Option<AttachedProfile>,
+    /// The source of the ETRecord joined with every program shown.
+    etrecord: Option<SourceId>,
     /// Renders `report/` files, when the tree has them.
     reports: Option<ReportMaker>,
     /// The attached data files, for reports.

@@ -76,6 +76,25 @@ impl Builder {
                 }
             });
             self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, table);
+            if let Some(source) = self.etrecord {
+                let method = m.name.to_string();
+                self.lazy(
+                    &mut mdir,
+                    "source.tsv",
+                    source,
+                    Box::new(move |bytes, out| {
+                        let rows = crate::format::EtRecordFile::parse(bytes)
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| crate::meta::etrecord_join::rows(&r, &method));
+                        match rows {
+                            Ok(rows) => out.write_all(
+                                crate::meta::etrecord_join::source_tsv(&rows).as_bytes(),
+                            ),
+                            Err(e) => writeln!(out, "cannot render: {e}"),
+                        }
+                    }),
+                );
+            }
             if let Some(j) = joined.as_ref().filter(|j| j.method_index == mi) {
                 self.method_profile(&mut mdir, j, (p, m, mi), &meta.delegate_dirs, origin);
             }
