@@ -41,15 +41,14 @@ impl Node {
         self.module_stack.last()
     }
 
-    /// The module paths from outermost to innermost, joined with `/`
-    /// (the root's empty path left out): `l1`, `block/conv`.
+    /// The innermost module's path in the model, which is whole already
+    /// (`l1`, `block.conv`); empty for the model itself.
     pub fn module_path(&self) -> String {
         self.module_stack
             .iter()
-            .filter(|m| !m.path.is_empty())
-            .map(|m| m.path.as_str())
-            .collect::<Vec<_>>()
-            .join("/")
+            .rev()
+            .find(|m| !m.path.is_empty())
+            .map_or(String::new(), |m| m.path.clone())
     }
 
     /// [`Node::module_path`], `.` for the model itself.

@@ -130,3 +130,47 @@ pub fn source_tsv(rows: &[SourceRow]) -> String {
     }
     o
 }
+
+/// What `code.txt` adds to each instruction's line: `<module path>
+/// (<class>) <file>:<line>` of its nodes, each distinct one once.
+pub fn code_notes(rows: &[SourceRow]) -> std::collections::HashMap<u64, String> {
+    rows.iter()
+        .filter(|r| r.kind == "instruction")
+        .filter_map(|r| {
+            let mut seen: Vec<String> = Vec::new();
+            for n in &r.nodes {
+                let class = n.module().map_or("", |m| m.class.as_str());
+                let note = format!(
+                    "{} ({class}) {}",
+                    n.shown_module_path(),
+                    n.source_line().unwrap_or_default()
+                );
+                let note = note.trim_end().to_owned();
+                if !seen.contains(&note) {
+                    seen.push(note);
+                }
+            }
+            let id = r.id.parse().ok()?;
+            (!seen.is_empty()).then(|| (id, seen.join("; ")))
+        })
+        .collect()
+}
+
+/// `code` (a method's `code.txt`) with each instruction's line ending in
+/// `# ` and its note.
+pub fn annotate(code: &str, notes: &std::collections::HashMap<u64, String>) -> String {
+    let mut out = String::with_capacity(code.len());
+    for line in code.lines() {
+        out.push_str(line);
+        let note = line
+            .split_once(": ")
+            .and_then(|(i, _)| i.parse::<u64>().ok())
+            .and_then(|i| notes.get(&i));
+        if let Some(note) = note {
+            out.push_str("  # ");
+            out.push_str(note);
+        }
+        out.push('\n');
+    }
+    out
+}

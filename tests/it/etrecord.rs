@@ -340,16 +340,11 @@ fn source_tsv_names_each_instructions_modules_and_lines_as_inspector_does() {
         let modules: Vec<&str> = row[4].split(';').collect();
         for stack in hierarchy.values() {
             let stack = stack.as_object().unwrap();
-            let paths: Vec<&str> = stack
+            let path = stack
                 .values()
                 .map(|v| v[0].as_str().unwrap())
-                .filter(|p| !p.is_empty())
-                .collect();
-            let path = if paths.is_empty() {
-                ".".to_owned()
-            } else {
-                paths.join("/")
-            };
+                .rfind(|p| !p.is_empty())
+                .unwrap_or(".");
             let class = stack.values().next_back().unwrap()[1].as_str().unwrap();
             let want = format!("{path} ({class})");
             assert!(
@@ -413,4 +408,51 @@ fn a_program_given_as_etrecord_is_refused_by_name() {
         e.contains("is given with --etrecord but is not an ETRecord"),
         "{e}"
     );
+}
+
+#[test]
+fn code_txt_lines_end_with_the_module_and_source_line_inspector_gives() {
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("etdump/portable_mlp.pte")],
+        etrecord: Some(fixture("etrecord/portable_mlp.etrecord")),
+        ..Default::default()
+    })
+    .unwrap();
+    let code = String::from_utf8(crate::common::read(&v, "methods/forward/code.txt")).unwrap();
+    let (_, _, oracle) = open("portable_mlp");
+    let mut checked = 0;
+    for e in oracle["inspector_events"].as_array().unwrap() {
+        if e["name"] != "OPERATOR_CALL" {
+            continue;
+        }
+        let id = e["instruction_id"].as_i64().unwrap();
+        let line = code
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}: ")))
+            .unwrap();
+        let (_, note) = line.split_once("  # ").unwrap();
+        let stack = e["module_hierarchy"]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap();
+        let inner = stack.as_object().unwrap().values().next_back().unwrap();
+        let path = inner[0].as_str().unwrap();
+        let path = if path.is_empty() { "." } else { path };
+        let trace = e["stack_traces"]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap();
+        let want = format!(
+            "{path} ({}) {}",
+            inner[1].as_str().unwrap(),
+            first_frame(trace.as_str().unwrap())
+        );
+        assert_eq!(note, want, "instruction {id}");
+        checked += 1;
+    }
+    assert_eq!(checked, 5);
 }

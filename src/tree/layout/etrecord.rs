@@ -24,6 +24,20 @@ const MAPS: [&str; 3] = [
 const ARCHIVE_DIRS: [&str; 3] = ["state_dict", "constants", "example_inputs"];
 
 impl Builder {
+    /// What the ETRecord joined with the programs adds to the lines of
+    /// `method`'s `code.txt`, by instruction; none without one.
+    pub(super) fn source_notes(
+        &self,
+        method: &str,
+    ) -> Option<std::sync::Arc<std::collections::HashMap<u64, String>>> {
+        let bytes = self.source_bytes.get(&self.etrecord?)?;
+        let r = EtRecordFile::parse((**bytes).as_ref()).ok()?;
+        let rows = crate::meta::etrecord_join::rows(&r, method).ok()?;
+        Some(std::sync::Arc::new(crate::meta::etrecord_join::code_notes(
+            &rows,
+        )))
+    }
+
     pub(super) fn etrecord(&mut self, root: &mut Dir, origin: Origin, r: &EtRecordFile<'_>) {
         self.json(
             root,

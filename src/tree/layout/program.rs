@@ -69,9 +69,18 @@ impl Builder {
                 )
             });
             let dirs = meta.delegate_dirs.clone();
+            let notes = self.source_notes(&m.name.to_string());
             self.lazy_program(&mut mdir, "code.txt", origin, len, move |p, out| {
                 match p.methods.get(mi) {
-                    Some(m) => out.write_all(code_txt::render_with_dirs(m.plan, &dirs).as_bytes()),
+                    Some(m) => {
+                        let code = code_txt::render_with_dirs(m.plan, &dirs);
+                        match &notes {
+                            Some(n) => out.write_all(
+                                crate::meta::etrecord_join::annotate(&code, n).as_bytes(),
+                            ),
+                            None => out.write_all(code.as_bytes()),
+                        }
+                    }
                     None => Ok(()),
                 }
             });
