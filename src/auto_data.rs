@@ -270,3 +270,41 @@ pub fn find_profile(program: &Path) -> Option<(PathBuf, String)> {
     );
     Some((only.clone(), note))
 }
+
+/// The ETRecord beside `program` (`<stem>.etrecord`, else `etrecord.bin`),
+/// when `program` is a program and the file is an ETRecord recording one
+/// of its methods; with a note saying so.
+pub fn find_etrecord(program: &Path) -> Option<(PathBuf, String)> {
+    if !program.is_file() {
+        return None;
+    }
+    let stem = program.file_stem()?.to_string_lossy().into_owned();
+    let own = format!("{stem}.etrecord");
+    let found = beside(program, &[], |name| {
+        name.to_str()
+            .is_some_and(|n| n == own || n == "etrecord.bin")
+    });
+    let pick = found
+        .iter()
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == own))
+        .or(found.first())?;
+    let source = Source::open(program).ok()?;
+    let Ok(Parsed::Program(p)) = format::parse(source.bytes()) else {
+        return None;
+    };
+    let record = Source::open(pick).ok()?;
+    let Ok(Parsed::EtRecord(r)) = format::parse(record.bytes()) else {
+        return None;
+    };
+    let method = p.methods.iter().map(|m| m.name.to_string()).find(|m| {
+        r.graphs
+            .iter()
+            .any(|g| g.name == format!("edge_dialect_exported_program/{m}"))
+    })?;
+    let note = format!(
+        "{}: attached {} (found beside it) as its ETRecord: it records method {method:?}",
+        program.display(),
+        pick.display()
+    );
+    Some((pick.clone(), note))
+}

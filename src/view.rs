@@ -66,6 +66,17 @@ pub enum OpenError {
         /// What is wrong.
         error: String,
     },
+    /// An `--etrecord` file that is not an ETRecord.
+    #[error(
+        "{}: is given with --etrecord but is not an ETRecord (a zip with an ETRECORD_V0 member): {why}",
+        shown(path)
+    )]
+    NotEtRecord {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead.
+        why: String,
+    },
     /// A `--profile` file that is not an ETDump.
     #[error(
         "{}: is given with --profile but is not an ETDump (.etdp): {why}",
@@ -123,6 +134,10 @@ pub struct Request {
     /// with `auto_data` on and none given, the only `.etdp` beside a lone
     /// program whose events all name its instructions.
     pub profile: Option<PathBuf>,
+    /// An ETRecord to join with the programs shown (`--etrecord`); with
+    /// `auto_data` on and none given, `<stem>.etrecord` or `etrecord.bin`
+    /// beside a lone program.
+    pub etrecord: Option<PathBuf>,
 }
 
 impl Request {
@@ -136,7 +151,20 @@ impl Request {
         let (found, mut notes) = crate::auto_data::find(&self.inputs, &self.data);
         req.data.extend(found);
         req.find_profile(&mut notes);
+        req.find_etrecord(&mut notes);
         (req, notes)
+    }
+
+    /// Sets `etrecord` to the ETRecord beside a lone program, when none is
+    /// given, with a note.
+    fn find_etrecord(&mut self, notes: &mut Vec<String>) {
+        if self.etrecord.is_none()
+            && let [only] = &self.inputs[..]
+            && let Some((found, note)) = crate::auto_data::find_etrecord(only)
+        {
+            self.etrecord = Some(found);
+            notes.push(note);
+        }
     }
 
     /// Sets `profile` to the only `.etdp` beside a lone program that
@@ -173,6 +201,8 @@ pub struct Opened {
     /// The source of the profile joined with the programs (after the
     /// debug buffers of the files shown).
     profile: Option<usize>,
+    /// The source of the ETRecord joined with the programs.
+    etrecord: Option<usize>,
 }
 
 /// The parsed files of an [`Opened`] request.
@@ -188,6 +218,8 @@ pub struct Inputs<'a> {
     pub debug: Vec<tree::DebugBuffer>,
     /// The profile joined with the programs shown.
     pub profile: Option<Input<'a>>,
+    /// The ETRecord joined with the programs shown.
+    pub etrecord: Option<Input<'a>>,
 }
 
 /// Reads the `--names` checkpoint at `path`.
@@ -237,6 +269,7 @@ impl Opened {
         let (found, mut notes) = crate::auto_data::find_among(&programs, &given, &req.data);
         with.data.extend(found);
         with.find_profile(&mut notes);
+        with.find_etrecord(&mut notes);
         (with, notes)
     }
 
@@ -281,6 +314,7 @@ impl Opened {
             names,
             debug: &parsed.debug,
             profile: parsed.profile.as_ref(),
+            etrecord: parsed.etrecord.as_ref(),
             reports: Some(maker),
         };
         let tree = tree::build_with(&parsed.shown, &parsed.attached, &options);
@@ -393,6 +427,13 @@ impl Opened {
             }
             None => None,
         };
+        let etrecord = match &req.etrecord {
+            Some(path) => {
+                sources.push(Source::open(path)?);
+                Some(sources.len() - 1)
+            }
+            None => None,
+        };
         Ok(Opened {
             sources,
             shown: files.len(),
@@ -401,6 +442,7 @@ impl Opened {
             first: req.inputs.first().cloned().unwrap_or_default(),
             debug,
             profile,
+            etrecord,
         })
     }
 
@@ -414,8 +456,28 @@ impl Opened {
         let buffers: std::collections::HashSet<usize> =
             self.debug.iter().map(|&(_, b)| b).collect();
         let mut profile = None;
+        let mut etrecord = None;
         for (id, s) in self.sources.iter().enumerate() {
             if buffers.contains(&id) {
+                continue;
+            }
+            if self.etrecord == Some(id) {
+                let not = |why: String| OpenError::NotEtRecord {
+                    path: s.path.clone(),
+                    why,
+                };
+                match format::parse(s.bytes()) {
+                    Ok(parsed @ Parsed::EtRecord(_)) => {
+                        etrecord = Some(Input {
+                            name: s.name.clone(),
+                            source: id,
+                            bytes: Arc::new(s.shared()),
+                            parsed,
+                        });
+                    }
+                    Ok(_) => return Err(not("it is another kind of file".into())),
+                    Err(e) => return Err(not(e.to_string())),
+                }
                 continue;
             }
             if self.profile == Some(id) {
@@ -496,6 +558,7 @@ impl Opened {
             skipped,
             debug,
             profile,
+            etrecord,
         })
     }
 }

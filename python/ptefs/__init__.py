@@ -456,11 +456,12 @@ def open(
     recursive: bool = False,
     profile: Optional[PathLike] = None,
     debug_buffer: Optional[PathLike] = None,
+    etrecord: Optional[PathLike] = None,
 ) -> File:
     """Opens ExecuTorch files and lays them out as ptefs's tree.
 
     Args:
-        source: a ``.pte``, ``.ptd``, ``.bpte``, ``.ptn`` or ``.etdp`` file, a
+        source: a ``.pte``, ``.ptd``, ``.bpte``, ``.ptn`` or ``.etdp`` file or an ETRecord, a
             directory of them (each shown in a directory of its own), an
             http(s)://, s3://, gs:// or az:// URL of one, a list of these, or
             the bytes of one file (any bytes-like object; copied once into
@@ -480,6 +481,10 @@ def open(
             ``--debug-buffer``; by default ``<name>.debug.bin`` beside it.
             The tensors the run logged are then
             ``methods/<m>/profile/outputs/<run>/*.npy``.
+        etrecord: the program's ETRecord, joined with its instructions
+            (``methods/<m>/source.tsv``, and module paths and source lines
+            in ``code.txt``), as ``--etrecord``; by default
+            ``<stem>.etrecord`` or ``etrecord.bin`` beside it.
 
     Returns:
         a :class:`File`; use it as a context manager.
@@ -517,6 +522,7 @@ def open(
             recursive,
             None if profile is None else _path(profile),
             None if debug_buffer is None else _path(debug_buffer),
+            None if etrecord is None else _path(etrecord),
         )
     except Error as e:
         if keep is not None:

@@ -105,6 +105,7 @@ pub fn diff(
         auto_data,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     };
     let (ra, rb) = (request(&a), request(&b));
     let (na, nb) = (shown(&a), shown(&b));

@@ -32,8 +32,8 @@ impl Tree {
 #[pymethods]
 impl Tree {
     /// Opens `inputs` (paths, URLs or directories) with the data files
-    /// `data` attached and the profile `profile` joined, as `ptefs ls`
-    /// would.
+    /// `data` attached and the profile `profile` and ETRecord `etrecord`
+    /// joined, as `ptefs ls` would.
     #[new]
     #[pyo3(signature = (
         inputs,
@@ -43,6 +43,7 @@ impl Tree {
         recursive=false,
         profile=None,
         debug_buffer=None,
+        etrecord=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -54,6 +55,7 @@ impl Tree {
         recursive: bool,
         profile: Option<PathBuf>,
         debug_buffer: Option<PathBuf>,
+        etrecord: Option<PathBuf>,
     ) -> PyResult<Tree> {
         let request = Request {
             inputs,
@@ -63,6 +65,7 @@ impl Tree {
             auto_data,
             debug_buffer,
             profile,
+            etrecord,
         };
         let (view, request) = py.detach(|| (View::open(&request), request));
         let view = view.map_err(|e| open_error(py, e))?;

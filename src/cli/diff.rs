@@ -258,6 +258,7 @@ fn models(root: &Path) -> Result<Vec<PathBuf>, i32> {
         auto_data: false,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     })
     .map_err(|e| {
         error(e);

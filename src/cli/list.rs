@@ -223,6 +223,7 @@ mod tests {
                 auto_data: false,
                 debug_buffer: None,
                 profile: None,
+                etrecord: None,
             })
             .unwrap();
             Fs::new(view)

@@ -113,6 +113,11 @@ pub struct ProfileArgs {
     /// with --no-auto-data).
     #[arg(long = "profile", value_name = "ETDP")]
     pub profile: Option<PathBuf>,
+    /// The ETRecord of the program: its nodes' module paths and source
+    /// lines under methods/<m>/source.tsv (default: <stem>.etrecord or
+    /// etrecord.bin beside the program; not with --no-auto-data).
+    #[arg(long = "etrecord", value_name = "FILE")]
+    pub etrecord: Option<PathBuf>,
 }
 
 impl ProfileArgs {
@@ -120,6 +125,7 @@ impl ProfileArgs {
     pub fn apply(&self, req: &mut Request) {
         req.debug_buffer = self.debug_buffer.clone();
         req.profile = self.profile.clone();
+        req.etrecord = self.etrecord.clone();
     }
 }
 
@@ -161,6 +167,7 @@ impl Attach {
             auto_data: !self.no_auto_data,
             debug_buffer: None,
             profile: None,
+            etrecord: None,
         })
     }
 }
@@ -218,6 +225,7 @@ fn open_inputs(files: &[PathBuf], data: &[PathBuf], auto_data: bool) -> Result<O
         auto_data,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     }
     .with_found_data();
     for n in &notes {

@@ -1,4 +1,5 @@
-//! Parsing and validation of `.pte`, `.ptd`, `.bpte`, `.ptn` and `.etdp` files.
+//! Parsing and validation of `.pte`, `.ptd`, `.bpte`, `.ptn` and `.etdp`
+//! files and ETRecords.
 //!
 //! Everything here works on a byte slice (usually a memory map) and returns
 //! views that borrow it. Every offset and length taken from the file is
@@ -10,11 +11,13 @@ mod checked_index;
 mod data;
 mod error;
 pub mod etdump;
+pub mod etrecord;
 pub mod fetch_plan;
 mod header;
 pub mod le;
 pub mod lookalike;
 pub mod package;
+pub mod pickle;
 mod program;
 pub mod scalar;
 mod shapes;
@@ -26,6 +29,7 @@ pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
 pub use data::{DataEntry, DataFile, Layout};
 pub use error::{Error, Result};
 pub use etdump::ProfileFile;
+pub use etrecord::EtRecordFile;
 pub use fetch_plan::Ranges;
 pub use header::{PtdHeader, PteExtendedHeader, PteHeader};
 pub use package::PackageFile;
@@ -104,6 +108,8 @@ pub enum Parsed<'a> {
     Package(PackageFile<'a>),
     /// An `.etdp`.
     Profile(ProfileFile<'a>),
+    /// An ETRecord (a zip with an `ETRECORD_V0` member).
+    EtRecord(EtRecordFile<'a>),
 }
 
 /// Parses and validates a file of any kind, chosen by its magic.
@@ -112,6 +118,9 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>> {
         Kind::Program => Parsed::Program(ProgramFile::parse(bytes)?),
         Kind::Data => Parsed::Data(DataFile::parse(bytes)?),
         Kind::Bundled => Parsed::Bundled(BundledFile::parse(bytes)?),
+        Kind::Package if etrecord::is_etrecord(bytes) => {
+            Parsed::EtRecord(EtRecordFile::parse(bytes)?)
+        }
         Kind::Package => Parsed::Package(PackageFile::parse(bytes)?),
         Kind::Profile => Parsed::Profile(ProfileFile::parse(bytes)?),
     })
@@ -126,6 +135,7 @@ impl<'a> Parsed<'a> {
             Parsed::Bundled(b) => b.bytes,
             Parsed::Package(p) => p.bytes,
             Parsed::Profile(p) => p.bytes,
+            Parsed::EtRecord(r) => r.bytes,
         }
     }
 
@@ -138,6 +148,7 @@ impl<'a> Parsed<'a> {
             Parsed::Bundled(b) => &b.warnings,
             Parsed::Package(p) => &p.warnings,
             Parsed::Profile(p) => &p.warnings,
+            Parsed::EtRecord(r) => &r.warnings,
         }
     }
 }

@@ -5,6 +5,8 @@
 
 pub mod checkpoint;
 pub mod dataflow;
+pub mod etrecord_graph;
+pub mod etrecord_join;
 pub mod external;
 pub mod io;
 pub mod memory_plan;

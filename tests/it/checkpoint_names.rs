@@ -43,6 +43,7 @@ fn open(files: &[PathBuf], data: &[PathBuf], names: &Path) -> View {
         auto_data: false,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -219,6 +220,7 @@ fn names_that_are_not_a_checkpoint_are_refused_with_the_reason() {
         auto_data: false,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     })
     .unwrap_err()
     .to_string();

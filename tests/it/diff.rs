@@ -727,6 +727,7 @@ fn same_named_files_in_subdirectories_stay_apart() {
         auto_data: true,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     })
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(ls(&v, ""), ["x", "y"]);

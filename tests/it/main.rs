@@ -33,6 +33,7 @@ mod edit_pack;
 mod edit_set;
 mod etdump;
 mod etdump_join;
+mod etrecord;
 mod fetch_plans;
 mod fs;
 mod hidden_characters;

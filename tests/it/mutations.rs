@@ -56,6 +56,7 @@ fn structure(bytes: &[u8]) -> (usize, Vec<Span>) {
         Parsed::Data(d) => (d.flatbuffer.len as usize, d.segments.clone()),
         Parsed::Bundled(b) => (b.bytes.len(), Vec::new()),
         Parsed::Package(p) => (p.bytes.len(), p.members.iter().map(|m| m.data).collect()),
+        Parsed::EtRecord(r) => (r.bytes.len(), r.members.iter().map(|m| m.data).collect()),
         Parsed::Profile(p) => (p.bytes.len(), Vec::new()),
     }
 }

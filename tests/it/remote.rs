@@ -30,6 +30,7 @@ fn open(inputs: &[String], data: &[String]) -> View {
         auto_data: false,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     })
     .unwrap_or_else(|e| panic!("{inputs:?}: {e}"))
 }

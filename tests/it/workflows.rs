@@ -345,6 +345,7 @@ fn a_directory_shows_each_model_under_its_name() {
         auto_data: false,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     })
     .unwrap();
     // A model found in a subdirectory is named by its relative path.

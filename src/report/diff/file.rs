@@ -47,6 +47,12 @@ fn facts(p: &Parsed<'_>) -> Vec<(&'static str, Value)> {
             f.push(("package.stored_tensors", json!(s.stored_tensors)));
             f.push(("package.aliases", json!(s.aliases)));
         }
+        Parsed::EtRecord(r) => {
+            f.push(("kind", json!("etrecord")));
+            f.push(("size", json!(r.bytes.len())));
+            f.push(("etrecord.members", json!(r.members.len())));
+            f.push(("etrecord.graphs", json!(r.graphs.len())));
+        }
         Parsed::Profile(p) => {
             f.push(("kind", json!("profile")));
             f.push(("size", json!(p.bytes.len())));

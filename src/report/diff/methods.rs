@@ -59,7 +59,7 @@ pub(super) fn operators(p: &Parsed<'_>) -> BTreeMap<String, BTreeMap<String, u64
                 add(m.name, &mut targets.iter().map(|(k, v)| (k.as_str(), *v)));
             }
         }
-        Parsed::Data(_) | Parsed::Profile(_) => {}
+        Parsed::Data(_) | Parsed::Profile(_) | Parsed::EtRecord(_) => {}
     }
     out
 }

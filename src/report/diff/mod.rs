@@ -135,7 +135,7 @@ fn program<'p, 'a>(p: &'p Parsed<'a>) -> Option<&'p ProgramFile<'a>> {
     match p {
         Parsed::Program(p) => Some(p),
         Parsed::Bundled(b) => Some(&b.program),
-        Parsed::Data(_) | Parsed::Package(_) | Parsed::Profile(_) => None,
+        Parsed::Data(_) | Parsed::Package(_) | Parsed::Profile(_) | Parsed::EtRecord(_) => None,
     }
 }
 

@@ -301,7 +301,7 @@ pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
         Parsed::Bundled(b) => c.program(&b.program, own, b.program_span.offset, &data),
         Parsed::Data(d) => c.data(d, own),
         Parsed::Package(p) => c.package(p, own),
-        Parsed::Profile(_) => {}
+        Parsed::Profile(_) | Parsed::EtRecord(_) => {}
     }
     for (source, d) in &data {
         c.data(d, *source);

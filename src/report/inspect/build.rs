@@ -249,6 +249,7 @@ pub(super) fn bundled(
         profile: None,
         largest: None,
         stats: None,
+        etrecord: None,
     }
 }
 
@@ -293,5 +294,6 @@ pub(super) fn data(name: &str, d: &DataFile<'_>) -> Inspection {
         profile: None,
         largest: None,
         stats: None,
+        etrecord: None,
     }
 }

@@ -9,6 +9,7 @@ use super::composition::move_bytes;
 use crate::format::{DataFile, Parsed};
 
 mod build;
+mod etrecord;
 mod package;
 mod profile;
 mod text;
@@ -53,6 +54,9 @@ pub struct Inspection {
     /// Each tensor's statistics, when asked for (`--stats`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<Vec<crate::report::summary::TensorStats>>,
+    /// An ETRecord's programs, tensors and maps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etrecord: Option<etrecord::EtRecordSummary>,
 }
 
 /// `report` with the profile `profile` joined with `program` (shown as
@@ -428,6 +432,7 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
                 profile: None,
                 largest: None,
                 stats: None,
+                etrecord: None,
             }
         }
         Parsed::Data(d) => build::data(name, d),
@@ -448,6 +453,7 @@ pub fn inspect(name: &str, parsed: &Parsed<'_>, attached: &[&DataFile<'_>]) -> I
         }
         Parsed::Package(p) => package::package(name, p),
         Parsed::Profile(p) => profile::inspection(name, p),
+        Parsed::EtRecord(r) => etrecord::inspection(name, r),
     }
 }
 

@@ -47,6 +47,7 @@ pub(super) fn package(name: &str, p: &PackageFile<'_>) -> Inspection {
         profile: None,
         largest: None,
         stats: None,
+        etrecord: None,
     }
 }
 

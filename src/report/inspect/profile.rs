@@ -353,6 +353,7 @@ pub(super) fn inspection(name: &str, p: &ProfileFile<'_>) -> Inspection {
         profile: Some(summary(p)),
         largest: None,
         stats: None,
+        etrecord: None,
     }
 }
 

@@ -14,6 +14,7 @@ impl Inspection {
             "data" => "ExecuTorch data file",
             "package" => "ExecuTorch native program package",
             "profile" => "ExecuTorch ETDump (runtime profile)",
+            "etrecord" => "ExecuTorch ETRecord",
             _ => "ExecuTorch bundled program",
         };
         let _ = writeln!(
@@ -53,6 +54,9 @@ impl Inspection {
         }
         if let Some(p) = &self.profile {
             super::profile::text(&mut o, p);
+        }
+        if let Some(r) = &self.etrecord {
+            super::etrecord::text(&mut o, r);
         }
         if let Some(c) = &self.checkpoint {
             let _ = writeln!(o, "\ncheckpoint: {} of {} keys found", c.matched, c.keys);

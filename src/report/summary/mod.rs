@@ -179,6 +179,7 @@ fn file_len(p: &Parsed<'_>) -> u64 {
         Parsed::Bundled(b) => b.bytes,
         Parsed::Package(p) => p.bytes,
         Parsed::Profile(p) => p.bytes,
+        Parsed::EtRecord(r) => r.bytes,
     };
     b.len() as u64
 }

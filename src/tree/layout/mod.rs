@@ -5,6 +5,7 @@ mod bundled;
 mod data;
 mod delegate;
 mod delegate_layout;
+mod etrecord;
 mod index_entry;
 mod meta;
 mod package;
@@ -93,6 +94,8 @@ pub struct Options<'o, 'a> {
     pub debug: &'o [DebugBuffer],
     /// A profile (an ETDump) joined with every program shown.
     pub profile: Option<&'o Input<'a>>,
+    /// An ETRecord joined with every program shown.
+    pub etrecord: Option<&'o Input<'a>>,
     /// What renders the `report/` directory of each program, bundled
     /// program and package, when first read; none without it.
     pub reports: Option<ReportMaker>,
@@ -105,6 +108,7 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
         names,
         debug,
         profile,
+        etrecord,
         reports,
     } = *options;
     let data: Vec<Attached<'_, '_>> = attached
@@ -132,6 +136,7 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
             source: i.source,
             name: i.name.clone(),
         }),
+        etrecord: etrecord.map(|i| i.source),
         reports,
         report_data: attached
             .iter()
@@ -144,7 +149,7 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
             .collect(),
         ..Builder::default()
     };
-    for i in inputs.iter().chain(attached).chain(profile) {
+    for i in inputs.iter().chain(attached).chain(profile).chain(etrecord) {
         b.source_names.insert(i.source, i.name.clone());
         b.source_bytes.insert(i.source, i.bytes.clone());
     }
@@ -267,6 +272,8 @@ struct Builder {
     debug_buffers: HashMap<SourceId, (SourceId, u64)>,
     /// The profile joined with every program shown.
     profile: Option<AttachedProfile>,
+    /// The source of the ETRecord joined with every program shown.
+    etrecord: Option<SourceId>,
     /// Renders `report/` files, when the tree has them.
     reports: Option<ReportMaker>,
     /// The attached data files, for reports.
@@ -637,6 +644,7 @@ impl Builder {
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
             Parsed::Package(p) => self.package(&mut dir, origin, p),
             Parsed::Profile(p) => self.profile(&mut dir, origin, p),
+            Parsed::EtRecord(r) => self.etrecord(&mut dir, origin, r),
         }
         if matches!(
             input.parsed,

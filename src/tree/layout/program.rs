@@ -69,13 +69,41 @@ impl Builder {
                 )
             });
             let dirs = meta.delegate_dirs.clone();
+            let notes = self.source_notes(&m.name.to_string());
             self.lazy_program(&mut mdir, "code.txt", origin, len, move |p, out| {
                 match p.methods.get(mi) {
-                    Some(m) => out.write_all(code_txt::render_with_dirs(m.plan, &dirs).as_bytes()),
+                    Some(m) => {
+                        let code = code_txt::render_with_dirs(m.plan, &dirs);
+                        match &notes {
+                            Some(n) => out.write_all(
+                                crate::meta::etrecord_join::annotate(&code, n).as_bytes(),
+                            ),
+                            None => out.write_all(code.as_bytes()),
+                        }
+                    }
                     None => Ok(()),
                 }
             });
             self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, table);
+            if let Some(source) = self.etrecord {
+                let method = m.name.to_string();
+                self.lazy(
+                    &mut mdir,
+                    "source.tsv",
+                    source,
+                    Box::new(move |bytes, out| {
+                        let rows = crate::format::EtRecordFile::parse(bytes)
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| crate::meta::etrecord_join::rows(&r, &method));
+                        match rows {
+                            Ok(rows) => out.write_all(
+                                crate::meta::etrecord_join::source_tsv(&rows).as_bytes(),
+                            ),
+                            Err(e) => writeln!(out, "cannot render: {e}"),
+                        }
+                    }),
+                );
+            }
             if let Some(j) = joined.as_ref().filter(|j| j.method_index == mi) {
                 self.method_profile(&mut mdir, j, (p, m, mi), &meta.delegate_dirs, origin);
             }

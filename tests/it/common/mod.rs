@@ -48,6 +48,7 @@ pub fn view_of(files: &[PathBuf], data: &[PathBuf]) -> View {
         auto_data: true,
         debug_buffer: None,
         profile: None,
+        etrecord: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,0 +1,186 @@
+"""Writes tests/fixtures/etrecord/: ETRecords from ExecuTorch 1.5.1's
+generate_etrecord for a portable MLP and an XNNPACK-delegated conv net, their
+programs, ETDumps with debug buffers, and oracles from ExecuTorch's and
+torch's own readers (parse_etrecord, torch.load, Inspector).
+
+Run with the ExecuTorch venv's python: python scripts/gen-etrecord-fixtures.py
+Times in the ETDumps are real, so re-running changes those bytes only.
+"""
+import hashlib, io, json, os, zipfile
+import torch
+from executorch.exir import to_edge, to_edge_transform_and_lower
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.devtools import Inspector
+from executorch.devtools.etrecord import parse_etrecord
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures")
+OUT = os.path.join(FIXTURES, "etrecord")
+ETDUMP = os.path.join(FIXTURES, "etdump")
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(16, 32)
+        self.l2 = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.l2(torch.relu(self.l1(x)))
+
+
+class MobileNetish(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1); self.bn = torch.nn.BatchNorm2d(8)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8); self.pw = torch.nn.Conv2d(8, 16, 1)
+        self.pool = torch.nn.AdaptiveAvgPool2d(1); self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu6(self.bn(self.stem(x)))
+        x = torch.nn.functional.relu6(self.pw(torch.nn.functional.relu6(self.dw(x))))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def sha(b):
+    return hashlib.sha256(bytes(b)).hexdigest()
+
+
+def tensor_oracle(t):
+    t = t.detach()
+    return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
+            "stride": list(t.stride()), "storage_offset": t.storage_offset(),
+            "sha256": sha(t.contiguous().numpy().tobytes())}
+
+
+def flat(prefix, x, out):
+    """Tensors of a nested list/tuple/dict value, by their path."""
+    if isinstance(x, torch.Tensor):
+        out[prefix] = tensor_oracle(x)
+    elif isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            flat(f"{prefix}/{i}" if prefix else str(i), v, out)
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            flat(f"{prefix}/{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = {"value": repr(x)}
+    return out
+
+
+def archive_oracle(path):
+    """Each torch.save member of the ETRecord, as torch.load reads it."""
+    z = zipfile.ZipFile(path)
+    members = {}
+    for info in z.infolist():
+        name = info.filename
+        entry = {"size": info.file_size, "compress_type": info.compress_type}
+        if name.endswith(("_state_dict", "_constants", "_example_inputs")) or name in ("reference_outputs", "representative_inputs"):
+            value = torch.load(io.BytesIO(z.read(name)), weights_only=True)
+            entry["tensors"] = flat("", value, {})
+        members[name] = entry
+    return members
+
+
+def graphs_oracle(rec):
+    graphs = {}
+    eps = {}
+    if rec.exported_program is not None:
+        eps["exported_program"] = rec.exported_program
+    edge = rec.edge_dialect_program
+    if isinstance(edge, dict):
+        for m, ep in edge.items():
+            eps[f"edge_dialect_exported_program/{m}"] = ep
+    elif edge is not None:
+        eps["edge_dialect_exported_program/forward"] = edge
+    for k, ep in (rec.graph_map or {}).items():
+        eps[k] = ep
+    for name, ep in eps.items():
+        nodes = []
+        for n in ep.graph.nodes:
+            nodes.append({"name": n.name, "op": n.op, "target": str(n.target),
+                          "debug_handle": n.meta.get("debug_handle"),
+                          "nn_module_stack": {k: [v[0], str(v[1])] for k, v in (n.meta.get("nn_module_stack") or {}).items()},
+                          "stack_trace": n.meta.get("stack_trace")})
+        graphs[name] = {"nodes": nodes, "state_dict": sorted(ep.state_dict.keys()),
+                        "constants": sorted(ep.constants.keys())}
+    return graphs
+
+
+def make(name, model, example, lower, program, etdump):
+    ep = torch.export.export(model, example)
+    if lower:
+        edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()], generate_etrecord=True)
+    else:
+        edge = to_edge(ep, generate_etrecord=True)
+    et = edge.to_executorch()
+    rec = et.get_etrecord()
+    rec.update_representative_inputs([example])
+    rec.update_reference_outputs([[model(*example)]])
+    pte = os.path.join(OUT, name + ".pte")
+    with open(pte, "wb") as f:
+        f.write(et.buffer)
+    etrecord = os.path.join(OUT, name + ".etrecord")
+    rec.save(etrecord)
+
+    # The Python runtime of this venv cannot run programs (its torch is newer
+    # than its pybindings), so the ETDumps are the ones tests/fixtures/etdump
+    # holds: they were written running these very programs, checked here to
+    # be byte-identical.
+    ref = os.path.join(ETDUMP, program)
+    assert open(ref, "rb").read() == et.buffer, f"{ref} differs from this export"
+    os.remove(pte)
+    etdp = os.path.join(ETDUMP, etdump)
+    dbg = etdp.removesuffix(".etdp") + ".debug.bin"
+    dbg = dbg if os.path.exists(dbg) else None
+
+    parsed = parse_etrecord(etrecord)
+    oracle = {
+        "etrecord": os.path.basename(etrecord),
+        "sha256": sha(open(etrecord, "rb").read()),
+        "members": archive_oracle(etrecord),
+        "graphs": graphs_oracle(parsed),
+        "debug_handle_map": parsed._debug_handle_map,
+        "delegate_map": parsed._delegate_map,
+        "instruction_id_to_num_outs_map": parsed._instruction_id_to_num_outs_map,
+        "program": program, "etdump": etdump,
+        "reference_outputs": [tensor_oracle(model(*example))],
+    }
+
+    insp = Inspector(etdump_path=etdp, etrecord=etrecord, debug_buffer_path=dbg)
+    events = []
+    for eb in insp.event_blocks:
+        for e in eb.events:
+            events.append({"block": eb.name, "name": e.name, "instruction_id": e._instruction_id,
+                           "delegate_debug_identifier": e.delegate_debug_identifier,
+                           "is_delegated_op": e.is_delegated_op,
+                           "debug_handles": e.debug_handles,
+                           "module_hierarchy": {k: {m: [v[0], str(v[1])] for m, v in (h or {}).items()} for k, h in e.module_hierarchy.items()},
+                           "stack_traces": e.stack_traces,
+                           "op_types": e.op_types})
+    oracle["inspector_events"] = events
+    gaps = {}
+    for metric in ("MSE", "L1", "SNR"):
+        try:
+            df = insp.calculate_numeric_gap(metric)
+            gaps[metric] = json.loads(df.to_json(orient="records", default_handler=str))
+        except Exception as ex:  # the metric's failure is part of what 1.5.1 does
+            gaps[metric] = {"error": f"{type(ex).__name__}: {ex}"}
+    oracle["numeric_gaps"] = gaps
+    with open(os.path.join(OUT, name + ".inspector_table.txt"), "w") as f:
+        df = insp.to_dataframe()
+        cols = [c for c in ["event_block_name", "event_name", "instruction_id", "is_delegated_op", "module_hierarchy", "stack_traces"] if c in df.columns]
+        f.write(df[cols].to_string() + "\n")
+    with open(os.path.join(OUT, name + ".oracle.json"), "w") as f:
+        json.dump(oracle, f, indent=1, sort_keys=True, default=str)
+        f.write("\n")
+    print("wrote", name, os.path.getsize(etrecord), "bytes")
+
+
+os.makedirs(OUT, exist_ok=True)
+# The same seed and order as tests/fixtures/etdump's generator, so that the
+# programs come out the same.
+torch.manual_seed(0)
+mlp = MLP().eval(); mob = MobileNetish().eval()
+x = (torch.randn(1, 16),); xm = (torch.randn(1, 3, 32, 32),)
+make("portable_mlp", mlp, x, False, "portable_mlp.pte", "portable_mlp.etdp")
+make("xnnpack_mobilenetish", mob, xm, True, "xnnpack_mobilenetish.pte", "xnnpack_mobilenetish_debug.etdp")

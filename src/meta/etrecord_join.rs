@@ -1,0 +1,176 @@
+//! An ETRecord joined with the program it records: for each instruction of
+//! a method, the graph nodes its debug handles name (from the ETRecord's
+//! debug-handle map and the method's edge-dialect program), with their
+//! module stacks and source lines; and for each delegate the delegate map
+//! names, its nodes likewise. This is how Inspector fills its
+//! `module_hierarchy` and `stack_traces` columns.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value as Json;
+
+use super::etrecord_graph::{self, Node};
+use crate::format::etrecord::{DEBUG_HANDLE_MAP, DELEGATE_MAP, EtRecordFile};
+
+/// One row of `source.tsv`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRow {
+    /// `instruction` or `delegate`.
+    pub kind: &'static str,
+    /// The instruction's index, or the delegate's key in the delegate map.
+    pub id: String,
+    /// The debug handles it carries.
+    pub handles: Vec<i64>,
+    /// The nodes those handles name, in graph order.
+    pub nodes: Vec<Node>,
+}
+
+fn handles(v: &Json) -> Vec<i64> {
+    match v {
+        Json::Number(n) => n.as_i64().into_iter().collect(),
+        Json::Array(a) => a.iter().flat_map(handles).collect(),
+        Json::Object(o) => o.values().flat_map(handles).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The edge-dialect program of `method`, falling back on the single edge
+/// program of older ETRecords, then on the exported program.
+fn graph_nodes(r: &EtRecordFile<'_>, method: &str) -> Result<Vec<Node>, String> {
+    let wanted = [
+        format!("edge_dialect_exported_program/{method}"),
+        "edge_dialect_exported_program".to_owned(),
+        "exported_program".to_owned(),
+    ];
+    let g = wanted
+        .iter()
+        .find_map(|w| r.graphs.iter().find(|g| &g.name == w))
+        .ok_or_else(|| format!("the ETRecord records no program for method {method:?}"))?;
+    etrecord_graph::nodes(g.program.bytes(r.bytes))
+}
+
+fn map(r: &EtRecordFile<'_>, i: usize, name: &str) -> Result<Json, String> {
+    match r.map_bytes(i) {
+        Some(b) => serde_json::from_slice(b).map_err(|e| format!("{name}: {e}")),
+        None => Ok(Json::Null),
+    }
+}
+
+/// The rows of `method`: each instruction the debug-handle map lists, then
+/// each delegate the delegate map lists.
+pub fn rows(r: &EtRecordFile<'_>, method: &str) -> Result<Vec<SourceRow>, String> {
+    let nodes = graph_nodes(r, method)?;
+    let by_handle = |hs: &[i64]| -> Vec<Node> {
+        nodes
+            .iter()
+            .filter(|n| n.debug_handle.is_some_and(|h| hs.contains(&h)))
+            .cloned()
+            .collect()
+    };
+    let mut out = Vec::new();
+    let dh = map(r, 0, DEBUG_HANDLE_MAP)?;
+    let mut instructions: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    if let Some(m) = dh.get(method).and_then(Json::as_object) {
+        for (k, v) in m {
+            if let Ok(i) = k.parse() {
+                instructions.insert(i, handles(v));
+            }
+        }
+    }
+    for (i, hs) in instructions {
+        out.push(SourceRow {
+            kind: "instruction",
+            id: i.to_string(),
+            nodes: by_handle(&hs),
+            handles: hs,
+        });
+    }
+    let dm = map(r, 1, DELEGATE_MAP)?;
+    if let Some(m) = dm.get(method).and_then(Json::as_object) {
+        for (k, v) in m {
+            let hs = handles(v.get("delegate_map").unwrap_or(&Json::Null));
+            out.push(SourceRow {
+                kind: "delegate",
+                id: k.clone(),
+                nodes: by_handle(&hs),
+                handles: hs,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `source.tsv`: one line per instruction or delegate: its debug handles,
+/// node names, module paths with classes, and source lines (`;` between
+/// nodes).
+pub fn source_tsv(rows: &[SourceRow]) -> String {
+    let clean = |s: String| s.replace(['\t', '\n'], " ");
+    let mut o = String::from("kind\tid\tdebug_handles\tnodes\tmodule_hierarchy\tstack_frame\n");
+    for r in rows {
+        let join = |f: &dyn Fn(&Node) -> String| {
+            clean(r.nodes.iter().map(f).collect::<Vec<_>>().join(";"))
+        };
+        o.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\n",
+            r.kind,
+            r.id,
+            r.handles
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            join(&|n| n.name.clone()),
+            join(&|n| {
+                let path = n.shown_module_path();
+                let class = n.module().map_or("", |m| m.class.as_str());
+                format!("{path} ({class})")
+            }),
+            join(&|n| n.source_line().unwrap_or_default()),
+        ));
+    }
+    o
+}
+
+/// What `code.txt` adds to each instruction's line: `<module path>
+/// (<class>) <file>:<line>` of its nodes, each distinct one once.
+pub fn code_notes(rows: &[SourceRow]) -> std::collections::HashMap<u64, String> {
+    rows.iter()
+        .filter(|r| r.kind == "instruction")
+        .filter_map(|r| {
+            let mut seen: Vec<String> = Vec::new();
+            for n in &r.nodes {
+                let class = n.module().map_or("", |m| m.class.as_str());
+                let note = format!(
+                    "{} ({class}) {}",
+                    n.shown_module_path(),
+                    n.source_line().unwrap_or_default()
+                );
+                let note = note.trim_end().to_owned();
+                if !seen.contains(&note) {
+                    seen.push(note);
+                }
+            }
+            let id = r.id.parse().ok()?;
+            (!seen.is_empty()).then(|| (id, seen.join("; ")))
+        })
+        .collect()
+}
+
+/// `code` (a method's `code.txt`) with each instruction's line ending in
+/// `# ` and its note.
+pub fn annotate(code: &str, notes: &std::collections::HashMap<u64, String>) -> String {
+    let mut out = String::with_capacity(code.len());
+    for line in code.lines() {
+        out.push_str(line);
+        let note = line
+            .split_once(": ")
+            .and_then(|(i, _)| i.parse::<u64>().ok())
+            .and_then(|i| notes.get(&i));
+        if let Some(note) = note {
+            out.push_str("  # ");
+            out.push_str(note);
+        }
+        out.push('\n');
+    }
+    out
+}
