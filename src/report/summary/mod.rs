@@ -19,7 +19,7 @@
 //! renderer, and the view, which may use both, passes it in. Imports stay
 //! acyclic: report → tree, view → report → tree.
 
-mod coverage;
+pub mod coverage;
 mod duplicates;
 mod files;
 mod layers;

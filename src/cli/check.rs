@@ -1,0 +1,107 @@
+//! `ptefs check`: will a program load and run on a runtime?
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{OK, TROUBLE, error, open_inputs};
+use crate::format::Parsed;
+use crate::report::check::spec::{DEFAULT, RuntimeSpec};
+use crate::report::check::{Limits, check};
+use crate::source::redact::shown;
+
+/// Problems found: a method would not load or run.
+const PROBLEMS: i32 = 1;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Runtime specs: executorch-1.5.1 (the default: ExecuTorch 1.5.1's \
+    PyPI runtime), portable (the portable kernel library alone), the JSON a Python runtime \
+    prints (see README), or a selective build's selected_operators.yaml (as the tree's \
+    ops.yaml). Several --runtime add up.\n\n\
+    Exit status: 0 every method loads, 1 problems (listed), 2 the input or a spec cannot \
+    be read.\n\nExamples:\n  \
+    ptefs check model.pte\n  \
+    ptefs check model.pte --data weights.ptd --runtime portable --runtime my_ops.yaml\n  \
+    ptefs check --json --memory-limit 524288 model.pte"
+)]
+pub(super) struct CheckArgs {
+    /// Print JSON for scripts instead of text.
+    #[arg(long)]
+    json: bool,
+    /// A runtime to check against: a built-in name or a spec file
+    /// (repeatable; they add up).
+    #[arg(long = "runtime", value_name = "SPEC")]
+    runtime: Vec<String>,
+    /// The largest planned memory arena the target can hold, in bytes.
+    #[arg(long = "memory-limit", value_name = "BYTES")]
+    memory_limit: Option<u64>,
+    #[command(flatten)]
+    attach: super::Attach,
+    /// A .pte or .bpte file, or an http(s)://, s3://, gs:// or az:// URL of one.
+    file: PathBuf,
+}
+
+pub(super) fn run(args: &CheckArgs) -> Result<i32, i32> {
+    args.attach.headers()?;
+    let names: Vec<&str> = if args.runtime.is_empty() {
+        vec![DEFAULT]
+    } else {
+        args.runtime.iter().map(String::as_str).collect()
+    };
+    let specs = names
+        .iter()
+        .map(|n| RuntimeSpec::load(n))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            error(e);
+            TROUBLE
+        })?;
+    let runtime = RuntimeSpec::merge(specs);
+    let opened = open_inputs(
+        std::slice::from_ref(&args.file),
+        &args.attach.data,
+        !args.attach.no_auto_data,
+    )?;
+    let inputs = opened.parse().map_err(|e| {
+        error(e);
+        TROUBLE
+    })?;
+    let Some(input) = inputs.shown.first() else {
+        return Err(TROUBLE);
+    };
+    let program = match &input.parsed {
+        Parsed::Program(p) => p,
+        Parsed::Bundled(b) => &b.program,
+        _ => {
+            error(format_args!(
+                "{}: not an ExecuTorch program (.pte or .bpte); check runs programs",
+                shown(&args.file)
+            ));
+            return Err(TROUBLE);
+        }
+    };
+    let data = inputs.attached_data();
+    let data_names: Vec<String> = inputs
+        .attached
+        .iter()
+        .filter(|i| matches!(i.parsed, Parsed::Data(_)))
+        .map(|i| i.name.clone())
+        .collect();
+    let limits = Limits {
+        memory: args.memory_limit,
+    };
+    let result = check(&input.name, program, &data, &data_names, &runtime, limits);
+    let out = if args.json {
+        let mut s = serde_json::to_string_pretty(&result).map_err(|e| {
+            error(e);
+            TROUBLE
+        })?;
+        s.push('\n');
+        s
+    } else {
+        result.text()
+    };
+    super::print(&out)?;
+    Ok(if result.ok { OK } else { PROBLEMS })
+}
