@@ -5,10 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{OK, TROUBLE, error, open_inputs};
-use crate::format::Parsed;
 use crate::report::check::spec::{DEFAULT, RuntimeSpec};
-use crate::report::check::{Limits, check};
-use crate::source::redact::shown;
+use crate::report::check::{Limits, check_input};
 
 /// Problems found: a method would not load or run.
 const PROBLEMS: i32 = 1;
@@ -36,14 +34,21 @@ pub(super) struct CheckArgs {
     /// The largest planned memory arena the target can hold, in bytes.
     #[arg(long = "memory-limit", value_name = "BYTES")]
     memory_limit: Option<u64>,
+    /// A .ptd whose tensors and named blobs the program may use (repeatable).
+    #[arg(long = "data", value_name = "PTD")]
+    data: Vec<PathBuf>,
+    /// Do not attach the .ptd files beside the program that hold data it
+    /// needs (external tensors, delegates' named data).
+    #[arg(long)]
+    no_auto_data: bool,
     #[command(flatten)]
-    attach: super::Attach,
+    http: super::HttpHeaders,
     /// A .pte or .bpte file, or an http(s)://, s3://, gs:// or az:// URL of one.
     file: PathBuf,
 }
 
 pub(super) fn run(args: &CheckArgs) -> Result<i32, i32> {
-    args.attach.headers()?;
+    args.http.apply()?;
     let names: Vec<&str> = if args.runtime.is_empty() {
         vec![DEFAULT]
     } else {
@@ -60,8 +65,8 @@ pub(super) fn run(args: &CheckArgs) -> Result<i32, i32> {
     let runtime = RuntimeSpec::merge(specs);
     let opened = open_inputs(
         std::slice::from_ref(&args.file),
-        &args.attach.data,
-        !args.attach.no_auto_data,
+        &args.data,
+        !args.no_auto_data,
     )?;
     let inputs = opened.parse().map_err(|e| {
         error(e);
@@ -70,28 +75,13 @@ pub(super) fn run(args: &CheckArgs) -> Result<i32, i32> {
     let Some(input) = inputs.shown.first() else {
         return Err(TROUBLE);
     };
-    let program = match &input.parsed {
-        Parsed::Program(p) => p,
-        Parsed::Bundled(b) => &b.program,
-        _ => {
-            error(format_args!(
-                "{}: not an ExecuTorch program (.pte or .bpte); check runs programs",
-                shown(&args.file)
-            ));
-            return Err(TROUBLE);
-        }
-    };
-    let data = inputs.attached_data();
-    let data_names: Vec<String> = inputs
-        .attached
-        .iter()
-        .filter(|i| matches!(i.parsed, Parsed::Data(_)))
-        .map(|i| i.name.clone())
-        .collect();
     let limits = Limits {
         memory: args.memory_limit,
     };
-    let result = check(&input.name, program, &data, &data_names, &runtime, limits);
+    let result = check_input(input, &inputs.attached, &runtime, limits).map_err(|e| {
+        error(e);
+        TROUBLE
+    })?;
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&result).map_err(|e| {
             error(e);

@@ -148,6 +148,35 @@ fn finding(method: Option<&str>, kind: Kind, name: String, why: String) -> Findi
     }
 }
 
+/// An input that is no program: check runs programs (`.pte`, `.bpte`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: not an ExecuTorch program (.pte or .bpte); check runs programs")]
+pub struct NotAProgram(pub String);
+
+/// Checks the program `input` is (or bundles) with the data files of
+/// `attached` against `runtime`: what `ptefs check`, `inspect`, `report`
+/// and the Python API show.
+pub fn check_input(
+    input: &crate::tree::Input<'_>,
+    attached: &[crate::tree::Input<'_>],
+    runtime: &RuntimeSpec,
+    limits: Limits,
+) -> Result<Check, NotAProgram> {
+    let program = match &input.parsed {
+        crate::format::Parsed::Program(p) => p,
+        crate::format::Parsed::Bundled(b) => &b.program,
+        _ => return Err(NotAProgram(input.name.clone())),
+    };
+    let (data, names): (Vec<&DataFile<'_>>, Vec<String>) = attached
+        .iter()
+        .filter_map(|i| match &i.parsed {
+            crate::format::Parsed::Data(d) => Some((d, i.name.clone())),
+            _ => None,
+        })
+        .unzip();
+    Ok(check(&input.name, program, &data, &names, runtime, limits))
+}
+
 /// Checks `program` with `data` (named `data_names`) attached against
 /// `runtime`.
 pub fn check(
