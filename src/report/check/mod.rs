@@ -516,8 +516,17 @@ fn external_data<'p>(
             ),
         );
         f.delegate = Some(*index);
-        f.log
-            .push(format!("Failed to get metadata for key {shown}"));
+        // The backend asks for the key while it initialises, and fails
+        // its init with the data map's NotFound.
+        if *id == "XnnpackBackend" {
+            f.log.push(format!(
+                "Failed to get constant data for key {shown} from named_data_map. \
+                 Error code: 32"
+            ));
+            f.log
+                .push("XNNCompiler::compileModel failed: 0x20".to_owned());
+        }
+        f.log.push(format!("Init failed for backend {id}: 0x20"));
         f.error = Some(NOT_FOUND);
         problems.push(f);
     }
