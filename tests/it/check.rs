@@ -286,3 +286,30 @@ fn delegated_programs_load_where_their_backend_is_registered() {
         );
     }
 }
+
+#[test]
+fn report_shows_the_same_check() {
+    let program = fixture("check/missing_ops.pte").display().to_string();
+    let (_, out, _) = run(&["--json", &program]);
+    let checked: Value = serde_json::from_str(&out).unwrap();
+    let report = Command::new(ptefs_bin())
+        .args(["report", "--json", &program])
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["checks"][0], checked);
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("r.html");
+    let status = Command::new(ptefs_bin())
+        .args(["report", &program, "-o", &page.display().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Will it load?"));
+    assert!(
+        html.contains("Missing operator: [1] aten::sort.values"),
+        "no problem on the page"
+    );
+}
