@@ -313,3 +313,44 @@ fn report_shows_the_same_check() {
         "no problem on the page"
     );
 }
+
+#[test]
+fn unused_data_keys_are_warnings_and_portable_alone_registers_no_backend() {
+    let dir = fixture("check");
+    let p = |n: &str| dir.join(n).display().to_string();
+    let (code, out, err) = run(&[
+        "--json",
+        "--no-auto-data",
+        "--data",
+        &p("xnnpack_ext.ptd"),
+        "--data",
+        &p("external.ptd"),
+        &p("xnnpack_ext.pte"),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let unused: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "unused_data")
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(unused, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
+    // The portable library alone registers no backend.
+    let (code, out, _) = run(&[
+        "--json",
+        "--runtime",
+        "portable",
+        &fixture("mv2_xnnpack.pte").display().to_string(),
+    ]);
+    assert_eq!(code, 1);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["problems"][0]["kind"], "backend_not_registered");
+    assert_eq!(report["problems"][0]["name"], "XnnpackBackend");
+    // Programs of portable kernels load on it.
+    for f in ["mlp.pte", "dynamic.pte"] {
+        let (code, out, _) = run(&["--runtime", "portable", &fixture(f).display().to_string()]);
+        assert_eq!(code, 0, "{f}: {out}");
+    }
+}

@@ -114,15 +114,25 @@ impl RuntimeSpec {
                 s.version = Some("1.5.1".to_owned());
                 Some(s)
             }
-            "portable" => Some(RuntimeSpec {
-                names: vec![name.to_owned()],
-                version: None,
-                operators: crate::report::summary::coverage::portable_ops()
-                    .map(|o| (o.to_owned(), Kernels::Any))
-                    .collect(),
-                backends: BTreeSet::new(),
-                all_operators: false,
-            }),
+            "portable" => {
+                // The runtime's own primitive operators come with it.
+                let prim: Vec<String> = Self::builtin(DEFAULT)?
+                    .operators
+                    .into_keys()
+                    .filter(|o| is_prim(o))
+                    .collect();
+                Some(RuntimeSpec {
+                    names: vec![name.to_owned()],
+                    version: None,
+                    operators: crate::report::summary::coverage::portable_ops()
+                        .map(str::to_owned)
+                        .chain(prim)
+                        .map(|o| (o, Kernels::Any))
+                        .collect(),
+                    backends: BTreeSet::new(),
+                    all_operators: false,
+                })
+            }
             _ => None,
         }
     }
@@ -226,6 +236,16 @@ impl RuntimeSpec {
     pub fn backends(&self) -> impl Iterator<Item = &str> {
         self.backends.iter().map(String::as_str)
     }
+}
+
+/// True for the operators the runtime registers itself
+/// (`register_prim_ops`), with every kernel library or none.
+pub fn is_prim(op: &str) -> bool {
+    op.starts_with("executorch_prim::")
+        || matches!(
+            op,
+            "aten::sym_size.int" | "aten::sym_numel" | "aten::_local_scalar_dense"
+        )
 }
 
 /// A YAML scalar as `selected_operators.yaml` writes keys: plain,
@@ -337,6 +357,10 @@ mod tests {
         assert_eq!(b, ["OpenvinoBackend", "QnnBackend", "XnnpackBackend"]);
         assert!(s.has_kernel("aten::add.out", "v1/6;0,1"));
         assert!(!s.has_kernel("aten::triu.out", "v1"));
+        let portable = RuntimeSpec::builtin("portable").unwrap();
+        assert!(portable.has_kernel("executorch_prim::et_view.default", "v1"));
+        assert!(portable.has_kernel("aten::add.out", "v1"));
+        assert!(!portable.has_kernel("aten::linear.out", "v1"));
     }
 
     #[test]
