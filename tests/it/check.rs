@@ -195,6 +195,32 @@ fn a_selective_build_runs_what_it_was_built_for_and_refuses_others() {
         out.contains("Missing operator: [0] ptefs::twice.out"),
         "{out}"
     );
+    // Built for half precision only: addmm's float kernel is missing.
+    let half = String::from_utf8(yaml.stdout.clone()).unwrap().replace(
+        "\"v1/6;0|6;0,1|6;0,1|6;0,1|6;0,1\"",
+        "\"v1/5;0|5;0,1|5;0,1|5;0,1|5;0,1\"",
+    );
+    assert_ne!(half.as_bytes(), &yaml.stdout[..]);
+    let half_spec = dir.path().join("half.yaml");
+    std::fs::write(&half_spec, half).unwrap();
+    let (code, out, _) = run(&[
+        "--json",
+        "--runtime",
+        &half_spec.display().to_string(),
+        &fixture("mlp.pte").display().to_string(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let p = &report["problems"][0];
+    assert_eq!(p["kind"], "missing_kernel");
+    assert_eq!(p["name"], "aten::addmm.out");
+    let why = p["why"].as_str().unwrap();
+    assert!(why.contains("v1/6;0|6;0,1|6;0,1|6;0,1|6;0,1"), "{p}");
+    assert_eq!(report["problems"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        report["methods"][0]["log"][0],
+        "kernel 'aten::addmm.out' not found."
+    );
 }
 
 #[test]
