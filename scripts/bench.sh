@@ -252,6 +252,19 @@ for _ in $(seq "$runs"); do
 done
 row "\`ptefs diff\` of two such files differing in the last tensor" "$(ms "$(median "${dt[@]}")")" "cmp: $(ms "$(median "${ct[@]}")")" "$(times "$(median "${dt[@]}")" "$(median "${ct[@]}")")"
 
+# ptefs check (does it load on ExecuTorch 1.5.1's runtime?) of MobileNetV2
+# (XNNPACK, its payload decoded) and of the 2.2 GB program, both warm.
+mv2=$work/mv2_xnnpack.pte
+cp tests/fixtures/mv2_xnnpack.pte "$mv2"
+for what in "MobileNetV2 (XNNPACK, 14 MB):$mv2" "the 2.2 GB program:$model"; do
+  file=${what#*:}
+  t=()
+  for _ in $(seq "$runs"); do
+    s=$(now); $ptefs check "$file" > /dev/null || true; e=$(now); t+=($((e - s)))
+  done
+  row "\`ptefs check\` of ${what%%:*}" "$(ms "$(median "${t[@]}")")" "" ""
+done
+
 # Rows from the other benchmark scripts, if present.
 for extra in scripts/bench-scale.sh scripts/bench-remote.sh scripts/bench-report.sh scripts/bench-python.sh scripts/bench-edit.sh; do
   [[ -x $extra ]] || continue

@@ -17,6 +17,8 @@ cargo clippy -p ptefs-python --all-targets --quiet -- -D warnings
 scripts/gen-schema.sh --check
 # The portable kernels' operator list, where ExecuTorch is installed.
 if python3 -c "import executorch" 2>/dev/null; then scripts/gen-portable-ops.py --check; fi
+# The built-in runtime spec of `ptefs check`, against the installed runtime.
+if python3 -c "import executorch.runtime" 2>/dev/null; then scripts/gen-runtime-spec.py --check; fi
 
 log=$(mktemp)
 skips=$(mktemp)

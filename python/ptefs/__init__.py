@@ -426,6 +426,20 @@ class File:
         composition."""
         return _json.loads(self.tree.inspect_json(top))
 
+    def check(
+        self,
+        runtime: Union[None, str, Sequence[str]] = None,
+        memory_limit: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Will the (first) file load and run on ``runtime``? The dict ``ptefs
+        check --json`` prints: ``ok``, each method's verdict with the
+        runtime's own log lines and error code, ``problems`` and
+        ``warnings``. ``runtime`` is a built-in spec name
+        (``executorch-1.5.1``, the default, or ``portable``), a spec file's
+        path, or a list of them, which add up."""
+        specs = [runtime] if isinstance(runtime, str) else list(runtime or [])
+        return _json.loads(self.tree.check_json(specs, memory_limit))
+
     def report(self, html: Optional[str] = None) -> Dict[str, Any]:
         """The size, coverage and statistics report: the dict ``ptefs report
         --json`` prints (``total_bytes``, ``by_dtype``, ``by_layer``,

@@ -135,3 +135,40 @@ pub fn diff(
         Ok((json, report.differ))
     })
 }
+
+/// `ptefs check --json [--runtime SPEC]... [--memory-limit BYTES]` of the
+/// first input of `req`: the library's check, serialised.
+pub fn check(
+    py: Python<'_>,
+    req: &Request,
+    runtime: &[String],
+    memory_limit: Option<u64>,
+) -> PyResult<String> {
+    use ptefs::report::check::{Limits, check_input, spec};
+    py.detach(|| -> Result<String, PyErr> {
+        let names: Vec<&str> = if runtime.is_empty() {
+            vec![spec::DEFAULT]
+        } else {
+            runtime.iter().map(String::as_str).collect()
+        };
+        let specs = names
+            .iter()
+            .map(|n| spec::RuntimeSpec::load(n))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Error::new_err(e.to_string()))?;
+        let runtime = spec::RuntimeSpec::merge(specs);
+        let opened = open(req).map_err(|e| Python::attach(|py| open_error(py, e)))?;
+        let inputs = opened
+            .parse()
+            .map_err(|e| Python::attach(|py| open_error(py, e)))?;
+        let Some(input) = inputs.shown.first() else {
+            return Err(Error::new_err("nothing to check"));
+        };
+        let limits = Limits {
+            memory: memory_limit,
+        };
+        let result = check_input(input, &inputs.attached, &runtime, limits)
+            .map_err(|e| Error::new_err(e.to_string()))?;
+        serde_json::to_string(&result).map_err(|e| Error::new_err(e.to_string()))
+    })
+}

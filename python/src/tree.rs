@@ -281,6 +281,18 @@ impl Tree {
         crate::reports::inspect(py, &self.request, top)
     }
 
+    /// `ptefs check --json` of the first file against the runtime specs
+    /// `runtime` (added up; the default spec when empty), as JSON.
+    #[pyo3(signature = (runtime=Vec::new(), memory_limit=None))]
+    fn check_json(
+        &self,
+        py: Python<'_>,
+        runtime: Vec<String>,
+        memory_limit: Option<u64>,
+    ) -> PyResult<String> {
+        crate::reports::check(py, &self.request, &runtime, memory_limit)
+    }
+
     /// `ptefs report --json` of what is open, as JSON, and with `html`
     /// the self-contained page `ptefs report -o` writes.
     #[pyo3(signature = (html=false))]

@@ -4,6 +4,7 @@
 //! not in the tree (or, for `diff`, when the files differ), 2 for trouble.
 
 mod cat;
+mod check;
 pub mod cmdline;
 mod commit;
 mod diff;
@@ -71,6 +72,8 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Compare two files: methods, operators and tensors that changed.
     Diff(diff::DiffArgs),
+    /// Will a program load and run on a runtime? Every reason it would not.
+    Check(check::CheckArgs),
     /// Where the bytes go, what runs where, what the weights look like:
     /// text, JSON, or one HTML page with pictures.
     Report(report::ReportArgs),
@@ -330,6 +333,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Cat(args) => cat::run(&args),
         Command::Stat(args) => stat::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Check(args) => check::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Set(args) => set::run(&args),

@@ -30,7 +30,9 @@ pub mod xnnpack;
 
 pub use backend::{Backend, Decoded, Rendered};
 pub use bytes::{Bytes, Lookup, NoNamed};
-pub use program::{NamedData, ProgramDelegate, decode_program, referenced_named_keys};
+pub use program::{
+    NamedData, ProgramDelegate, decode_program, delegate_named_keys, referenced_named_keys,
+};
 
 use std::collections::BTreeMap;
 

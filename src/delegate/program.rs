@@ -86,18 +86,34 @@ pub fn decode_program<'a>(
 /// A payload that does not decode refers to nothing here; the tree says
 /// what is wrong with it.
 pub fn referenced_named_keys<'a>(program: &ProgramFile<'a>) -> Vec<(Name<'a>, &'a str)> {
-    let mut out = Vec::new();
-    for d in program.methods.iter().flat_map(|m| &m.delegates) {
-        let Some((id, span)) = d.id.as_str().zip(d.processed) else {
-            continue;
-        };
-        let specs = text_specs(&d.compile_specs);
-        let payload = span.bytes(program.bytes);
-        if let Some(Ok(keys)) = super::named_keys(id, payload, &specs) {
-            out.extend(keys.into_iter().map(|k| (Name::new(k.as_bytes()), id)));
-        }
+    program
+        .methods
+        .iter()
+        .flat_map(|m| &m.delegates)
+        .flat_map(|d| {
+            delegate_named_keys(program, d)
+                .into_iter()
+                .map(move |k| (k, d))
+        })
+        .filter_map(|(k, d)| Some((k, d.id.as_str()?)))
+        .collect()
+}
+
+/// The named-data keys one delegate of `program` refers to, in payload
+/// order; empty when its payload is not decoded.
+pub fn delegate_named_keys<'a>(
+    program: &ProgramFile<'a>,
+    d: &crate::format::Delegate<'a>,
+) -> Vec<Name<'a>> {
+    let Some((id, span)) = d.id.as_str().zip(d.processed) else {
+        return Vec::new();
+    };
+    let specs = text_specs(&d.compile_specs);
+    let payload = span.bytes(program.bytes);
+    match super::named_keys(id, payload, &specs) {
+        Some(Ok(keys)) => keys.into_iter().map(|k| Name::new(k.as_bytes())).collect(),
+        _ => Vec::new(),
     }
-    out
 }
 
 impl<'a> ProgramDelegate<'a> {

@@ -57,9 +57,10 @@ pub fn oplist<'a>(plans: impl IntoIterator<Item = fb::ExecutionPlan<'a>>) -> OpL
     list
 }
 
-/// `v1/` and `dtype;dim,order` of each tensor argument joined by `|`
-/// (a tensor list by its first tensor); `v1` when there is none.
-fn kernel_key(plan: fb::ExecutionPlan<'_>, k: fb::KernelCall<'_>) -> String {
+/// The kernel key of a call: `v1/` and `dtype;dim,order` of each tensor
+/// argument joined by `|` (a tensor list by its first tensor); `v1` when
+/// there is none.
+pub fn kernel_key(plan: fb::ExecutionPlan<'_>, k: fb::KernelCall<'_>) -> String {
     let tensor = |i: i64| super::io::value(plan, i).and_then(|v| v.val_as_tensor());
     let mut parts = Vec::new();
     for a in k.args().iter().flatten() {

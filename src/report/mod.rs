@@ -4,6 +4,7 @@
 //! its HTML [`page`]). Each is a typed, serialisable value; text, JSON and
 //! HTML are renderings of it.
 
+pub mod check;
 mod composition;
 pub mod diff;
 pub mod inspect;

@@ -20,6 +20,7 @@ mod backend_vendor;
 mod backend_vgf;
 mod bad_input;
 mod changes;
+mod check;
 mod checkpoint_names;
 mod cli;
 mod constants_index;

@@ -207,6 +207,7 @@ pub fn html(report: &Report) -> String {
     duplicates(&mut s, report);
     layers(&mut s, report);
     coverage(&mut s, report);
+    checks(&mut s, report);
     quantization(&mut s, report);
     stats(&mut s, report);
     memory(&mut s, report);
@@ -348,6 +349,28 @@ fn layers(s: &mut String, r: &Report) {
     }
     t.render(s);
     capped_note(s, MAX_ROWS, r.by_layer.len(), "layers.tsv");
+}
+
+/// Whether each program loads on the default runtime, and why not.
+fn checks(s: &mut String, r: &Report) {
+    for c in &r.checks {
+        let _ = write!(
+            s,
+            "<h2 id=\"check\">Will it load?</h2><p>{} against {}: {}</p>",
+            esc(&c.file),
+            esc(&c.runtime.specs.join(" + ")),
+            if c.ok {
+                "every method loads".to_owned()
+            } else {
+                format!("{} problems", c.problems.len())
+            }
+        );
+        if !c.ok {
+            s.push_str("<pre>");
+            s.push_str(&esc(&c.text()));
+            s.push_str("</pre>");
+        }
+    }
 }
 
 fn coverage(s: &mut String, r: &Report) {

@@ -14,11 +14,16 @@ use crate::report::inspect::Inspection;
 /// `scripts/gen-portable-ops.py`.
 const PORTABLE: &str = include_str!("portable_ops.txt");
 
+/// The operators the portable kernel library provides.
+pub fn portable_ops() -> impl Iterator<Item = &'static str> {
+    PORTABLE.lines().filter(|l| !l.is_empty())
+}
+
 /// True when the portable kernel library provides `op`
 /// (`aten::add.out`; an overload-less name matches `.default`).
 pub fn in_portable(op: &str) -> bool {
     static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
-    let set = SET.get_or_init(|| PORTABLE.lines().filter(|l| !l.is_empty()).collect());
+    let set = SET.get_or_init(|| portable_ops().collect());
     set.contains(op) || op.strip_suffix(".default").is_some_and(|o| set.contains(o))
 }
 

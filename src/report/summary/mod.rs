@@ -19,7 +19,7 @@
 //! renderer, and the view, which may use both, passes it in. Imports stay
 //! acyclic: report → tree, view → report → tree.
 
-mod coverage;
+pub mod coverage;
 mod duplicates;
 mod files;
 mod layers;
@@ -74,6 +74,9 @@ pub struct Report {
     pub stats: Vec<TensorStats>,
     /// Per method: planned buffers and the lifetimes of planned values.
     pub memory: Vec<MethodMemory>,
+    /// Per program: would it load and run on the default runtime
+    /// (`ptefs check`'s result).
+    pub checks: Vec<crate::report::check::Check>,
     /// Things the report could not work out, one sentence each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -152,6 +155,7 @@ pub fn summarize(subject: Subject<'_>) -> Report {
         .iter()
         .flat_map(|(name, p)| memory::memory(name, p))
         .collect();
+    let checks = checks(&parsed, &data);
     let stats = stats::compute(subject, &collected);
     let quantization = quantization::summarize(&collected, &coverage);
     Report {
@@ -167,8 +171,44 @@ pub fn summarize(subject: Subject<'_>) -> Report {
         quantization,
         stats,
         memory,
+        checks,
         notes,
     }
+}
+
+/// `ptefs check` of each program against the default runtime, with every
+/// data file reported on attached.
+fn checks(
+    parsed: &[(String, Parsed<'_>)],
+    data: &[&DataFile<'_>],
+) -> Vec<crate::report::check::Check> {
+    use crate::report::check::{Limits, check, spec};
+    let Some(runtime) = spec::RuntimeSpec::builtin(spec::DEFAULT) else {
+        return Vec::new();
+    };
+    let data_names: Vec<String> = parsed
+        .iter()
+        .filter(|(_, p)| matches!(p, Parsed::Data(_)))
+        .map(|(n, _)| n.clone())
+        .collect();
+    parsed
+        .iter()
+        .filter_map(|(name, p)| {
+            let program = match p {
+                Parsed::Program(p) => p,
+                Parsed::Bundled(b) => &b.program,
+                _ => return None,
+            };
+            Some(check(
+                name,
+                program,
+                data,
+                &data_names,
+                &runtime,
+                Limits::default(),
+            ))
+        })
+        .collect()
 }
 
 /// The bytes of a parsed file.

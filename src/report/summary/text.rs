@@ -239,6 +239,10 @@ impl Report {
         }
         let _ = writeln!(s, "\nStatistics:");
         s.push_str(&self.stats_text());
+        for c in &self.checks {
+            let _ = writeln!(s, "\nWill it load? (ptefs check)");
+            s.push_str(&c.text());
+        }
         for n in &self.notes {
             let _ = writeln!(s, "note: {}", escape(n));
         }

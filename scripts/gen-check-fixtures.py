@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/check/: small programs ExecuTorch's own runtime
+refuses (or runs), each beside an oracle `<case>.oracle.json` holding what
+that runtime did when loading and running it: its log lines, the error code
+it returned, or the signal it died of.
+
+    scripts/gen-check-fixtures.py      (with ExecuTorch's Python package)
+
+Every load runs in a subprocess, so a runtime that crashes (XNNPACK given a
+program whose constants are in a data file that is not there dies of
+SIGSEGV) is recorded, not fatal.
+"""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+from executorch.exir import ExecutorchBackendConfig, to_edge
+
+OUT = pathlib.Path(__file__).resolve().parent.parent / "tests/fixtures/check"
+BACKENDS = pathlib.Path(__file__).resolve().parent.parent.parent / "shared/fixtures/backends"
+
+torch.manual_seed(0)
+
+# A custom operator with the out variant ExecuTorch's memory planning needs.
+LIB = torch.library.Library("ptefs", "DEF")
+LIB.define("twice(Tensor x) -> Tensor")
+LIB.define("twice.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
+LIB.impl("twice", lambda x: x * 2, "CompositeExplicitAutograd")
+
+
+def _twice_out(x, *, out):
+    out.copy_(x * 2)
+    return out
+
+
+LIB.impl("twice.out", _twice_out, "CompositeExplicitAutograd")
+
+
+class Missing(torch.nn.Module):
+    """Calls a custom operator and a core ATen operator (sort) that the
+    PyPI runtime has no kernel for."""
+
+    def forward(self, x):
+        y = torch.ops.ptefs.twice(x)
+        return y + torch.sort(x).values
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, hidden=4, names=("fc1", "fc2")):
+        super().__init__()
+        self.names = names
+        for n in names:
+            setattr(self, n, torch.nn.Linear(hidden, hidden))
+
+    def forward(self, x):
+        for n in self.names:
+            x = torch.relu(getattr(self, n)(x))
+        return x
+
+
+def export(model, example):
+    return torch.export.export(model, example, strict=True)
+
+
+def plain(model, example, external=False):
+    et = to_edge(export(model, example)).to_executorch(
+        ExecutorchBackendConfig(external_constants=external)
+    )
+    return et
+
+
+def write(et, name):
+    (OUT / f"{name}.pte").write_bytes(et.buffer)
+    with tempfile.TemporaryDirectory() as d:
+        et.write_tensor_data_to_file(d)
+        files = sorted(pathlib.Path(d).glob("*.ptd"))
+        for i, f in enumerate(files):
+            target = OUT / (f"{name}.ptd" if len(files) == 1 else f"{name}.{i}.ptd")
+            shutil.copy(f, target)
+
+
+RUN = """
+import sys, torch
+from executorch.runtime import Runtime
+pte, ptd = sys.argv[1], (sys.argv[2] or None)
+program = Runtime.get().load_program(pte, data_path=ptd)
+for name in sorted(program.method_names):
+    method = program.load_method(name)
+    print("loaded", name, flush=True)
+    try:
+        method.execute([torch.ones(2, 4)])
+        print("ran", name, flush=True)
+    except RuntimeError as e:
+        # This torch and the runtime's pybindings may not exchange tensors.
+        print("not run", name, str(e).splitlines()[0], flush=True)
+"""
+
+
+def oracle(name, pte, ptd=None):
+    r = subprocess.run(
+        [sys.executable, "-c", RUN, str(pte), str(ptd or "")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ET_LOG_LEVEL": "Info"},
+        timeout=300,
+    )
+    text = r.stdout + r.stderr
+    log = [
+        m.group(1)
+        for m in re.finditer(r"^\[[\w.]+:\d+\] (.*)$", text, re.M)
+    ]
+    errors = re.findall(r"error: 0x:?([0-9a-fA-F]+)", text)
+    out = {
+        "program": pathlib.Path(pte).name,
+        "data": pathlib.Path(ptd).name if ptd else None,
+        "exit": r.returncode,
+        "signal": -r.returncode if r.returncode < 0 else None,
+        "loaded": re.findall(r"^loaded (\S+)$", r.stdout, re.M),
+        "error_code": f"0x{int(errors[0], 16):x}" if errors else None,
+        "log": log,
+        "ran": re.findall(r"^ran (\S+)$", r.stdout, re.M),
+    }
+    last = [line for line in text.splitlines() if line.startswith("RuntimeError")]
+    out["message"] = last[-1] if last else None
+    (OUT / f"{name}.oracle.json").write_text(json.dumps(out, indent=2) + "\n")
+    print(name, out["exit"], out["error_code"], out["log"][:3], file=sys.stderr)
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    x = (torch.randn(2, 4),)
+
+    write(plain(Missing(), x), "missing_ops")
+    oracle("missing_ops", OUT / "missing_ops.pte")
+
+    write(plain(Mlp(), x, external=True), "external")
+    oracle("external", OUT / "external.pte", OUT / "external.ptd")
+    oracle("external_no_ptd", OUT / "external.pte")
+
+    # The same names with one layer less, and with another width.
+    write(plain(Mlp(names=("fc1",)), x, external=True), "external_fc1_only")
+    (OUT / "external_fc1_only.pte").unlink()
+    oracle("external_missing_key", OUT / "external.pte", OUT / "external_fc1_only.ptd")
+    write(plain(Mlp(hidden=8), (torch.randn(2, 8),), external=True), "external_wide")
+    (OUT / "external_wide.pte").unlink()
+    oracle("external_wrong_size", OUT / "external.pte", OUT / "external_wide.ptd")
+
+    # A real XNNPACK export whose constants are named data in a .ptd
+    # (its sha256 keys), made by ExecuTorch's own flow for tests/fixtures.
+    for ext in ("pte", "ptd"):
+        shutil.copy(OUT.parent / f"xnnpack_external.{ext}", OUT / f"xnnpack_ext.{ext}")
+    oracle("xnnpack_ext", OUT / "xnnpack_ext.pte", OUT / "xnnpack_ext.ptd")
+    oracle("xnnpack_ext_wrong_ptd", OUT / "xnnpack_ext.pte", OUT / "external.ptd")
+    oracle("xnnpack_ext_no_ptd", OUT / "xnnpack_ext.pte")
+
+    for f in ("coreml_mlp.pte", "ethosu55_mlp.pte"):
+        shutil.copy(BACKENDS / f, OUT / f)
+        oracle(f.removesuffix(".pte"), OUT / f)
+
+
+if __name__ == "__main__":
+    main()

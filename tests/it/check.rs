@@ -1,0 +1,382 @@
+//! `ptefs check` against ExecuTorch 1.5.1's own runtime: each fixture of
+//! tests/fixtures/check (made by scripts/gen-check-fixtures.py) carries
+//! what that runtime did loading it; check must predict it with the same
+//! method, operator index, name, log line and error code.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{fixture, ptefs_bin};
+
+/// The lines of a runtime's log that say why a method did not load.
+const WHY: &[&str] = &[
+    "Missing operator:",
+    "There are ",
+    "Backend ",
+    "Failed to get metadata for key",
+    "external_data_map is null",
+    "Sizes mismatch.",
+    "Scalar type mismatch.",
+    "Dim mismatch.",
+    "Failed to get constant data for key",
+    "XNNCompiler::compileModel failed",
+    "Init failed for backend",
+];
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(ptefs_bin())
+        .arg("check")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// `ptefs check --json` of an oracle's program with exactly its data file.
+fn check_as_oracle(oracle: &Value, extra: &[&str]) -> (i32, Value) {
+    let dir = fixture("check");
+    let program = dir.join(oracle["program"].as_str().unwrap());
+    let mut args = vec!["--json".to_owned(), "--no-auto-data".to_owned()];
+    if let Some(d) = oracle["data"].as_str() {
+        args.push("--data".to_owned());
+        args.push(dir.join(d).display().to_string());
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push(program.display().to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = run(&args);
+    assert!(code == 0 || code == 1, "{err}");
+    (code, serde_json::from_str(&out).unwrap())
+}
+
+fn oracles() -> Vec<(String, Value)> {
+    let mut v: Vec<(String, Value)> = std::fs::read_dir(fixture("check"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".oracle.json"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (
+                name,
+                serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(v.len() >= 10, "{} oracles", v.len());
+    v
+}
+
+fn why_lines(log: &Value) -> Vec<String> {
+    log.as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|l| WHY.iter().any(|w| l.starts_with(w)))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_refusal_is_predicted_with_the_runtimes_own_words() {
+    for (name, oracle) in oracles() {
+        let (code, report) = check_as_oracle(&oracle, &[]);
+        let refused = oracle["error_code"].is_string() || oracle["signal"].is_number();
+        if !refused {
+            assert_eq!(code, 0, "{name}: the runtime loads it: {report:#}");
+            assert_eq!(report["ok"], true, "{name}");
+            continue;
+        }
+        assert_eq!(code, 1, "{name}: the runtime refuses it: {report:#}");
+        let failed = report["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["ok"] == false)
+            .unwrap_or_else(|| panic!("{name}: no failing method"));
+        assert_eq!(failed["name"], "forward", "{name}");
+        if let Some(code) = oracle["error_code"].as_str() {
+            let ours = failed["error"].as_str().unwrap_or_default();
+            assert!(
+                ours.starts_with(&format!("{code} ")),
+                "{name}: the runtime returns {code}, check says {ours}"
+            );
+            let theirs = why_lines(&oracle["log"]);
+            assert!(!theirs.is_empty(), "{name}: the oracle logs no reason");
+            let ours: Vec<String> = why_lines(&failed["log"]);
+            assert_eq!(ours, theirs, "{name}");
+        } else {
+            // The runtime crashed instead of saying; check names each key.
+            assert_eq!(oracle["signal"], 11, "{name}");
+            let kinds: Vec<&str> = report["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["kind"].as_str().unwrap())
+                .collect();
+            assert_eq!(kinds, ["no_data"], "{name}");
+        }
+    }
+}
+
+#[test]
+fn missing_operators_name_their_index_and_instructions() {
+    let (code, report) = check_as_oracle(
+        &serde_json::json!({"program": "missing_ops.pte", "data": null}),
+        &[],
+    );
+    assert_eq!(code, 1);
+    let problems = report["problems"].as_array().unwrap();
+    let oracle: Value =
+        serde_json::from_slice(&std::fs::read(fixture("check/missing_ops.oracle.json")).unwrap())
+            .unwrap();
+    let missing: Vec<String> = why_lines(&oracle["log"])
+        .into_iter()
+        .filter(|l| l.starts_with("Missing operator"))
+        .collect();
+    assert_eq!(problems.len(), missing.len());
+    for (p, line) in problems.iter().zip(&missing) {
+        assert_eq!(p["kind"], "missing_operator");
+        let want = format!(
+            "Missing operator: [{}] {}",
+            p["operator"].as_u64().unwrap(),
+            p["name"].as_str().unwrap()
+        );
+        assert_eq!(&want, line);
+        assert!(!p["instructions"].as_array().unwrap().is_empty());
+    }
+    // The same program passes with a spec that has its operators.
+    let dir = tempfile::tempdir().unwrap();
+    let ops: Vec<&str> = problems
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let spec = dir.path().join("mine.json");
+    std::fs::write(&spec, serde_json::json!({ "operators": ops }).to_string()).unwrap();
+    let spec = spec.display().to_string();
+    let (code, report) = check_as_oracle(
+        &serde_json::json!({"program": "missing_ops.pte", "data": null}),
+        &["--runtime", "executorch-1.5.1", "--runtime", &spec],
+    );
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["runtime"]["specs"][1], spec.as_str());
+}
+
+#[test]
+fn a_selective_build_runs_what_it_was_built_for_and_refuses_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = Command::new(ptefs_bin())
+        .args(["cat", &fixture("mlp.pte").display().to_string(), "ops.yaml"])
+        .output()
+        .unwrap();
+    assert!(yaml.status.success());
+    let spec = dir.path().join("selected_operators.yaml");
+    std::fs::write(&spec, &yaml.stdout).unwrap();
+    let spec = spec.display().to_string();
+    let (code, out, err) = run(&[
+        "--runtime",
+        &spec,
+        &fixture("mlp.pte").display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("runtime: {spec} (")), "{out}");
+    let (code, out, _) = run(&[
+        "--runtime",
+        &spec,
+        &fixture("check/missing_ops.pte").display().to_string(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("Missing operator: [0] ptefs::twice.out"),
+        "{out}"
+    );
+    // Built for half precision only: addmm's float kernel is missing.
+    let half = String::from_utf8(yaml.stdout.clone()).unwrap().replace(
+        "\"v1/6;0|6;0,1|6;0,1|6;0,1|6;0,1\"",
+        "\"v1/5;0|5;0,1|5;0,1|5;0,1|5;0,1\"",
+    );
+    assert_ne!(half.as_bytes(), &yaml.stdout[..]);
+    let half_spec = dir.path().join("half.yaml");
+    std::fs::write(&half_spec, half).unwrap();
+    let (code, out, _) = run(&[
+        "--json",
+        "--runtime",
+        &half_spec.display().to_string(),
+        &fixture("mlp.pte").display().to_string(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let p = &report["problems"][0];
+    assert_eq!(p["kind"], "missing_kernel");
+    assert_eq!(p["name"], "aten::addmm.out");
+    let why = p["why"].as_str().unwrap();
+    assert!(why.contains("v1/6;0|6;0,1|6;0,1|6;0,1|6;0,1"), "{p}");
+    assert_eq!(report["problems"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        report["methods"][0]["log"][0],
+        "kernel 'aten::addmm.out' not found."
+    );
+}
+
+#[test]
+fn memory_limits_name_the_arena_over_them() {
+    let file = fixture("mv2_xnnpack.pte").display().to_string();
+    let (code, report) = {
+        let (c, out, _) = run(&["--json", "--memory-limit", "1000", &file]);
+        (c, serde_json::from_str::<Value>(&out).unwrap())
+    };
+    assert_eq!(code, 1);
+    let p = &report["problems"][0];
+    assert_eq!(p["kind"], "arena_over_limit");
+    assert_eq!(p["name"], "arena 1");
+    let (code, _, _) = run(&["--memory-limit", "1000000000", &file]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn hostile_runtime_specs_and_inputs_exit_2_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = fixture("add.pte").display().to_string();
+    for (bytes, what) in [
+        (&b"\x00\xff"[..], "not UTF-8"),
+        (b"{\"operators\": [1]}", "invalid type"),
+        (b"operators:\n\tx:\n", "line 2"),
+    ] {
+        let spec = dir.path().join("spec.json");
+        std::fs::write(&spec, bytes).unwrap();
+        let spec = spec.display().to_string();
+        let (code, out, err) = run(&["--runtime", &spec, &program]);
+        assert_eq!(code, 2, "{out}");
+        assert!(err.contains(&spec) && err.contains(what), "{err}");
+    }
+    let (code, _, err) = run(&["--runtime", "executorch-0.1", &program]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("executorch-0.1") && err.contains("portable"),
+        "{err}"
+    );
+    let bad = dir.path().join("bad.pte");
+    std::fs::write(&bad, b"not a program").unwrap();
+    let (code, _, err) = run(&[&bad.display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.pte"), "{err}");
+    let (code, _, err) = run(&[&fixture("mlp_external.ptd").display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not an ExecuTorch program"), "{err}");
+}
+
+#[test]
+fn delegated_programs_load_where_their_backend_is_registered() {
+    let dir = tempfile::tempdir().unwrap();
+    // An Ethos-U runtime also links the quantized kernels for the
+    // (de)quantizing its program leaves outside the delegate, which the
+    // PyPI runtime lacks.
+    let quantized = [
+        "quantized_decomposed::quantize_per_tensor.out",
+        "quantized_decomposed::dequantize_per_tensor.out",
+    ];
+    for (file, backend, ops) in [
+        ("coreml_mlp.pte", "CoreMLBackend", &[][..]),
+        ("ethosu55_mlp.pte", "EthosUBackend", &quantized[..]),
+    ] {
+        let program = fixture("check").join(file).display().to_string();
+        let (code, out, _) = run(&[&program]);
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.contains(&format!("Backend {backend} is not registered.")),
+            "{out}"
+        );
+        let spec = dir.path().join(format!("{backend}.json"));
+        std::fs::write(
+            &spec,
+            serde_json::json!({ "backends": [backend], "operators": ops }).to_string(),
+        )
+        .unwrap();
+        let spec = spec.display().to_string();
+        let (code, out, err) = run(&[
+            "--runtime",
+            "executorch-1.5.1",
+            "--runtime",
+            &spec,
+            &program,
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(
+            out.contains(&format!("runtime: executorch-1.5.1 + {spec} (")),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn report_shows_the_same_check() {
+    let program = fixture("check/missing_ops.pte").display().to_string();
+    let (_, out, _) = run(&["--json", &program]);
+    let checked: Value = serde_json::from_str(&out).unwrap();
+    let report = Command::new(ptefs_bin())
+        .args(["report", "--json", &program])
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["checks"][0], checked);
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("r.html");
+    let status = Command::new(ptefs_bin())
+        .args(["report", &program, "-o", &page.display().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Will it load?"));
+    assert!(
+        html.contains("Missing operator: [1] aten::sort.values"),
+        "no problem on the page"
+    );
+}
+
+#[test]
+fn unused_data_keys_are_warnings_and_portable_alone_registers_no_backend() {
+    let dir = fixture("check");
+    let p = |n: &str| dir.join(n).display().to_string();
+    let (code, out, err) = run(&[
+        "--json",
+        "--no-auto-data",
+        "--data",
+        &p("xnnpack_ext.ptd"),
+        "--data",
+        &p("external.ptd"),
+        &p("xnnpack_ext.pte"),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let unused: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "unused_data")
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(unused, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
+    // The portable library alone registers no backend.
+    let (code, out, _) = run(&[
+        "--json",
+        "--runtime",
+        "portable",
+        &fixture("mv2_xnnpack.pte").display().to_string(),
+    ]);
+    assert_eq!(code, 1);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["problems"][0]["kind"], "backend_not_registered");
+    assert_eq!(report["problems"][0]["name"], "XnnpackBackend");
+    // Programs of portable kernels load on it.
+    for f in ["mlp.pte", "dynamic.pte"] {
+        let (code, out, _) = run(&["--runtime", "portable", &fixture(f).display().to_string()]);
+        assert_eq!(code, 0, "{f}: {out}");
+    }
+}
