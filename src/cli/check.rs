@@ -34,11 +34,11 @@ pub(super) struct CheckArgs {
     /// The largest planned memory arena the target can hold, in bytes.
     #[arg(long = "memory-limit", value_name = "BYTES")]
     memory_limit: Option<u64>,
-    /// A .ptd whose tensors and named blobs the program may use (repeatable).
+    /// A .ptd whose tensors and named blobs programs may use (repeatable).
     #[arg(long = "data", value_name = "PTD")]
     data: Vec<PathBuf>,
-    /// Do not attach the .ptd files beside the program that hold data it
-    /// needs (external tensors, delegates' named data).
+    /// Do not attach the .ptd files beside a file that hold data it needs
+    /// (external tensors, delegates' named data).
     #[arg(long)]
     no_auto_data: bool,
     #[command(flatten)]
