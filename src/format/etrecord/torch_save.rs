@@ -345,62 +345,44 @@ impl Saved {
     /// Every tensor with its path (`a/b/0`), depth first, in stored order.
     pub fn tensors(&self) -> Vec<(String, &SavedTensor)> {
         let mut out = Vec::new();
-        self.collect("", &mut out);
+        self.leaves("", &mut |path, v| {
+            if let Saved::Tensor(t) = v {
+                out.push((path.to_owned(), t));
+            }
+        });
         out
     }
 
     /// Every part that could not be read, with its path and why.
     pub fn problems(&self) -> Vec<(String, &str)> {
         let mut out = Vec::new();
-        self.collect_bad("", &mut out);
+        self.leaves("", &mut |path, v| {
+            if let Saved::Bad(why) = v {
+                out.push((path.to_owned(), why.as_str()));
+            }
+        });
         out
     }
 
-    fn collect<'a>(&'a self, path: &str, out: &mut Vec<(String, &'a SavedTensor)>) {
-        let join = |k: &str| {
-            if path.is_empty() {
-                k.to_owned()
-            } else {
-                format!("{path}/{k}")
-            }
+    /// Calls `f` with every value that is not a list or map, and its path
+    /// below `path`, depth first in stored order.
+    fn leaves<'a>(&'a self, path: &str, f: &mut dyn FnMut(&str, &'a Saved)) {
+        let join = |k: &str| match path.is_empty() {
+            true => k.to_owned(),
+            false => format!("{path}/{k}"),
         };
         match self {
-            Saved::Tensor(t) => out.push((path.to_owned(), t)),
             Saved::Seq(items) => {
                 for (i, v) in items.iter().enumerate() {
-                    v.collect(&join(&i.to_string()), out);
+                    v.leaves(&join(&i.to_string()), f);
                 }
             }
             Saved::Map(kv) => {
                 for (k, v) in kv {
-                    v.collect(&join(k), out);
+                    v.leaves(&join(k), f);
                 }
             }
-            Saved::Other(_) | Saved::Bad(_) => {}
-        }
-    }
-
-    fn collect_bad<'a>(&'a self, path: &str, out: &mut Vec<(String, &'a str)>) {
-        let join = |k: &str| {
-            if path.is_empty() {
-                k.to_owned()
-            } else {
-                format!("{path}/{k}")
-            }
-        };
-        match self {
-            Saved::Bad(why) => out.push((path.to_owned(), why)),
-            Saved::Seq(items) => {
-                for (i, v) in items.iter().enumerate() {
-                    v.collect_bad(&join(&i.to_string()), out);
-                }
-            }
-            Saved::Map(kv) => {
-                for (k, v) in kv {
-                    v.collect_bad(&join(k), out);
-                }
-            }
-            Saved::Tensor(_) | Saved::Other(_) => {}
+            leaf => f(path, leaf),
         }
     }
 }
