@@ -38,8 +38,8 @@ pub const TROUBLE: i32 = 2;
 #[command(
     name = "ptefs",
     version,
-    about = "Explore ExecuTorch .pte, .ptd and .bpte files as directory trees",
-    long_about = "Explore ExecuTorch .pte, .ptd and .bpte files as directory trees.\n\n\
+    about = "Explore ExecuTorch .pte, .ptd, .bpte, .ptn and .etdp files as directory trees",
+    long_about = "Explore ExecuTorch .pte, .ptd, .bpte, .ptn and .etdp files as directory trees.\n\n\
         `ptefs mount` shows them as a read-only FUSE filesystem; `ls`, `cat`, \
         `stat`, `inspect` and `diff` read the same tree without mounting.\n\
         `ptefs SOURCE MOUNTPOINT [-o OPTIONS]` is `ptefs mount`, as mount(8) calls it, \
