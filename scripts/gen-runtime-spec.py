@@ -6,8 +6,8 @@ PyPI runtime registers, as its Python API lists them.
     scripts/gen-runtime-spec.py [--check]
 
 With --check, the file is compared with what the installed runtime gives
-and nothing is written. The same JSON is what the one-liner of README's
-`ptefs check` section prints for any Python runtime.
+and nothing is written. The same JSON is what the one-liner of docs/check.md
+prints for any Python runtime.
 """
 
 import json

@@ -15,7 +15,7 @@ const PROBLEMS: i32 = 1;
 #[command(
     after_help = "Runtime specs: executorch-1.5.1 (the default: ExecuTorch 1.5.1's \
     PyPI runtime), portable (the portable kernel library alone), the JSON a Python runtime \
-    prints (see README), or a selective build's selected_operators.yaml (as the tree's \
+    prints (see docs/check.md), or a selective build's selected_operators.yaml (as the tree's \
     ops.yaml). Several --runtime add up.\n\n\
     Exit status: 0 every method loads, 1 problems (listed), 2 the input or a spec cannot \
     be read.\n\nExamples:\n  \

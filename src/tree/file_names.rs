@@ -1,5 +1,4 @@
-//! File names from keys, names and indices, by the rules in README's "The
-//! tree" section.
+//! File names from keys, names and indices, by the rules in docs/tree.md.
 
 use sha2::{Digest, Sha256};
 

@@ -1,4 +1,4 @@
-//! The command line: every subcommand's help shows an example, README's
+//! The command line: every subcommand's help shows an example, docs/commands.md's
 //! command table lists exactly the subcommands and options there are, and
 //! a mistyped subcommand is answered with a suggestion.
 
@@ -28,6 +28,24 @@ fn every_subcommand_help_shows_an_example() {
             "`ptefs {} --help` shows no example:\n{text}",
             sub.get_name()
         );
+    }
+}
+
+/// The top-level help names every kind of file ptefs opens, in its short
+/// (`-h`) and long (`--help`) forms.
+#[test]
+fn the_top_level_help_names_every_kind_of_file() {
+    for flag in ["-h", "--help"] {
+        let out = Command::new(ptefs_bin()).arg(flag).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let first = text.lines().next().unwrap_or_default();
+        for kind in [".pte", ".ptd", ".bpte", ".ptn", ".etdp"] {
+            assert!(
+                first.contains(kind),
+                "`ptefs {flag}` does not name {kind}: {first}"
+            );
+        }
     }
 }
 
@@ -84,12 +102,13 @@ fn shared_options_and_input_kinds_are_the_same_in_every_command() {
     }
 }
 
-/// README's command table: (subcommand, the options its row names).
+/// The command table of docs/commands.md: (subcommand, the options its
+/// row names).
 fn readme_rows() -> Vec<(String, Vec<String>)> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find("## Commands").unwrap();
-    readme[start..]
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands.md")).unwrap();
+    let start = page.find("# Commands").unwrap();
+    page[start..]
         .lines()
         .skip_while(|l| !l.starts_with("| `ptefs"))
         .take_while(|l| l.starts_with('|'))
@@ -134,7 +153,7 @@ fn the_readme_command_table_matches_the_command_line() {
     let actual: BTreeSet<&str> = subs.iter().map(|c| c.get_name()).collect();
     assert_eq!(
         documented, actual,
-        "README's command table vs the command line"
+        "docs/commands.md's command table vs the command line"
     );
     for (name, options) in &rows {
         let Some(sub) = subs.iter().find(|c| c.get_name() == name) else {
@@ -144,7 +163,7 @@ fn the_readme_command_table_matches_the_command_line() {
         for o in options {
             assert!(
                 known.contains(o),
-                "README documents `{o}` for `ptefs {name}`, which has {known:?}"
+                "docs/commands.md documents `{o}` for `ptefs {name}`, which has {known:?}"
             );
         }
         // And every option the command has is in its row.
@@ -158,7 +177,7 @@ fn the_readme_command_table_matches_the_command_line() {
                 .any(|names| names.contains(k) && names.iter().any(|n| options.contains(n)));
             assert!(
                 short_or_long_in_row,
-                "`ptefs {name}` has `{k}`, README's row does not name it"
+                "`ptefs {name}` has `{k}`, its row in docs/commands.md does not name it"
             );
         }
     }
@@ -236,23 +255,31 @@ fn control_characters_in_names_are_escaped_in_text_and_exact_in_json() {
     );
 }
 
-/// README's table of delegate backends names every backend ptefs decodes,
-/// with its folder.
+/// The table of delegate backends (docs/backends/README.md) names every
+/// backend ptefs decodes, with its folder, linked to the backend's own page
+/// docs/backends/<folder>.md, which exists.
 #[test]
-fn the_readme_backend_table_lists_every_backend() {
-    let readme =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .unwrap();
-    let start = readme.find("### Delegate backends at a glance").unwrap();
-    let table = &readme[start
-        ..readme[start..]
-            .find("\n\n### ")
-            .map_or(readme.len(), |e| start + e)];
+fn the_backend_table_lists_every_backend_with_its_page() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/backends");
+    let page = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let start = page.find("# Delegate backends").unwrap();
+    let table = &page[start
+        ..page[start..]
+            .find("\n\n## ")
+            .map_or(page.len(), |e| start + e)];
     for b in ptefs::delegate::backends() {
         let row = table
             .lines()
             .find(|l| l.contains(&format!("`{}`", b.id())))
-            .unwrap_or_else(|| panic!("README's backend table lacks {}", b.id()));
-        assert!(row.contains(&format!("`{}/`", b.folder())), "{row}");
+            .unwrap_or_else(|| panic!("docs/backends/README.md's table lacks {}", b.id()));
+        let folder = b.folder();
+        assert!(
+            row.contains(&format!("[`{folder}/`]({folder}.md)")),
+            "{row}"
+        );
+        assert!(
+            dir.join(format!("{folder}.md")).is_file(),
+            "docs/backends/{folder}.md is missing"
+        );
     }
 }

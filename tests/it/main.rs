@@ -27,6 +27,7 @@ mod constants_index;
 mod cookbook;
 mod delegate_dot;
 mod diff;
+mod doc_links;
 mod edit_fs;
 mod edit_mount;
 mod edit_oracle;

@@ -1,6 +1,6 @@
 //! Memory on hostile input: whatever a file declares, opening it and
 //! reading every file of its tree must not raise peak memory by more than
-//! `RATIO` × its flatbuffer bytes + `FIXED` (README states this bound).
+//! `RATIO` × its flatbuffer bytes + `FIXED` (docs/robustness.md states this bound).
 //!
 //! Each case runs in a child process (this test binary again), which
 //! resets the kernel's peak-RSS mark, opens the file from memory, reads
@@ -335,7 +335,7 @@ fn many_keys_package(n: usize) -> Vec<u8> {
 }
 
 /// Peak RSS of the command line on worst cases may reach at most
-/// `CLI_RATIO` × the file size + `CLI_FIXED` (README, Reliability).
+/// `CLI_RATIO` × the file size + `CLI_FIXED` (docs/robustness.md).
 const CLI_RATIO: u64 = 16;
 const CLI_FIXED: u64 = 64 << 20;
 

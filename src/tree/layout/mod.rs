@@ -1,4 +1,4 @@
-//! Lays out the tree from parsed files, as README's "The tree" section
+//! Lays out the tree from parsed files, as docs/tree.md
 //! documents it.
 
 mod bundled;

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod docs;
 pub mod fetched;
 pub mod flatc;
 pub mod in_memory;
