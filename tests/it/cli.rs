@@ -285,4 +285,17 @@ fn the_backend_table_lists_every_backend_with_its_page() {
             "docs/backends/{folder}.md is missing"
         );
     }
+    // And every page there is a backend's, or the index.
+    let folders: BTreeSet<String> = ptefs::delegate::backends()
+        .iter()
+        .map(|b| format!("{}.md", b.folder()))
+        .chain(["README.md".to_owned()])
+        .collect();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            folders.contains(&name),
+            "docs/backends/{name} is no backend's page"
+        );
+    }
 }
