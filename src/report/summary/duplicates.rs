@@ -15,6 +15,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Subject;
+use super::names::Name;
 use super::tensors::Stored;
 
 /// Ranges shorter than this are not reported: equal small scalars and
@@ -38,7 +39,7 @@ pub struct Duplicate {
 #[derive(Debug, Clone, Serialize)]
 pub struct Copy {
     /// Its path in the tree.
-    pub path: String,
+    pub path: Name,
     /// The file holding it.
     pub file: String,
     /// Its offset in that file.

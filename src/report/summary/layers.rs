@@ -12,13 +12,14 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::names::Name;
 use super::tensors::Stored;
 
 /// One module path's tensors.
 #[derive(Debug, Clone, Serialize)]
 pub struct Layer {
     /// The module path.
-    pub layer: String,
+    pub layer: Name,
     /// Tensors.
     pub tensors: u64,
     /// Elements.
@@ -26,7 +27,7 @@ pub struct Layer {
     /// Bytes.
     pub bytes: u64,
     /// Bytes per element type.
-    pub dtypes: BTreeMap<String, u64>,
+    pub dtypes: Tally,
 }
 
 pub(super) fn by_layer(items: &[Stored]) -> Vec<Layer> {
@@ -37,16 +38,43 @@ pub(super) fn by_layer(items: &[Stored]) -> Vec<Layer> {
             tensors: 0,
             params: 0,
             bytes: 0,
-            dtypes: BTreeMap::new(),
+            dtypes: Tally::default(),
         });
         r.tensors += 1;
         r.params += s.elements().unwrap_or(0);
         r.bytes += s.span.len;
-        *r.dtypes
-            .entry(s.dtype.clone().unwrap_or_default())
-            .or_default() += s.span.len;
+        r.dtypes.add(s.dtype.as_ref(), s.span.len);
     }
     let mut rows: Vec<Layer> = m.into_values().collect();
     rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.layer.cmp(&b.layer)));
     rows
+}
+
+/// Bytes per element type, a JSON object in name order. A layer has one
+/// or two types, and there may be a million layers: a sorted list costs a
+/// fraction of a map's nodes.
+#[derive(Debug, Clone, Default)]
+pub struct Tally(Vec<(Name, u64)>);
+
+impl Tally {
+    fn add(&mut self, dtype: Option<&Name>, bytes: u64) {
+        let key = dtype.map_or("", |d| d);
+        match self.0.binary_search_by(|(d, _)| (**d).cmp(key)) {
+            Ok(i) => self.0[i].1 += bytes,
+            Err(i) => self
+                .0
+                .insert(i, (dtype.cloned().unwrap_or_else(|| Name::from("")), bytes)),
+        }
+    }
+
+    /// Each element type and its bytes, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.0.iter().map(|(d, b)| (&**d, *b))
+    }
+}
+
+impl Serialize for Tally {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
 }

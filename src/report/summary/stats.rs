@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::Serialize;
 
 use super::Subject;
+use super::names::Name;
 use super::tensors::Stored;
 
 /// Elements per block.
@@ -544,24 +545,24 @@ pub struct Moments {
 #[derive(Debug, Clone, Serialize)]
 pub struct TensorStats {
     /// Its path in the tree.
-    pub path: String,
+    pub path: Name,
     /// Its name, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub name: Option<Name>,
     /// Its layer.
-    pub layer: String,
+    pub layer: Name,
     /// The file holding its bytes.
-    pub file: String,
+    pub file: Name,
     /// Where they start in that file.
     pub offset: u64,
     /// Element type.
-    pub dtype: String,
+    pub dtype: Name,
     /// The stored values' statistics.
     #[serde(flatten)]
     pub stored: Moments,
     /// A quantized weight's statistics after multiplying by its scales.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dequantized: Option<Moments>,
+    pub dequantized: Option<Box<Moments>>,
 }
 
 /// Statistics of `bytes` read as `elem`, on every core.
@@ -700,6 +701,10 @@ pub(super) fn compute(subject: Subject<'_>, items: &[Stored]) -> Vec<TensorStats
     for ((i, _), m) in dequant.iter().zip(deq) {
         deq_of[*i] = Some(m);
     }
+    let files: Vec<Name> = (0..subject.sources.len())
+        .map(|id| Name::from(subject.tree.source_name(id)))
+        .collect();
+    let no_dtype = Name::from("");
     chosen
         .iter()
         .zip(stored.drain(..))
@@ -708,11 +713,14 @@ pub(super) fn compute(subject: Subject<'_>, items: &[Stored]) -> Vec<TensorStats
             path: s.path.clone(),
             name: s.name.clone(),
             layer: s.layer.clone(),
-            file: subject.tree.source_name(s.source).to_owned(),
+            file: files
+                .get(s.source)
+                .cloned()
+                .unwrap_or_else(|| no_dtype.clone()),
             offset: s.span.offset,
-            dtype: s.dtype.clone().unwrap_or_default(),
+            dtype: s.dtype.clone().unwrap_or_else(|| no_dtype.clone()),
             stored: m,
-            dequantized: d,
+            dequantized: d.map(Box::new),
         })
         .collect()
 }

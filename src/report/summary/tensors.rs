@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::Subject;
+use super::names::{Name, Names};
 use crate::format::Span;
 use crate::tree::{Content, Ino, ROOT};
 
@@ -18,32 +19,33 @@ use crate::tree::{Content, Ino, ROOT};
 #[derive(Debug, Clone)]
 pub(super) struct Stored {
     /// The first path the tree gives it.
-    pub path: String,
+    pub path: Name,
     /// Which source holds it.
     pub source: usize,
     /// Where.
     pub span: Span,
     /// Element type name, for tensors (`FLOAT`, `xnn_datatype_qcint8`).
-    pub dtype: Option<String>,
+    pub dtype: Option<Name>,
     /// NumPy's type string, `raw_bits` when it only holds the bits.
-    pub numpy: Option<(String, bool)>,
+    pub numpy: Option<(Name, bool)>,
     /// Logical sizes, for tensors (shared with the tree).
     pub sizes: Option<Arc<[i64]>>,
     /// Its best name: a checkpoint key, fully qualified name, data key or
     /// delegate weight name; `None` when nothing names it.
-    pub name: Option<String>,
+    pub name: Option<Name>,
     /// The module path it belongs to (see `layers`).
-    pub layer: String,
+    pub layer: Name,
     /// What stores it: `constants`, `named data`, a delegate, a `.ptd`.
-    pub store: String,
+    pub store: Name,
     /// The delegate using it (`forward/0-XnnpackBackend`), if any.
-    pub delegate: Option<String>,
-    /// How a delegate quantized it, from its `index.json`.
-    pub quant: Option<Quant>,
+    pub delegate: Option<Name>,
+    /// How a delegate quantized it, from its `index.json` (boxed: few
+    /// tensors have one, and every tensor has this field).
+    pub quant: Option<Box<Quant>>,
     /// True for the scales of another weight.
     pub is_scale: bool,
     /// Operators using it (`aten::permute_copy.out`), from `index.json`.
-    pub ops: Vec<String>,
+    pub ops: Box<[Name]>,
 }
 
 impl Stored {
@@ -97,6 +99,7 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
         e.push(path);
     }
     let mut indexes = Indexes::default();
+    let mut names = Names::default();
     let mut out = Vec::with_capacity(order.len());
     for ino in order {
         let Some(f) = tree.file(ino) else { continue };
@@ -115,7 +118,11 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
             .iter()
             .filter_map(|p| indexes.entry(subject, p, notes))
             .collect();
-        let text = |get: fn(&Entry) -> &Option<String>| entries.iter().find_map(|e| get(e).clone());
+        let text = |get: fn(&Entry) -> &Option<Box<str>>| {
+            entries
+                .iter()
+                .find_map(|e| get(e).as_deref().map(str::to_owned))
+        };
         let numpy = text(|e| &e.numpy_dtype)
             .map(|d| {
                 let raw = entries.iter().find_map(|e| e.raw_bits).unwrap_or(false);
@@ -134,7 +141,7 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
             .or_else(|| {
                 entries
                     .iter()
-                    .find_map(|e| e.checkpoint_names.as_ref()?.first().cloned())
+                    .find_map(|e| Some(e.checkpoint_names.as_ref()?.first()?.to_string()))
             });
         let key = text(|e| &e.key).filter(|k| !is_digest_key(k));
         let weight_layer = text(|e| &e.layer);
@@ -161,22 +168,29 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
         let quant = quant_of(subject, &entries, &all);
         let ops = entries
             .iter()
-            .flat_map(|e| e.ops.iter().cloned())
+            .flat_map(|e| e.ops.iter())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
+            .map(|op| names.get(op))
             .collect();
         out.push(Stored {
-            store: store_of(&path, delegate.as_deref(), tree.source_name(source)),
-            path,
+            store: names.get(&store_of(
+                &path,
+                delegate.as_deref(),
+                tree.source_name(source),
+            )),
+            path: path.into(),
             source,
             span,
-            dtype: meta.map(|m| m.dtype.name()),
-            numpy: numpy.filter(|_| meta.is_some()),
+            dtype: meta.map(|m| names.get(&m.dtype.name())),
+            numpy: numpy
+                .filter(|_| meta.is_some())
+                .map(|(d, raw)| (names.get(&d), raw)),
             sizes: meta.map(|m| m.sizes.clone()),
-            name,
-            layer,
-            delegate,
-            quant,
+            name: name.map(Name::from),
+            layer: names.get(&layer),
+            delegate: delegate.map(|d| names.get(&d)),
+            quant: quant.map(Box::new),
             is_scale,
             ops,
         });
@@ -252,29 +266,29 @@ fn store_of(path: &str, delegate: Option<&str>, source: &str) -> String {
 #[derive(Debug, Default, Deserialize)]
 struct Entry {
     #[serde(default, deserialize_with = "lenient")]
-    name: Option<String>,
+    name: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    fqn: Option<String>,
+    fqn: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    key: Option<String>,
+    key: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    checkpoint_names: Option<Vec<String>>,
+    checkpoint_names: Option<Box<[Box<str>]>>,
     #[serde(default, deserialize_with = "lenient")]
-    layer: Option<String>,
+    layer: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    role: Option<String>,
+    role: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    numpy_dtype: Option<String>,
+    numpy_dtype: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
     raw_bits: Option<bool>,
     #[serde(default, deserialize_with = "lenient")]
-    stored_dtype: Option<String>,
+    stored_dtype: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
     quantization: Option<QuantEntry>,
     #[serde(default, deserialize_with = "lenient")]
     scales: Option<Box<Entry>>,
     #[serde(default, deserialize_with = "user_ops", rename = "users")]
-    ops: Vec<String>,
+    ops: Box<[Box<str>]>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -300,12 +314,12 @@ fn lenient<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
 }
 
 /// The operators of an entry's `users` (objects with an `op`).
-fn user_ops<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn user_ops<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Box<[Box<str>]>, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
     Ok(v.as_array()
         .into_iter()
         .flatten()
-        .filter_map(|u| u.get("op")?.as_str().map(str::to_owned))
+        .filter_map(|u| u.get("op")?.as_str().map(Box::from))
         .collect())
 }
 
@@ -358,53 +372,72 @@ fn load_index(
         at: 0,
         len: f.content.len(),
     };
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
-    let first = loop {
-        match std::io::BufRead::fill_buf(&mut reader) {
-            Ok([]) | Err(_) => break None,
-            Ok(buf) => {
-                if let Some(i) = buf.iter().position(|b| !b.is_ascii_whitespace()) {
-                    break Some(buf[i]);
-                }
-                let n = buf.len();
-                std::io::BufRead::consume(&mut reader, n);
-            }
-        }
-    };
-    // A list of entries, or (a package's) a map of them.
-    let items: Result<Vec<Entry>, _> = match first {
-        Some(b'{') => serde_json::from_reader::<_, HashMap<String, Entry>>(reader)
-            .map(|m| m.into_values().collect()),
-        _ => serde_json::from_reader(reader),
-    };
-    let items = match items {
-        Ok(v) => v,
-        Err(e) => {
-            notes.push(format!("{path}: not read ({e}); its names are not used"));
-            return out;
-        }
-    };
-    for mut item in items {
-        // A weight's scales are described inside its entry, and belong to
-        // its layer.
-        if let Some(mut s) = item.scales.take()
-            && let Some(n) = s.name.clone()
-        {
-            s.layer = item.layer.clone();
-            let role = item.role.as_deref().unwrap_or("weight");
-            s.role = Some(format!("{role}.scale"));
-            item.scales = Some(Box::new(Entry {
-                name: s.name.clone(),
-                stored_dtype: s.stored_dtype.clone(),
-                ..Entry::default()
-            }));
-            out.insert(n, Rc::new(*s));
-        }
-        if let Some(n) = item.name.clone() {
-            out.insert(n, Rc::new(item));
-        }
+    let reader = std::io::BufReader::with_capacity(1 << 16, reader);
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let read = serde::de::DeserializeSeed::deserialize(EntriesInto(&mut out), &mut de)
+        .and_then(|()| de.end());
+    if let Err(e) = read {
+        notes.push(format!("{path}: not read ({e}); its names are not used"));
+        out.clear();
     }
     out
+}
+
+/// Adds `item` (and the scales it describes) to `out` under their names.
+fn add_entry(out: &mut HashMap<String, Rc<Entry>>, mut item: Entry) {
+    // A weight's scales are described inside its entry, and belong to its
+    // layer.
+    if let Some(mut s) = item.scales.take()
+        && let Some(n) = s.name.clone()
+    {
+        s.layer = item.layer.clone();
+        let role = item.role.as_deref().unwrap_or("weight");
+        s.role = Some(format!("{role}.scale").into());
+        item.scales = Some(Box::new(Entry {
+            name: s.name.clone(),
+            stored_dtype: s.stored_dtype.clone(),
+            ..Entry::default()
+        }));
+        out.insert(n.into(), Rc::new(*s));
+    }
+    if let Some(n) = item.name.clone() {
+        out.insert(n.into(), Rc::new(item));
+    }
+}
+
+/// Reads an `index.json` (a list of entries, or a package's map of them)
+/// into a map entry by entry: a million-tensor index is never held as a
+/// list as well.
+struct EntriesInto<'m>(&'m mut HashMap<String, Rc<Entry>>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for EntriesInto<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for EntriesInto<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list or map of index entries")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<Entry>()? {
+            add_entry(self.0, item);
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some((_, item)) = map.next_entry::<serde::de::IgnoredAny, Entry>()? {
+            add_entry(self.0, item);
+        }
+        Ok(())
+    }
 }
 
 /// Reads a file of the tree from its start.
@@ -453,7 +486,7 @@ fn quant_of(subject: Subject<'_>, entries: &[Rc<Entry>], paths: &[String]) -> Op
         let dtype = s
             .stored_dtype
             .clone()
-            .unwrap_or_else(|| "float32".to_owned());
+            .map_or_else(|| "float32".to_owned(), String::from);
         Some((source, span, dtype))
     });
     Some(Quant {

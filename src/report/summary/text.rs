@@ -108,7 +108,7 @@ impl Report {
                 let name = if several && c.kind == "store" {
                     format!("{}: {}", file.name, c.name)
                 } else {
-                    c.name.clone()
+                    c.name.to_string()
                 };
                 let _ = writeln!(
                     s,
