@@ -15,8 +15,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Subject;
-use super::names::Name;
-use super::tensors::Stored;
+use crate::report::stored::Name;
+use crate::report::stored::Stored;
 
 /// Ranges shorter than this are not reported: equal small scalars and
 /// zero biases are common and cost nothing.

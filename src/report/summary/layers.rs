@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::names::Name;
-use super::tensors::Stored;
+use crate::report::stored::Name;
+use crate::report::stored::Stored;
 
 /// One module path's tensors.
 #[derive(Debug, Clone, Serialize)]

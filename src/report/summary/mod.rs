@@ -24,28 +24,23 @@ mod duplicates;
 mod files;
 mod layers;
 mod memory;
-mod names;
 mod quantization;
 mod size;
-pub mod stats;
-mod tensors;
 pub mod text;
 
 use serde::Serialize;
 
 use crate::format::{DataFile, Parsed};
-use crate::tree::Tree;
 
+pub use crate::report::stats::TensorStats;
+pub use crate::report::stored::{Name, Subject};
 pub use coverage::{DelegateCoverage, MethodCoverage, OpCalls};
 pub use duplicates::{Copy, Duplicate};
 pub use files::{FILES, remote_tree_files, render_file, tree_files};
 pub use layers::Layer;
 pub use memory::{Lifetime, MethodMemory, PlannedBuffer};
-pub use names::Name;
 pub use quantization::{Quantization, WeightQuant};
 pub use size::{Backend, DtypeRow, SizeNode};
-pub use stats::TensorStats;
-pub use text::stats_table;
 
 /// Everything `ptefs report` says about a file (and the data files
 /// attached to it).
@@ -93,33 +88,10 @@ pub struct FileSize {
     pub bytes: u64,
 }
 
-/// What a report is computed from: a tree and the bytes of its sources.
-#[derive(Clone, Copy)]
-pub struct Subject<'a> {
-    /// The tree built from the files.
-    pub tree: &'a Tree,
-    /// Each source's bytes, by [`crate::tree::SourceId`]; a source the
-    /// tree does not use may be empty.
-    pub sources: &'a [&'a [u8]],
-}
-
-impl<'a> Subject<'a> {
-    /// The bytes of `span` of source `source`, or nothing when they are
-    /// out of range (never a panic on a tree that disagrees with them).
-    fn bytes(&self, source: usize, span: crate::format::Span) -> &'a [u8] {
-        let Some(b) = self.sources.get(source) else {
-            return &[];
-        };
-        let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
-        let end = usize::try_from(span.end()).unwrap_or(usize::MAX);
-        b.get(start..end).unwrap_or(&[])
-    }
-}
-
 /// Computes the report of `subject`.
 pub fn summarize(subject: Subject<'_>) -> Report {
     let mut notes = Vec::new();
-    let collected = tensors::collect(subject, &mut notes);
+    let collected = crate::report::stored::collect(subject, &mut notes);
     let parsed: Vec<(String, Parsed<'_>)> = subject
         .sources
         .iter()
@@ -158,7 +130,7 @@ pub fn summarize(subject: Subject<'_>) -> Report {
         .flat_map(|(name, p)| memory::memory(name, p))
         .collect();
     let checks = checks(&parsed, &data);
-    let stats = stats::compute(subject, &collected);
+    let stats = crate::report::stats::compute(subject, &collected);
     let quantization = quantization::summarize(&collected, &coverage);
     Report {
         file: files.first().map(|f| f.name.clone()).unwrap_or_default(),

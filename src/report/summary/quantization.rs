@@ -6,9 +6,9 @@
 use serde::Serialize;
 
 use super::coverage::MethodCoverage;
-use super::names::{Name, Names};
-use super::stats::Elem;
-use super::tensors::Stored;
+use crate::report::stats::Elem;
+use crate::report::stored::Stored;
+use crate::report::stored::{Name, Names};
 
 /// The quantization summary.
 #[derive(Debug, Clone, Serialize)]

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::names::Name;
-use super::tensors::Stored;
 use super::{FileSize, Subject};
 use crate::report::inspect::Inspection;
+use crate::report::stored::Name;
+use crate::report::stored::Stored;
 
 /// A node of the size tree: its bytes are the sum of its children's.
 #[derive(Debug, Clone, Serialize)]

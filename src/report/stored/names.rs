@@ -12,7 +12,7 @@ pub type Name = Arc<str>;
 
 /// Strings seen so far, each held once.
 #[derive(Default)]
-pub(super) struct Names(HashSet<Name>);
+pub(crate) struct Names(HashSet<Name>);
 
 impl Names {
     /// The shared copy of `s`.

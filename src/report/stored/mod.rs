@@ -1,5 +1,5 @@
 //! The stored byte ranges of a tree, each once, with what the tree calls
-//! them: every file that is a span of a source (its `.bin`), grouped by
+//! them, for the report and the statistics: every file that is a span of a source (its `.bin`), grouped by
 //! inode, so a range seen at several paths (a constant and a method's
 //! tensor, a delegate weight and its named-data entry) is one item.
 
@@ -10,14 +10,40 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::Subject;
-use super::names::{Name, Names};
+mod names;
+
 use crate::format::Span;
+use crate::tree::Tree;
 use crate::tree::{Content, Ino, ROOT};
+pub use names::Name;
+pub(crate) use names::Names;
+
+/// What a report is computed from: a tree and the bytes of its sources.
+#[derive(Clone, Copy)]
+pub struct Subject<'a> {
+    /// The tree built from the files.
+    pub tree: &'a Tree,
+    /// Each source's bytes, by [`crate::tree::SourceId`]; a source the
+    /// tree does not use may be empty.
+    pub sources: &'a [&'a [u8]],
+}
+
+impl<'a> Subject<'a> {
+    /// The bytes of `span` of source `source`, or nothing when they are
+    /// out of range (never a panic on a tree that disagrees with them).
+    pub fn bytes(&self, source: usize, span: crate::format::Span) -> &'a [u8] {
+        let Some(b) = self.sources.get(source) else {
+            return &[];
+        };
+        let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
+        let end = usize::try_from(span.end()).unwrap_or(usize::MAX);
+        b.get(start..end).unwrap_or(&[])
+    }
+}
 
 /// One stored byte range.
 #[derive(Debug, Clone)]
-pub(super) struct Stored {
+pub struct Stored {
     /// The first path the tree gives it.
     pub path: Name,
     /// Which source holds it.
@@ -64,7 +90,7 @@ impl Stored {
 
 /// A delegate weight's quantization, as its `index.json` records it.
 #[derive(Debug, Clone)]
-pub(super) struct Quant {
+pub struct Quant {
     /// `PerChannelQuant`, `PerTensorQuant`, `PerChannelGroupQuant`, ...
     pub scheme: String,
     /// The dimension scales run along.
@@ -76,7 +102,7 @@ pub(super) struct Quant {
 }
 
 /// Every stored range of `subject`'s tree, in path order of first names.
-pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
+pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
     let tree = subject.tree;
     // Inode → every path, in walk order.
     let mut paths: HashMap<Ino, Vec<String>> = HashMap::new();
@@ -201,7 +227,7 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
 /// The module path of a tensor named `name`: all but its last dotted
 /// component (`layers.0.attn.wq.weight` → `layers.0.attn.wq`); a name
 /// without a dot is its own module.
-pub(super) fn module_of(name: &str) -> String {
+pub fn module_of(name: &str) -> String {
     match name.rsplit_once('.') {
         Some((m, _)) if !m.is_empty() => m.to_owned(),
         _ => name.to_owned(),
