@@ -8,8 +8,6 @@
 //! (`forward/0-XnnpackBackend/001-fully_connected`); anything else is
 //! `(unnamed)`.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use crate::report::stored::Name;
@@ -31,21 +29,28 @@ pub struct Layer {
 }
 
 pub(super) fn by_layer(items: &[Stored]) -> Vec<Layer> {
-    let mut m: BTreeMap<&str, Layer> = BTreeMap::new();
-    for s in items.iter().filter(|s| s.is_tensor()) {
-        let r = m.entry(&s.layer).or_insert_with(|| Layer {
-            layer: s.layer.clone(),
-            tensors: 0,
-            params: 0,
-            bytes: 0,
-            dtypes: Tally::default(),
-        });
+    // Sorted by layer rather than gathered in a map: a program may have a
+    // million layers, and the rows are all that is kept.
+    let mut tensors: Vec<&Stored> = items.iter().filter(|s| s.is_tensor()).collect();
+    tensors.sort_by(|a, b| a.layer.cmp(&b.layer));
+    let mut rows: Vec<Layer> = Vec::new();
+    for s in tensors {
+        if rows.last().is_none_or(|r| r.layer != s.layer) {
+            rows.push(Layer {
+                layer: s.layer.clone(),
+                tensors: 0,
+                params: 0,
+                bytes: 0,
+                dtypes: Tally::default(),
+            });
+        }
+        let Some(r) = rows.last_mut() else { continue };
         r.tensors += 1;
         r.params += s.elements().unwrap_or(0);
         r.bytes += s.span.len;
         r.dtypes.add(s.dtype.as_ref(), s.span.len);
     }
-    let mut rows: Vec<Layer> = m.into_values().collect();
+    rows.shrink_to_fit();
     rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.layer.cmp(&b.layer)));
     rows
 }

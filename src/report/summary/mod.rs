@@ -88,11 +88,11 @@ pub struct FileSize {
     pub bytes: u64,
 }
 
-/// Computes the report of `subject`.
-pub fn summarize(subject: Subject<'_>) -> Report {
-    let mut notes = Vec::new();
-    let collected = crate::report::stored::collect(subject, &mut notes);
-    let parsed: Vec<(String, Parsed<'_>)> = subject
+/// Each of `subject`'s files, parsed, by source order: what
+/// [`summarize`] takes beside the tree, for callers that no longer hold
+/// the parsed files the tree was built from.
+pub fn parse_sources<'a>(subject: Subject<'a>) -> Vec<(String, Parsed<'a>)> {
+    subject
         .sources
         .iter()
         .enumerate()
@@ -103,7 +103,14 @@ pub fn summarize(subject: Subject<'_>) -> Report {
                 .then(|| crate::format::parse(b).ok().map(|p| (name.to_owned(), p)))
                 .flatten()
         })
-        .collect();
+        .collect()
+}
+
+/// Computes the report of `subject`, whose files, parsed, are `parsed`
+/// (by source order; see [`parse_sources`]).
+pub fn summarize(subject: Subject<'_>, parsed: &[(&str, &Parsed<'_>)]) -> Report {
+    let mut notes = Vec::new();
+    let collected = crate::report::stored::collect(subject, &mut notes);
     let data: Vec<&DataFile<'_>> = parsed
         .iter()
         .filter_map(|(_, p)| match p {
@@ -114,7 +121,7 @@ pub fn summarize(subject: Subject<'_>) -> Report {
     let files: Vec<FileSize> = parsed
         .iter()
         .map(|(name, p)| FileSize {
-            name: name.clone(),
+            name: (*name).to_owned(),
             bytes: file_len(p),
         })
         .collect();
@@ -129,7 +136,7 @@ pub fn summarize(subject: Subject<'_>) -> Report {
         .iter()
         .flat_map(|(name, p)| memory::memory(name, p))
         .collect();
-    let checks = checks(&parsed, &data);
+    let checks = checks(parsed, &data);
     let stats = crate::report::stats::compute(subject, &collected);
     let quantization = quantization::summarize(&collected, &coverage);
     Report {
@@ -153,7 +160,7 @@ pub fn summarize(subject: Subject<'_>) -> Report {
 /// `ptefs check` of each program against the default runtime, with every
 /// data file reported on attached.
 fn checks(
-    parsed: &[(String, Parsed<'_>)],
+    parsed: &[(&str, &Parsed<'_>)],
     data: &[&DataFile<'_>],
 ) -> Vec<crate::report::check::Check> {
     use crate::report::check::{Limits, check, spec};
@@ -163,7 +170,7 @@ fn checks(
     let data_names: Vec<String> = parsed
         .iter()
         .filter(|(_, p)| matches!(p, Parsed::Data(_)))
-        .map(|(n, _)| n.clone())
+        .map(|(n, _)| (*n).to_owned())
         .collect();
     parsed
         .iter()
