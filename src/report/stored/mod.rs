@@ -125,7 +125,6 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
         e.push(path);
     }
     let mut indexes = Indexes::default();
-    let mut names = Names::default();
     let mut out = Vec::with_capacity(order.len());
     for ino in order {
         let Some(f) = tree.file(ino) else { continue };
@@ -140,16 +139,16 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             all.first().cloned().unwrap_or_default()
         };
         let meta = f.tensor;
-        let entries: Vec<Rc<Entry>> = all
+        let entries: Vec<Rc<Facts>> = all
             .iter()
             .filter_map(|p| indexes.entry(subject, p, notes))
             .collect();
-        let text = |get: fn(&Entry) -> &Option<Box<str>>| {
+        let text = |get: fn(&Facts) -> &Option<Name>| {
             entries
                 .iter()
                 .find_map(|e| get(e).as_deref().map(str::to_owned))
         };
-        let numpy = text(|e| &e.numpy_dtype)
+        let numpy = text(|e| &e.numpy)
             .map(|d| {
                 let raw = entries.iter().find_map(|e| e.raw_bits).unwrap_or(false);
                 (d, raw)
@@ -167,7 +166,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             .or_else(|| {
                 entries
                     .iter()
-                    .find_map(|e| Some(e.checkpoint_names.as_ref()?.first()?.to_string()))
+                    .find_map(|e| e.checkpoint.as_deref().map(str::to_owned))
             });
         let key = text(|e| &e.key).filter(|k| !is_digest_key(k));
         let weight_layer = text(|e| &e.layer);
@@ -197,10 +196,10 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             .flat_map(|e| e.ops.iter())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
-            .map(|op| names.get(op))
+            .cloned()
             .collect();
         out.push(Stored {
-            store: names.get(&store_of(
+            store: indexes.names.get(&store_of(
                 &path,
                 delegate.as_deref(),
                 tree.source_name(source),
@@ -208,14 +207,14 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             path: path.into(),
             source,
             span,
-            dtype: meta.map(|m| names.get(&m.dtype.name())),
+            dtype: meta.map(|m| indexes.names.get(&m.dtype.name())),
             numpy: numpy
                 .filter(|_| meta.is_some())
-                .map(|(d, raw)| (names.get(&d), raw)),
+                .map(|(d, raw)| (indexes.names.get(&d), raw)),
             sizes: meta.map(|m| m.sizes.clone()),
             name: name.map(Name::from),
-            layer: names.get(&layer),
-            delegate: delegate.map(|d| names.get(&d)),
+            layer: indexes.names.get(&layer),
+            delegate: delegate.map(|d| indexes.names.get(&d)),
             quant: quant.map(Box::new),
             is_scale,
             ops,
@@ -352,7 +351,8 @@ fn user_ops<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Box<[Box<str>]>, D
 /// The `index.json` entries of each directory, parsed once.
 #[derive(Default)]
 struct Indexes {
-    dirs: HashMap<String, HashMap<String, Rc<Entry>>>,
+    dirs: HashMap<String, HashMap<Box<str>, Rc<Facts>>>,
+    names: Names,
 }
 
 impl Indexes {
@@ -363,10 +363,10 @@ impl Indexes {
         subject: Subject<'_>,
         path: &str,
         notes: &mut Vec<String>,
-    ) -> Option<Rc<Entry>> {
+    ) -> Option<Rc<Facts>> {
         let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
         if !self.dirs.contains_key(dir) {
-            let parsed = load_index(subject, dir, notes);
+            let parsed = load_index(subject, dir, &mut self.names, notes);
             self.dirs.insert(dir.to_owned(), parsed);
         }
         self.dirs.get(dir)?.get(file).cloned()
@@ -376,8 +376,9 @@ impl Indexes {
 fn load_index(
     subject: Subject<'_>,
     dir: &str,
+    names: &mut Names,
     notes: &mut Vec<String>,
-) -> HashMap<String, Rc<Entry>> {
+) -> HashMap<Box<str>, Rc<Facts>> {
     let mut out = HashMap::new();
     let path = if dir.is_empty() {
         "index.json".to_owned()
@@ -400,7 +401,7 @@ fn load_index(
     };
     let reader = std::io::BufReader::with_capacity(1 << 16, reader);
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let read = serde::de::DeserializeSeed::deserialize(EntriesInto(&mut out), &mut de)
+    let read = serde::de::DeserializeSeed::deserialize(EntriesInto(&mut out, names), &mut de)
         .and_then(|()| de.end());
     if let Err(e) = read {
         notes.push(format!("{path}: not read ({e}); its names are not used"));
@@ -409,8 +410,9 @@ fn load_index(
     out
 }
 
-/// Adds `item` (and the scales it describes) to `out` under their names.
-fn add_entry(out: &mut HashMap<String, Rc<Entry>>, mut item: Entry) {
+/// Adds what `item` (and the scales it describes) says to `out` under
+/// their names.
+fn add_entry(out: &mut HashMap<Box<str>, Rc<Facts>>, names: &mut Names, mut item: Entry) {
     // A weight's scales are described inside its entry, and belong to its
     // layer.
     if let Some(mut s) = item.scales.take()
@@ -424,17 +426,88 @@ fn add_entry(out: &mut HashMap<String, Rc<Entry>>, mut item: Entry) {
             stored_dtype: s.stored_dtype.clone(),
             ..Entry::default()
         }));
-        out.insert(n.into(), Rc::new(*s));
+        add_facts(out, names, n, *s);
     }
-    if let Some(n) = item.name.clone() {
-        out.insert(n.into(), Rc::new(item));
+    if let Some(n) = item.name.take() {
+        add_facts(out, names, n, item);
     }
+}
+
+/// Keeps what `e` says of file `name`, if anything: most entries of a
+/// large index (a constant's offsets) say nothing the report uses.
+fn add_facts(out: &mut HashMap<Box<str>, Rc<Facts>>, names: &mut Names, name: Box<str>, e: Entry) {
+    let mut shared = |t: Option<Box<str>>| t.map(|t| names.get(&t));
+    let quant = e.quantization.map(|q| {
+        Box::new(QuantFacts {
+            scheme: q.scheme.map(Box::from),
+            channel_dim: q.channel_dim,
+            group_size: q.group_size.or(q.block_size),
+            scales: e
+                .scales
+                .and_then(|s| Some((Name::from(s.name?), s.stored_dtype))),
+        })
+    });
+    let facts = Facts {
+        fqn: e.fqn.map(Name::from),
+        key: e.key.map(Name::from),
+        checkpoint: e
+            .checkpoint_names
+            .and_then(|c| c.into_vec().into_iter().next())
+            .map(Name::from),
+        layer: shared(e.layer),
+        role: shared(e.role),
+        numpy: shared(e.numpy_dtype),
+        raw_bits: e.raw_bits,
+        ops: e.ops.iter().map(|op| names.get(op)).collect(),
+        quant,
+    };
+    if !facts.is_empty() {
+        out.insert(name, Rc::new(facts));
+    }
+}
+
+/// What the report uses of an index entry, held for as long as the
+/// entries are walked: the strings many entries repeat are shared.
+struct Facts {
+    fqn: Option<Name>,
+    key: Option<Name>,
+    /// The first of its checkpoint names.
+    checkpoint: Option<Name>,
+    layer: Option<Name>,
+    role: Option<Name>,
+    numpy: Option<Name>,
+    raw_bits: Option<bool>,
+    ops: Box<[Name]>,
+    quant: Option<Box<QuantFacts>>,
+}
+
+impl Facts {
+    fn is_empty(&self) -> bool {
+        self.fqn.is_none()
+            && self.key.is_none()
+            && self.checkpoint.is_none()
+            && self.layer.is_none()
+            && self.role.is_none()
+            && self.numpy.is_none()
+            && self.raw_bits.is_none()
+            && self.ops.is_empty()
+            && self.quant.is_none()
+    }
+}
+
+/// A delegate weight's quantization, as its index entry records it.
+struct QuantFacts {
+    scheme: Option<Box<str>>,
+    channel_dim: Option<u64>,
+    group_size: Option<u64>,
+    /// Its scales' file name, and their stored element type.
+    scales: Option<(Name, Option<Box<str>>)>,
 }
 
 /// Reads an `index.json` (a list of entries, or a package's map of them)
 /// into a map entry by entry: a million-tensor index is never held as a
 /// list as well.
-struct EntriesInto<'m>(&'m mut HashMap<String, Rc<Entry>>);
+struct EntriesInto<'m>(&'m mut HashMap<Box<str>, Rc<Facts>>, &'m mut Names);
 
 impl<'de> serde::de::DeserializeSeed<'de> for EntriesInto<'_> {
     type Value = ();
@@ -453,14 +526,14 @@ impl<'de> serde::de::Visitor<'de> for EntriesInto<'_> {
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(item) = seq.next_element::<Entry>()? {
-            add_entry(self.0, item);
+            add_entry(self.0, self.1, item);
         }
         Ok(())
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some((_, item)) = map.next_entry::<serde::de::IgnoredAny, Entry>()? {
-            add_entry(self.0, item);
+            add_entry(self.0, self.1, item);
         }
         Ok(())
     }
@@ -495,12 +568,9 @@ impl std::io::Read for ContentReader<'_, '_> {
 
 /// The quantization a weight's index entry records, with where its
 /// scales are.
-fn quant_of(subject: Subject<'_>, entries: &[Rc<Entry>], paths: &[String]) -> Option<Quant> {
-    let (e, q) = entries
-        .iter()
-        .find_map(|e| e.quantization.as_ref().map(|q| (e, q)))?;
-    let scales = e.scales.as_ref().and_then(|s| {
-        let name = s.name.as_deref()?;
+fn quant_of(subject: Subject<'_>, entries: &[Rc<Facts>], paths: &[String]) -> Option<Quant> {
+    let q = entries.iter().find_map(|e| e.quant.as_deref())?;
+    let scales = q.scales.as_ref().and_then(|(name, dtype)| {
         let ino = paths.iter().find_map(|p| {
             let (d, _) = p.rsplit_once('/')?;
             subject.tree.resolve(&format!("{d}/{name}"))
@@ -509,16 +579,13 @@ fn quant_of(subject: Subject<'_>, entries: &[Rc<Entry>], paths: &[String]) -> Op
         let Content::Source { source, span } = *f.content else {
             return None;
         };
-        let dtype = s
-            .stored_dtype
-            .clone()
-            .map_or_else(|| "float32".to_owned(), String::from);
+        let dtype = dtype.as_deref().unwrap_or("float32").to_owned();
         Some((source, span, dtype))
     });
     Some(Quant {
-        scheme: q.scheme.clone().unwrap_or_else(|| "unknown".to_owned()),
+        scheme: q.scheme.as_deref().unwrap_or("unknown").to_owned(),
         channel_dim: q.channel_dim.map(|d| d as usize),
-        group_size: q.group_size.or(q.block_size),
+        group_size: q.group_size,
         scales,
     })
 }
