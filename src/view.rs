@@ -573,10 +573,13 @@ impl View {
         }
         let _guarded = guard::Section::new();
         let bytes: Vec<&[u8]> = self.sources.iter().map(|s| s.bytes()).collect();
-        let report = crate::report::summary::summarize(crate::report::summary::Subject {
+        let subject = crate::report::summary::Subject {
             tree: &self.tree,
             sources: &bytes,
-        });
+        };
+        let parsed = crate::report::summary::parse_sources(subject);
+        let parsed: Vec<_> = parsed.iter().map(|(n, p)| (n.as_str(), p)).collect();
+        let report = crate::report::summary::summarize(subject, &parsed);
         self.check_unchanged()?;
         Ok(report)
     }

@@ -9,6 +9,8 @@ mod composition;
 pub mod diff;
 pub mod inspect;
 pub mod page;
+pub mod stats;
+pub mod stored;
 pub mod summary;
 
 pub use composition::Share;

@@ -53,7 +53,7 @@ pub struct Inspection {
     pub largest: Option<Vec<Largest>>,
     /// Each tensor's statistics, when asked for (`--stats`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stats: Option<Vec<crate::report::summary::TensorStats>>,
+    pub stats: Option<Vec<crate::report::stats::TensorStats>>,
     /// An ETRecord's programs, tensors and maps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etrecord: Option<etrecord::EtRecordSummary>,
@@ -139,30 +139,31 @@ pub fn inspect_input(
         })
         .collect();
     let mut report = inspect(&input.name, &input.parsed, &data);
+    if extras.checkpoint.is_none() && extras.top.is_none() && !extras.stats {
+        return report;
+    }
+    // One tree serves every extra; with a checkpoint its keys name the
+    // tensors the largest list and the statistics show.
+    stage("building the tree");
+    let tree = crate::tree::build_with_names(
+        std::slice::from_ref(input),
+        attached,
+        false,
+        extras.checkpoint,
+    );
     if let Some(checkpoint) = extras.checkpoint {
-        stage("building the tree with the checkpoint's names");
-        let tree = crate::tree::build_with_names(
-            std::slice::from_ref(input),
-            attached,
-            false,
-            Some(checkpoint),
-        );
         report.checkpoint = Some(checkpoint_matches(&tree, checkpoint));
     }
     if let Some(n) = extras.top {
-        stage("building the tree");
-        let tree = crate::tree::build(std::slice::from_ref(input), attached, false);
         let sizes: Vec<u64> = sources.iter().map(|s| s.len() as u64).collect();
         report.largest = Some(largest(&tree, n, &sizes));
     }
     if extras.stats {
         stage("computing statistics");
-        let tree = crate::tree::build(std::slice::from_ref(input), attached, false);
-        let summary = crate::report::summary::summarize(crate::report::summary::Subject {
+        report.stats = Some(crate::report::stats::of(crate::report::stored::Subject {
             tree: &tree,
             sources,
-        });
-        report.stats = Some(summary.stats);
+        }));
     }
     report
 }

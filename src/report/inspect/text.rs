@@ -98,7 +98,7 @@ impl Inspection {
         }
         if let Some(stats) = &self.stats {
             o.push_str("\nStatistics:\n");
-            o.push_str(&crate::report::summary::stats_table(stats));
+            o.push_str(&crate::report::stats::table(stats));
         }
         o
     }

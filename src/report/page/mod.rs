@@ -245,7 +245,7 @@ fn files_and_dtypes(s: &mut String, r: &Report) {
         t.rows.push((
             false,
             vec![
-                Cell::Text(d.dtype.clone()),
+                Cell::Text(d.dtype.to_string()),
                 int_cell(d.tensors),
                 int_cell(d.params),
                 bytes_cell(d.bytes),
@@ -334,12 +334,12 @@ fn layers(s: &mut String, r: &Report) {
         let mix: Vec<String> = l
             .dtypes
             .iter()
-            .map(|(d, b)| format!("{d} {}", human(*b)))
+            .map(|(d, b)| format!("{d} {}", human(b)))
             .collect();
         t.rows.push((
             false,
             vec![
-                Cell::Text(l.layer.clone()),
+                Cell::Text(l.layer.to_string()),
                 int_cell(l.tensors),
                 int_cell(l.params),
                 bytes_cell(l.bytes),
@@ -528,13 +528,13 @@ fn quantization(s: &mut String, r: &Report) {
     for w in weights.iter().take(MAX_ROWS) {
         let scheme = match w.group_size {
             Some(g) => format!("{} (group {g})", w.scheme),
-            None => w.scheme.clone(),
+            None => w.scheme.to_string(),
         };
         t.rows.push((
             false,
             vec![
-                Cell::Text(w.name.clone().unwrap_or_else(|| w.path.clone())),
-                Cell::Text(w.dtype.clone()),
+                Cell::Text(w.name.as_ref().unwrap_or(&w.path).to_string()),
+                Cell::Text(w.dtype.to_string()),
                 Cell::Text(scheme),
                 int_cell(u64::from(w.bits)),
                 bytes_cell(w.bytes),
@@ -582,8 +582,8 @@ fn stats(s: &mut String, r: &Report) {
         t.rows.push((
             m.nan + m.inf > 0,
             vec![
-                Cell::Text(x.name.clone().unwrap_or_else(|| x.path.clone())),
-                Cell::Text(x.dtype.clone()),
+                Cell::Text(x.name.as_ref().unwrap_or(&x.path).to_string()),
+                Cell::Text(x.dtype.to_string()),
                 int_cell(m.elements),
                 float_cell(m.min),
                 float_cell(m.max),

@@ -69,7 +69,7 @@ fn prune(n: &SizeNode, t: u64, budget: &mut usize, merged: &mut usize) -> SizeNo
     if count > 0 {
         *merged += count;
         kept.push(SizeNode {
-            name: format!("{count} smaller items of {}", n.name),
+            name: format!("{count} smaller items of {}", n.name).into(),
             kind: "other",
             bytes: small,
             path: None,

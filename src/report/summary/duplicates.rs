@@ -15,7 +15,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Subject;
-use super::tensors::Stored;
+use crate::report::stored::Name;
+use crate::report::stored::Stored;
 
 /// Ranges shorter than this are not reported: equal small scalars and
 /// zero biases are common and cost nothing.
@@ -38,7 +39,7 @@ pub struct Duplicate {
 #[derive(Debug, Clone, Serialize)]
 pub struct Copy {
     /// Its path in the tree.
-    pub path: String,
+    pub path: Name,
     /// The file holding it.
     pub file: String,
     /// Its offset in that file.

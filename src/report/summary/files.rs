@@ -88,10 +88,21 @@ fn compute(inputs: &ReportInputs) -> Result<Report, String> {
     for f in std::iter::once(&inputs.shown).chain(&inputs.attached) {
         sources[f.source] = (*f.bytes).as_ref();
     }
-    Ok(super::summarize(super::Subject {
-        tree: &tree,
-        sources: &sources,
-    }))
+    // The files as parsed for the tree, by source order, as the report
+    // takes them: parsing a large program again would double its tables.
+    let mut inputs: Vec<&Input<'_>> = std::iter::once(&shown).chain(&attached).collect();
+    inputs.sort_by_key(|i| i.source);
+    let parsed: Vec<_> = inputs
+        .into_iter()
+        .map(|i| (i.name.as_str(), &i.parsed))
+        .collect();
+    Ok(super::summarize(
+        super::Subject {
+            tree: &tree,
+            sources: &sources,
+        },
+        &parsed,
+    ))
 }
 
 /// A table cell: tabs and line breaks would split rows and columns, and

@@ -26,15 +26,14 @@ mod layers;
 mod memory;
 mod quantization;
 mod size;
-pub mod stats;
-mod tensors;
 pub mod text;
 
 use serde::Serialize;
 
 use crate::format::{DataFile, Parsed};
-use crate::tree::Tree;
 
+pub use crate::report::stats::TensorStats;
+pub use crate::report::stored::{Name, Subject};
 pub use coverage::{DelegateCoverage, MethodCoverage, OpCalls};
 pub use duplicates::{Copy, Duplicate};
 pub use files::{FILES, remote_tree_files, render_file, tree_files};
@@ -42,8 +41,6 @@ pub use layers::Layer;
 pub use memory::{Lifetime, MethodMemory, PlannedBuffer};
 pub use quantization::{Quantization, WeightQuant};
 pub use size::{Backend, DtypeRow, SizeNode};
-pub use stats::TensorStats;
-pub use text::stats_table;
 
 /// Everything `ptefs report` says about a file (and the data files
 /// attached to it).
@@ -91,34 +88,11 @@ pub struct FileSize {
     pub bytes: u64,
 }
 
-/// What a report is computed from: a tree and the bytes of its sources.
-#[derive(Clone, Copy)]
-pub struct Subject<'a> {
-    /// The tree built from the files.
-    pub tree: &'a Tree,
-    /// Each source's bytes, by [`crate::tree::SourceId`]; a source the
-    /// tree does not use may be empty.
-    pub sources: &'a [&'a [u8]],
-}
-
-impl<'a> Subject<'a> {
-    /// The bytes of `span` of source `source`, or nothing when they are
-    /// out of range (never a panic on a tree that disagrees with them).
-    fn bytes(&self, source: usize, span: crate::format::Span) -> &'a [u8] {
-        let Some(b) = self.sources.get(source) else {
-            return &[];
-        };
-        let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
-        let end = usize::try_from(span.end()).unwrap_or(usize::MAX);
-        b.get(start..end).unwrap_or(&[])
-    }
-}
-
-/// Computes the report of `subject`.
-pub fn summarize(subject: Subject<'_>) -> Report {
-    let mut notes = Vec::new();
-    let collected = tensors::collect(subject, &mut notes);
-    let parsed: Vec<(String, Parsed<'_>)> = subject
+/// Each of `subject`'s files, parsed, by source order: what
+/// [`summarize`] takes beside the tree, for callers that no longer hold
+/// the parsed files the tree was built from.
+pub fn parse_sources<'a>(subject: Subject<'a>) -> Vec<(String, Parsed<'a>)> {
+    subject
         .sources
         .iter()
         .enumerate()
@@ -129,7 +103,14 @@ pub fn summarize(subject: Subject<'_>) -> Report {
                 .then(|| crate::format::parse(b).ok().map(|p| (name.to_owned(), p)))
                 .flatten()
         })
-        .collect();
+        .collect()
+}
+
+/// Computes the report of `subject`, whose files, parsed, are `parsed`
+/// (by source order; see [`parse_sources`]).
+pub fn summarize(subject: Subject<'_>, parsed: &[(&str, &Parsed<'_>)]) -> Report {
+    let mut notes = Vec::new();
+    let collected = crate::report::stored::collect(subject, &mut notes);
     let data: Vec<&DataFile<'_>> = parsed
         .iter()
         .filter_map(|(_, p)| match p {
@@ -140,7 +121,7 @@ pub fn summarize(subject: Subject<'_>) -> Report {
     let files: Vec<FileSize> = parsed
         .iter()
         .map(|(name, p)| FileSize {
-            name: name.clone(),
+            name: (*name).to_owned(),
             bytes: file_len(p),
         })
         .collect();
@@ -155,8 +136,8 @@ pub fn summarize(subject: Subject<'_>) -> Report {
         .iter()
         .flat_map(|(name, p)| memory::memory(name, p))
         .collect();
-    let checks = checks(&parsed, &data);
-    let stats = stats::compute(subject, &collected);
+    let checks = checks(parsed, &data);
+    let stats = crate::report::stats::compute(subject, &collected);
     let quantization = quantization::summarize(&collected, &coverage);
     Report {
         file: files.first().map(|f| f.name.clone()).unwrap_or_default(),
@@ -179,7 +160,7 @@ pub fn summarize(subject: Subject<'_>) -> Report {
 /// `ptefs check` of each program against the default runtime, with every
 /// data file reported on attached.
 fn checks(
-    parsed: &[(String, Parsed<'_>)],
+    parsed: &[(&str, &Parsed<'_>)],
     data: &[&DataFile<'_>],
 ) -> Vec<crate::report::check::Check> {
     use crate::report::check::{Limits, check, spec};
@@ -189,7 +170,7 @@ fn checks(
     let data_names: Vec<String> = parsed
         .iter()
         .filter(|(_, p)| matches!(p, Parsed::Data(_)))
-        .map(|(n, _)| n.clone())
+        .map(|(n, _)| (*n).to_owned())
         .collect();
     parsed
         .iter()

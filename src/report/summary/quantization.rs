@@ -6,8 +6,9 @@
 use serde::Serialize;
 
 use super::coverage::MethodCoverage;
-use super::stats::Elem;
-use super::tensors::Stored;
+use crate::report::stats::Elem;
+use crate::report::stored::Stored;
+use crate::report::stored::{Name, Names};
 
 /// The quantization summary.
 #[derive(Debug, Clone, Serialize)]
@@ -34,15 +35,15 @@ pub struct Quantization {
 #[derive(Debug, Clone, Serialize)]
 pub struct WeightQuant {
     /// Its path in the tree.
-    pub path: String,
+    pub path: Name,
     /// Its name, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub name: Option<Name>,
     /// Stored element type.
-    pub dtype: String,
+    pub dtype: Name,
     /// `none`, `per-tensor`, `per-channel`, `per-group`, or how the
     /// delegate names it.
-    pub scheme: String,
+    pub scheme: Name,
     /// Group size, for group schemes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u64>,
@@ -67,7 +68,7 @@ fn bits(s: &Stored) -> u32 {
 }
 
 fn is_float32(s: &Stored) -> bool {
-    matches!(&s.numpy, Some((d, false)) if d == "<f4")
+    matches!(&s.numpy, Some((d, false)) if &**d == "<f4")
 }
 
 fn scheme(s: &Stored) -> (String, Option<u64>) {
@@ -101,7 +102,8 @@ fn scheme(s: &Stored) -> (String, Option<u64>) {
 }
 
 pub(super) fn summarize(items: &[Stored], coverage: &[MethodCoverage]) -> Quantization {
-    let mut weights = Vec::new();
+    let mut weights = Vec::with_capacity(items.len());
+    let mut names = Names::default();
     for s in items.iter().filter(|s| s.is_tensor() && !s.is_scale) {
         let (scheme, group_size) = scheme(s);
         let scale_bytes = s
@@ -114,8 +116,8 @@ pub(super) fn summarize(items: &[Stored], coverage: &[MethodCoverage]) -> Quanti
         weights.push(WeightQuant {
             path: s.path.clone(),
             name: s.name.clone(),
-            dtype: s.dtype.clone().unwrap_or_default(),
-            scheme,
+            dtype: s.dtype.clone().unwrap_or_else(|| names.get("")),
+            scheme: names.get(&scheme),
             group_size,
             bits: bits(s),
             bytes: s.span.len,

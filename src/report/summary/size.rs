@@ -5,30 +5,34 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::tensors::Stored;
 use super::{FileSize, Subject};
 use crate::report::inspect::Inspection;
+use crate::report::stored::Name;
+use crate::report::stored::Stored;
 
 /// A node of the size tree: its bytes are the sum of its children's.
 #[derive(Debug, Clone, Serialize)]
 pub struct SizeNode {
     /// What it is: a file, store, layer or tensor name.
-    pub name: String,
+    pub name: Name,
     /// `all`, `file`, `store`, `blob`, `layer`, `tensor` or `other`.
     pub kind: &'static str,
     /// Bytes.
     pub bytes: u64,
     /// For tensors and blobs, the path in the tree.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub path: Option<Name>,
     /// Parts, largest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<SizeNode>,
 }
 
 impl SizeNode {
-    fn group(name: String, kind: &'static str, mut children: Vec<SizeNode>) -> SizeNode {
+    fn group(name: Name, kind: &'static str, mut children: Vec<SizeNode>) -> SizeNode {
         children.retain(|c| c.bytes > 0);
+        // Most groups are a layer of one or two tensors, of which a
+        // program may have a million: no spare capacity.
+        children.shrink_to_fit();
         children.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
         SizeNode {
             name,
@@ -39,7 +43,7 @@ impl SizeNode {
         }
     }
 
-    fn leaf(name: String, kind: &'static str, bytes: u64, path: Option<String>) -> SizeNode {
+    fn leaf(name: Name, kind: &'static str, bytes: u64, path: Option<Name>) -> SizeNode {
         SizeNode {
             name,
             kind,
@@ -91,7 +95,7 @@ pub(super) fn tree(subject: Subject<'_>, items: &[Stored], files: &[FileSize]) -
                 _ => tops.push((it, Vec::new())),
             }
         }
-        let mut stores: BTreeMap<String, Vec<SizeNode>> = BTreeMap::new();
+        let mut stores: BTreeMap<Name, Vec<SizeNode>> = BTreeMap::new();
         let mut covered = 0;
         let mut reached = 0;
         for (outer, inner) in tops {
@@ -114,7 +118,7 @@ pub(super) fn tree(subject: Subject<'_>, items: &[Stored], files: &[FileSize]) -
                 }
                 let mut children = layered(&kids);
                 children.push(SizeNode::leaf(
-                    format!("rest of {}", outer.path),
+                    format!("rest of {}", outer.path).into(),
                     "other",
                     (end - start).saturating_sub(held),
                     Some(outer.path.clone()),
@@ -133,19 +137,19 @@ pub(super) fn tree(subject: Subject<'_>, items: &[Stored], files: &[FileSize]) -
             })
             .collect();
         children.push(SizeNode::leaf(
-            format!("{}: header, program structure, padding", f.name),
+            format!("{}: header, program structure, padding", f.name).into(),
             "other",
             f.bytes.saturating_sub(covered),
             None,
         ));
-        file_nodes.push(SizeNode::group(f.name.clone(), "file", children));
+        file_nodes.push(SizeNode::group(f.name.as_str().into(), "file", children));
     }
     let name = files
         .iter()
         .map(|f| f.name.as_str())
         .collect::<Vec<_>>()
         .join(" + ");
-    SizeNode::group(name, "all", file_nodes)
+    SizeNode::group(name.into(), "all", file_nodes)
 }
 
 fn tensor_leaf(s: &Stored, bytes: u64) -> SizeNode {
@@ -156,30 +160,30 @@ fn tensor_leaf(s: &Stored, bytes: u64) -> SizeNode {
 
 /// `items` as tensor leaves grouped by layer.
 fn layered(items: &[&Stored]) -> Vec<SizeNode> {
-    let mut by: BTreeMap<&str, Vec<SizeNode>> = BTreeMap::new();
+    let mut by: BTreeMap<&Name, Vec<SizeNode>> = BTreeMap::new();
     for s in items {
         by.entry(&s.layer)
-            .or_default()
+            .or_insert_with(|| Vec::with_capacity(1))
             .push(tensor_leaf(s, s.span.len));
     }
     by.into_iter()
-        .map(|(l, nodes)| SizeNode::group(l.to_owned(), "layer", nodes))
+        .map(|(l, nodes)| SizeNode::group(l.clone(), "layer", nodes))
         .collect()
 }
 
 /// A store's top-level leaves grouped by their layer (blobs holding
 /// others stay as they are).
 fn regroup_by_layer(nodes: Vec<SizeNode>, items: &[Stored]) -> Vec<SizeNode> {
-    let layer_of: BTreeMap<&str, &str> = items
-        .iter()
-        .map(|s| (s.path.as_str(), s.layer.as_str()))
-        .collect();
-    let mut by: BTreeMap<String, Vec<SizeNode>> = BTreeMap::new();
+    let layer_of: BTreeMap<&str, &Name> = items.iter().map(|s| (&*s.path, &s.layer)).collect();
+    let mut by: BTreeMap<Name, Vec<SizeNode>> = BTreeMap::new();
     let mut out = Vec::new();
     for n in nodes {
         match (n.kind, n.path.as_deref().and_then(|p| layer_of.get(p))) {
             ("tensor" | "blob", Some(l)) if n.children.is_empty() => {
-                by.entry((*l).to_owned()).or_default().push(n)
+                // Most layers hold one tensor: no spare room for more.
+                by.entry((*l).clone())
+                    .or_insert_with(|| Vec::with_capacity(1))
+                    .push(n)
             }
             _ => out.push(n),
         }
@@ -195,7 +199,7 @@ fn regroup_by_layer(nodes: Vec<SizeNode>, items: &[Stored]) -> Vec<SizeNode> {
 #[derive(Debug, Clone, Serialize)]
 pub struct DtypeRow {
     /// The type's name as the tree shows it (`FLOAT`, `xnn_datatype_qcint8`).
-    pub dtype: String,
+    pub dtype: Name,
     /// Tensors.
     pub tensors: u64,
     /// Elements.
@@ -205,9 +209,9 @@ pub struct DtypeRow {
 }
 
 pub(super) fn by_dtype(items: &[Stored]) -> Vec<DtypeRow> {
-    let mut m: BTreeMap<String, DtypeRow> = BTreeMap::new();
+    let mut m: BTreeMap<Name, DtypeRow> = BTreeMap::new();
     for s in items.iter().filter(|s| s.is_tensor()) {
-        let dtype = s.dtype.clone().unwrap_or_default();
+        let dtype = s.dtype.clone().unwrap_or_else(|| Name::from(""));
         let r = m.entry(dtype.clone()).or_insert(DtypeRow {
             dtype,
             tensors: 0,
@@ -267,7 +271,7 @@ pub(super) fn by_backend(inspections: &[Inspection], items: &[Stored]) -> Vec<Ba
                 .rsplit('/')
                 .next()
                 .and_then(|x| x.split_once('-'))
-                .map_or(d.as_str(), |(_, b)| b)
+                .map_or(&**d, |(_, b)| b)
                 .to_owned(),
             None => "kernels".to_owned(),
         };

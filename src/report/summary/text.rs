@@ -25,58 +25,11 @@ fn pct(part: u64, whole: u64) -> String {
     format!("{:.1}%", super::share(part, whole) * 100.0)
 }
 
-fn opt(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.6}"))
-}
-
 impl Report {
     /// The statistics table alone (`inspect --stats`).
     pub fn stats_text(&self) -> String {
-        stats_table(&self.stats)
+        crate::report::stats::table(&self.stats)
     }
-}
-
-/// Per tensor statistics as a table, a row per tensor (and one more for
-/// its dequantized values, where it has them).
-pub fn stats_table(stats: &[super::TensorStats]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<48} {:<10} {:>10} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>6}",
-        "tensor", "dtype", "elements", "min", "max", "mean", "std", "zeros", "nan", "inf"
-    );
-    for t in stats {
-        let m = &t.stored;
-        let name = t.name.as_deref().unwrap_or(&t.path);
-        let _ = writeln!(
-            s,
-            "{:<48} {:<10} {:>10} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>6}",
-            escape(name),
-            escape(&t.dtype),
-            m.elements,
-            opt(m.min),
-            opt(m.max),
-            opt(m.mean),
-            opt(m.std),
-            m.zeros,
-            m.nan,
-            m.inf
-        );
-        if let Some(d) = &t.dequantized {
-            let _ = writeln!(
-                s,
-                "{:<48} {:<10} {:>10} {:>12} {:>12} {:>12} {:>12}",
-                "  dequantized",
-                "",
-                d.elements,
-                opt(d.min),
-                opt(d.max),
-                opt(d.mean),
-                opt(d.std)
-            );
-        }
-    }
-    s
 }
 
 impl Report {
@@ -108,7 +61,7 @@ impl Report {
                 let name = if several && c.kind == "store" {
                     format!("{}: {}", file.name, c.name)
                 } else {
-                    c.name.clone()
+                    c.name.to_string()
                 };
                 let _ = writeln!(
                     s,

@@ -14,7 +14,7 @@ use crate::format::scalar;
 use crate::format::strings::Name;
 use crate::tree::Content;
 use crate::tree::file_names::padded;
-use crate::tree::render::readme;
+use crate::tree::render::{Streamed, readme};
 
 /// Why a logged tensor has no file.
 pub(super) const NO_DEBUG_BUFFER: &str =
@@ -358,21 +358,6 @@ impl Serialize for AllocationsJson<'_, '_> {
         map.serialize_entry("allocators", &allocators)?;
         map.serialize_entry("allocations", &list)?;
         map.end()
-    }
-}
-
-/// A JSON array of what an iterator made when it is written gives, one
-/// element held at a time.
-struct Streamed<F>(F);
-
-impl<F, I> Serialize for Streamed<F>
-where
-    F: Fn() -> I,
-    I: Iterator,
-    I::Item: Serialize,
-{
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq((self.0)())
     }
 }
 

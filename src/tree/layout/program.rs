@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::delegate::{NamedIndex, Place, Shown};
@@ -120,7 +121,7 @@ impl Builder {
             "index.json",
             origin,
             p.bytes.len(),
-            move |p, out| render::json_to(out, &constants_index(p, shift)),
+            move |p, out| constants_index(out, p, shift),
         );
 
         let mut ndir = self.subdir(root, "named");
@@ -263,8 +264,10 @@ impl Builder {
             };
             let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
             let meta = MethodMeta::new(m, dirs.clone(), &plans);
-            let entries = tensor_index::entries(m, &meta, &placed);
-            render::json_to(out, &tensor_index::Streamed(Some(entries).into()))
+            render::json_to(
+                out,
+                &render::Streamed(|| tensor_index::entries(m, &meta, &placed)),
+            )
         });
         (table, rows)
     }
@@ -378,27 +381,39 @@ impl Builder {
 /// `constants/index.json`: per constant buffer its file, where it is,
 /// the bytes the file holds (those of the largest tensor using it) and
 /// the bytes of its whole slot (to the next buffer, padding included).
-fn constants_index(p: &ProgramFile<'_>, shift: u64) -> Value {
+fn constants_index(
+    out: &mut dyn std::io::Write,
+    p: &ProgramFile<'_>,
+    shift: u64,
+) -> std::io::Result<()> {
     let slots = p.constant_slots().unwrap_or_default();
     let max = p.constants.len().saturating_sub(1) as u64;
-    let entries: Vec<Value> = p
-        .constants
-        .iter()
-        .enumerate()
-        .filter_map(|(i, served)| {
+    let entries = || {
+        p.constants.iter().enumerate().filter_map(|(i, served)| {
             let served = (*served)?;
             let slot = slots.get(i).copied().flatten().unwrap_or(served);
-            Some(json!({
-                "index": i,
-                "name": format!("{}.bin", padded(i as u64, max)),
-                "offset": served.offset + shift,
-                "nbytes": served.len,
-                "slot_nbytes": slot.len,
-                "padding": slot.len.saturating_sub(served.len),
-            }))
+            Some(ConstantEntry {
+                index: i,
+                name: format!("{}.bin", padded(i as u64, max)),
+                offset: served.offset + shift,
+                nbytes: served.len,
+                slot_nbytes: slot.len,
+                padding: slot.len.saturating_sub(served.len),
+            })
         })
-        .collect();
-    Value::Array(entries)
+    };
+    render::json_to(out, &render::Streamed(entries))
+}
+
+/// One entry of `constants/index.json`.
+#[derive(Serialize)]
+struct ConstantEntry {
+    index: usize,
+    name: String,
+    offset: u64,
+    nbytes: u64,
+    slot_nbytes: u64,
+    padding: u64,
 }
 
 fn header(p: &ProgramFile<'_>) -> Value {

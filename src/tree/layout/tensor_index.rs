@@ -93,16 +93,6 @@ pub(super) fn entries<'a>(
         .chain(byteless)
 }
 
-/// A JSON array whose elements are made as they are written, so that a
-/// million entries are never held at once.
-pub(super) struct Streamed<I>(pub std::cell::Cell<Option<I>>);
-
-impl<I: Iterator<Item = T>, T: serde::Serialize> serde::Serialize for Streamed<I> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.take().into_iter().flatten())
-    }
-}
-
 /// The largest value index of `m`'s tensors, which sets the width of
 /// their file names.
 pub(super) fn max_value(m: &MethodInfo<'_>) -> u64 {

@@ -19,6 +19,22 @@ pub fn json_to(out: &mut dyn std::io::Write, v: &impl Serialize) -> std::io::Res
     out.write_all(b"\n")
 }
 
+/// A JSON array whose elements the closure's iterator makes as they are
+/// written, so a file of a million entries never holds them at once. The
+/// closure runs once per write (measuring a file writes it twice).
+pub struct Streamed<F>(pub F);
+
+impl<F, I> Serialize for Streamed<F>
+where
+    F: Fn() -> I,
+    I: Iterator,
+    I::Item: Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
+    }
+}
+
 /// JSON with a final newline: objects one member per line, arrays on one
 /// line (so a shape reads `[1, 3, 224, 224]` and costs a few bytes per
 /// dimension, however long).

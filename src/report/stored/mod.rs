@@ -1,5 +1,5 @@
 //! The stored byte ranges of a tree, each once, with what the tree calls
-//! them: every file that is a span of a source (its `.bin`), grouped by
+//! them, for the report and the statistics: every file that is a span of a source (its `.bin`), grouped by
 //! inode, so a range seen at several paths (a constant and a method's
 //! tensor, a delegate weight and its named-data entry) is one item.
 
@@ -10,40 +10,68 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::Subject;
+mod names;
+
 use crate::format::Span;
+use crate::tree::Tree;
 use crate::tree::{Content, Ino, ROOT};
+pub use names::Name;
+pub(crate) use names::Names;
+
+/// What a report is computed from: a tree and the bytes of its sources.
+#[derive(Clone, Copy)]
+pub struct Subject<'a> {
+    /// The tree built from the files.
+    pub tree: &'a Tree,
+    /// Each source's bytes, by [`crate::tree::SourceId`]; a source the
+    /// tree does not use may be empty.
+    pub sources: &'a [&'a [u8]],
+}
+
+impl<'a> Subject<'a> {
+    /// The bytes of `span` of source `source`, or nothing when they are
+    /// out of range (never a panic on a tree that disagrees with them).
+    pub fn bytes(&self, source: usize, span: crate::format::Span) -> &'a [u8] {
+        let Some(b) = self.sources.get(source) else {
+            return &[];
+        };
+        let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
+        let end = usize::try_from(span.end()).unwrap_or(usize::MAX);
+        b.get(start..end).unwrap_or(&[])
+    }
+}
 
 /// One stored byte range.
 #[derive(Debug, Clone)]
-pub(super) struct Stored {
+pub struct Stored {
     /// The first path the tree gives it.
-    pub path: String,
+    pub path: Name,
     /// Which source holds it.
     pub source: usize,
     /// Where.
     pub span: Span,
     /// Element type name, for tensors (`FLOAT`, `xnn_datatype_qcint8`).
-    pub dtype: Option<String>,
+    pub dtype: Option<Name>,
     /// NumPy's type string, `raw_bits` when it only holds the bits.
-    pub numpy: Option<(String, bool)>,
+    pub numpy: Option<(Name, bool)>,
     /// Logical sizes, for tensors (shared with the tree).
     pub sizes: Option<Arc<[i64]>>,
     /// Its best name: a checkpoint key, fully qualified name, data key or
     /// delegate weight name; `None` when nothing names it.
-    pub name: Option<String>,
+    pub name: Option<Name>,
     /// The module path it belongs to (see `layers`).
-    pub layer: String,
+    pub layer: Name,
     /// What stores it: `constants`, `named data`, a delegate, a `.ptd`.
-    pub store: String,
+    pub store: Name,
     /// The delegate using it (`forward/0-XnnpackBackend`), if any.
-    pub delegate: Option<String>,
-    /// How a delegate quantized it, from its `index.json`.
-    pub quant: Option<Quant>,
+    pub delegate: Option<Name>,
+    /// How a delegate quantized it, from its `index.json` (boxed: few
+    /// tensors have one, and every tensor has this field).
+    pub quant: Option<Box<Quant>>,
     /// True for the scales of another weight.
     pub is_scale: bool,
     /// Operators using it (`aten::permute_copy.out`), from `index.json`.
-    pub ops: Vec<String>,
+    pub ops: Box<[Name]>,
 }
 
 impl Stored {
@@ -62,7 +90,7 @@ impl Stored {
 
 /// A delegate weight's quantization, as its `index.json` records it.
 #[derive(Debug, Clone)]
-pub(super) struct Quant {
+pub struct Quant {
     /// `PerChannelQuant`, `PerTensorQuant`, `PerChannelGroupQuant`, ...
     pub scheme: String,
     /// The dimension scales run along.
@@ -74,7 +102,7 @@ pub(super) struct Quant {
 }
 
 /// Every stored range of `subject`'s tree, in path order of first names.
-pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
+pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
     let tree = subject.tree;
     // Inode → every path, in walk order.
     let mut paths: HashMap<Ino, Vec<String>> = HashMap::new();
@@ -111,12 +139,16 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
             all.first().cloned().unwrap_or_default()
         };
         let meta = f.tensor;
-        let entries: Vec<Rc<Entry>> = all
+        let entries: Vec<Rc<Facts>> = all
             .iter()
             .filter_map(|p| indexes.entry(subject, p, notes))
             .collect();
-        let text = |get: fn(&Entry) -> &Option<String>| entries.iter().find_map(|e| get(e).clone());
-        let numpy = text(|e| &e.numpy_dtype)
+        let text = |get: fn(&Facts) -> &Option<Name>| {
+            entries
+                .iter()
+                .find_map(|e| get(e).as_deref().map(str::to_owned))
+        };
+        let numpy = text(|e| &e.numpy)
             .map(|d| {
                 let raw = entries.iter().find_map(|e| e.raw_bits).unwrap_or(false);
                 (d, raw)
@@ -134,7 +166,7 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
             .or_else(|| {
                 entries
                     .iter()
-                    .find_map(|e| e.checkpoint_names.as_ref()?.first().cloned())
+                    .find_map(|e| e.checkpoint.as_deref().map(str::to_owned))
             });
         let key = text(|e| &e.key).filter(|k| !is_digest_key(k));
         let weight_layer = text(|e| &e.layer);
@@ -161,22 +193,29 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
         let quant = quant_of(subject, &entries, &all);
         let ops = entries
             .iter()
-            .flat_map(|e| e.ops.iter().cloned())
+            .flat_map(|e| e.ops.iter())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
+            .cloned()
             .collect();
         out.push(Stored {
-            store: store_of(&path, delegate.as_deref(), tree.source_name(source)),
-            path,
+            store: indexes.names.get(&store_of(
+                &path,
+                delegate.as_deref(),
+                tree.source_name(source),
+            )),
+            path: path.into(),
             source,
             span,
-            dtype: meta.map(|m| m.dtype.name()),
-            numpy: numpy.filter(|_| meta.is_some()),
+            dtype: meta.map(|m| indexes.names.get(&m.dtype.name())),
+            numpy: numpy
+                .filter(|_| meta.is_some())
+                .map(|(d, raw)| (indexes.names.get(&d), raw)),
             sizes: meta.map(|m| m.sizes.clone()),
-            name,
-            layer,
-            delegate,
-            quant,
+            name: name.map(Name::from),
+            layer: indexes.names.get(&layer),
+            delegate: delegate.map(|d| indexes.names.get(&d)),
+            quant: quant.map(Box::new),
             is_scale,
             ops,
         });
@@ -187,7 +226,7 @@ pub(super) fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stor
 /// The module path of a tensor named `name`: all but its last dotted
 /// component (`layers.0.attn.wq.weight` → `layers.0.attn.wq`); a name
 /// without a dot is its own module.
-pub(super) fn module_of(name: &str) -> String {
+pub fn module_of(name: &str) -> String {
     match name.rsplit_once('.') {
         Some((m, _)) if !m.is_empty() => m.to_owned(),
         _ => name.to_owned(),
@@ -252,29 +291,29 @@ fn store_of(path: &str, delegate: Option<&str>, source: &str) -> String {
 #[derive(Debug, Default, Deserialize)]
 struct Entry {
     #[serde(default, deserialize_with = "lenient")]
-    name: Option<String>,
+    name: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    fqn: Option<String>,
+    fqn: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    key: Option<String>,
+    key: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    checkpoint_names: Option<Vec<String>>,
+    checkpoint_names: Option<Box<[Box<str>]>>,
     #[serde(default, deserialize_with = "lenient")]
-    layer: Option<String>,
+    layer: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    role: Option<String>,
+    role: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
-    numpy_dtype: Option<String>,
+    numpy_dtype: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
     raw_bits: Option<bool>,
     #[serde(default, deserialize_with = "lenient")]
-    stored_dtype: Option<String>,
+    stored_dtype: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
     quantization: Option<QuantEntry>,
     #[serde(default, deserialize_with = "lenient")]
     scales: Option<Box<Entry>>,
     #[serde(default, deserialize_with = "user_ops", rename = "users")]
-    ops: Vec<String>,
+    ops: Box<[Box<str>]>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -300,19 +339,20 @@ fn lenient<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
 }
 
 /// The operators of an entry's `users` (objects with an `op`).
-fn user_ops<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn user_ops<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Box<[Box<str>]>, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
     Ok(v.as_array()
         .into_iter()
         .flatten()
-        .filter_map(|u| u.get("op")?.as_str().map(str::to_owned))
+        .filter_map(|u| u.get("op")?.as_str().map(Box::from))
         .collect())
 }
 
 /// The `index.json` entries of each directory, parsed once.
 #[derive(Default)]
 struct Indexes {
-    dirs: HashMap<String, HashMap<String, Rc<Entry>>>,
+    dirs: HashMap<String, HashMap<Box<str>, Rc<Facts>>>,
+    names: Names,
 }
 
 impl Indexes {
@@ -323,10 +363,10 @@ impl Indexes {
         subject: Subject<'_>,
         path: &str,
         notes: &mut Vec<String>,
-    ) -> Option<Rc<Entry>> {
+    ) -> Option<Rc<Facts>> {
         let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
         if !self.dirs.contains_key(dir) {
-            let parsed = load_index(subject, dir, notes);
+            let parsed = load_index(subject, dir, &mut self.names, notes);
             self.dirs.insert(dir.to_owned(), parsed);
         }
         self.dirs.get(dir)?.get(file).cloned()
@@ -336,8 +376,9 @@ impl Indexes {
 fn load_index(
     subject: Subject<'_>,
     dir: &str,
+    names: &mut Names,
     notes: &mut Vec<String>,
-) -> HashMap<String, Rc<Entry>> {
+) -> HashMap<Box<str>, Rc<Facts>> {
     let mut out = HashMap::new();
     let path = if dir.is_empty() {
         "index.json".to_owned()
@@ -358,53 +399,144 @@ fn load_index(
         at: 0,
         len: f.content.len(),
     };
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
-    let first = loop {
-        match std::io::BufRead::fill_buf(&mut reader) {
-            Ok([]) | Err(_) => break None,
-            Ok(buf) => {
-                if let Some(i) = buf.iter().position(|b| !b.is_ascii_whitespace()) {
-                    break Some(buf[i]);
-                }
-                let n = buf.len();
-                std::io::BufRead::consume(&mut reader, n);
-            }
-        }
-    };
-    // A list of entries, or (a package's) a map of them.
-    let items: Result<Vec<Entry>, _> = match first {
-        Some(b'{') => serde_json::from_reader::<_, HashMap<String, Entry>>(reader)
-            .map(|m| m.into_values().collect()),
-        _ => serde_json::from_reader(reader),
-    };
-    let items = match items {
-        Ok(v) => v,
-        Err(e) => {
-            notes.push(format!("{path}: not read ({e}); its names are not used"));
-            return out;
-        }
-    };
-    for mut item in items {
-        // A weight's scales are described inside its entry, and belong to
-        // its layer.
-        if let Some(mut s) = item.scales.take()
-            && let Some(n) = s.name.clone()
-        {
-            s.layer = item.layer.clone();
-            let role = item.role.as_deref().unwrap_or("weight");
-            s.role = Some(format!("{role}.scale"));
-            item.scales = Some(Box::new(Entry {
-                name: s.name.clone(),
-                stored_dtype: s.stored_dtype.clone(),
-                ..Entry::default()
-            }));
-            out.insert(n, Rc::new(*s));
-        }
-        if let Some(n) = item.name.clone() {
-            out.insert(n, Rc::new(item));
-        }
+    let reader = std::io::BufReader::with_capacity(1 << 16, reader);
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let read = serde::de::DeserializeSeed::deserialize(EntriesInto(&mut out, names), &mut de)
+        .and_then(|()| de.end());
+    if let Err(e) = read {
+        notes.push(format!("{path}: not read ({e}); its names are not used"));
+        out.clear();
     }
     out
+}
+
+/// Adds what `item` (and the scales it describes) says to `out` under
+/// their names.
+fn add_entry(out: &mut HashMap<Box<str>, Rc<Facts>>, names: &mut Names, mut item: Entry) {
+    // A weight's scales are described inside its entry, and belong to its
+    // layer.
+    if let Some(mut s) = item.scales.take()
+        && let Some(n) = s.name.clone()
+    {
+        s.layer = item.layer.clone();
+        let role = item.role.as_deref().unwrap_or("weight");
+        s.role = Some(format!("{role}.scale").into());
+        item.scales = Some(Box::new(Entry {
+            name: s.name.clone(),
+            stored_dtype: s.stored_dtype.clone(),
+            ..Entry::default()
+        }));
+        add_facts(out, names, n, *s);
+    }
+    if let Some(n) = item.name.take() {
+        add_facts(out, names, n, item);
+    }
+}
+
+/// Keeps what `e` says of file `name`, if anything: most entries of a
+/// large index (a constant's offsets) say nothing the report uses.
+fn add_facts(out: &mut HashMap<Box<str>, Rc<Facts>>, names: &mut Names, name: Box<str>, e: Entry) {
+    let mut shared = |t: Option<Box<str>>| t.map(|t| names.get(&t));
+    let quant = e.quantization.map(|q| {
+        Box::new(QuantFacts {
+            scheme: q.scheme.map(Box::from),
+            channel_dim: q.channel_dim,
+            group_size: q.group_size.or(q.block_size),
+            scales: e
+                .scales
+                .and_then(|s| Some((Name::from(s.name?), s.stored_dtype))),
+        })
+    });
+    let facts = Facts {
+        fqn: e.fqn.map(Name::from),
+        key: e.key.map(Name::from),
+        checkpoint: e
+            .checkpoint_names
+            .and_then(|c| c.into_vec().into_iter().next())
+            .map(Name::from),
+        layer: shared(e.layer),
+        role: shared(e.role),
+        numpy: shared(e.numpy_dtype),
+        raw_bits: e.raw_bits,
+        ops: e.ops.iter().map(|op| names.get(op)).collect(),
+        quant,
+    };
+    if !facts.is_empty() {
+        out.insert(name, Rc::new(facts));
+    }
+}
+
+/// What the report uses of an index entry, held for as long as the
+/// entries are walked: the strings many entries repeat are shared.
+struct Facts {
+    fqn: Option<Name>,
+    key: Option<Name>,
+    /// The first of its checkpoint names.
+    checkpoint: Option<Name>,
+    layer: Option<Name>,
+    role: Option<Name>,
+    numpy: Option<Name>,
+    raw_bits: Option<bool>,
+    ops: Box<[Name]>,
+    quant: Option<Box<QuantFacts>>,
+}
+
+impl Facts {
+    fn is_empty(&self) -> bool {
+        self.fqn.is_none()
+            && self.key.is_none()
+            && self.checkpoint.is_none()
+            && self.layer.is_none()
+            && self.role.is_none()
+            && self.numpy.is_none()
+            && self.raw_bits.is_none()
+            && self.ops.is_empty()
+            && self.quant.is_none()
+    }
+}
+
+/// A delegate weight's quantization, as its index entry records it.
+struct QuantFacts {
+    scheme: Option<Box<str>>,
+    channel_dim: Option<u64>,
+    group_size: Option<u64>,
+    /// Its scales' file name, and their stored element type.
+    scales: Option<(Name, Option<Box<str>>)>,
+}
+
+/// Reads an `index.json` (a list of entries, or a package's map of them)
+/// into a map entry by entry: a million-tensor index is never held as a
+/// list as well.
+struct EntriesInto<'m>(&'m mut HashMap<Box<str>, Rc<Facts>>, &'m mut Names);
+
+impl<'de> serde::de::DeserializeSeed<'de> for EntriesInto<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for EntriesInto<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list or map of index entries")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<Entry>()? {
+            add_entry(self.0, self.1, item);
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some((_, item)) = map.next_entry::<serde::de::IgnoredAny, Entry>()? {
+            add_entry(self.0, self.1, item);
+        }
+        Ok(())
+    }
 }
 
 /// Reads a file of the tree from its start.
@@ -436,12 +568,9 @@ impl std::io::Read for ContentReader<'_, '_> {
 
 /// The quantization a weight's index entry records, with where its
 /// scales are.
-fn quant_of(subject: Subject<'_>, entries: &[Rc<Entry>], paths: &[String]) -> Option<Quant> {
-    let (e, q) = entries
-        .iter()
-        .find_map(|e| e.quantization.as_ref().map(|q| (e, q)))?;
-    let scales = e.scales.as_ref().and_then(|s| {
-        let name = s.name.as_deref()?;
+fn quant_of(subject: Subject<'_>, entries: &[Rc<Facts>], paths: &[String]) -> Option<Quant> {
+    let q = entries.iter().find_map(|e| e.quant.as_deref())?;
+    let scales = q.scales.as_ref().and_then(|(name, dtype)| {
         let ino = paths.iter().find_map(|p| {
             let (d, _) = p.rsplit_once('/')?;
             subject.tree.resolve(&format!("{d}/{name}"))
@@ -450,16 +579,13 @@ fn quant_of(subject: Subject<'_>, entries: &[Rc<Entry>], paths: &[String]) -> Op
         let Content::Source { source, span } = *f.content else {
             return None;
         };
-        let dtype = s
-            .stored_dtype
-            .clone()
-            .unwrap_or_else(|| "float32".to_owned());
+        let dtype = dtype.as_deref().unwrap_or("float32").to_owned();
         Some((source, span, dtype))
     });
     Some(Quant {
-        scheme: q.scheme.clone().unwrap_or_else(|| "unknown".to_owned()),
+        scheme: q.scheme.as_deref().unwrap_or("unknown").to_owned(),
         channel_dim: q.channel_dim.map(|d| d as usize),
-        group_size: q.group_size.or(q.block_size),
+        group_size: q.group_size,
         scales,
     })
 }

@@ -1,4 +1,5 @@
-//! Weight statistics, computed from the mapped bytes without copying them.
+//! The statistics kernels: moments and histograms of mapped bytes, read
+//! without copying them.
 //!
 //! Each tensor is cut into chunks that the cores take in turn; each chunk
 //! into blocks of [`BLOCK`] elements. A block is read twice while it is in
@@ -20,9 +21,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
-
-use super::Subject;
-use super::tensors::Stored;
 
 /// Elements per block.
 const BLOCK: usize = 4096;
@@ -440,25 +438,26 @@ fn block_any(n: usize, get: impl Fn(usize) -> f64) -> Partial {
 /// How an element's value is made from the bytes: as stored, or
 /// dequantized with a scale per channel or group.
 #[derive(Clone, Copy)]
-struct Reading<'a> {
-    elem: Elem,
-    bytes: &'a [u8],
-    scales: Option<Scales<'a>>,
+pub(super) struct Reading<'a> {
+    pub elem: Elem,
+    pub bytes: &'a [u8],
+    pub scales: Option<Scales<'a>>,
 }
 
 /// The scales of a quantized weight.
 #[derive(Clone, Copy)]
-struct Scales<'a> {
-    elem: Elem,
-    bytes: &'a [u8],
+pub(super) struct Scales<'a> {
+    pub elem: Elem,
+    pub bytes: &'a [u8],
     /// Scale of element `i` is `(i / inner) % count` for per-channel, or
     /// `i / inner` for contiguous groups (`count` = 0).
-    inner: usize,
-    count: usize,
+    pub inner: usize,
+    pub count: usize,
 }
 
 impl Reading<'_> {
-    fn len(&self) -> usize {
+    /// Elements.
+    pub(super) fn len(&self) -> usize {
         self.elem.count(self.bytes.len())
     }
 
@@ -540,30 +539,6 @@ pub struct Moments {
     pub histogram: Vec<u64>,
 }
 
-/// One tensor's statistics.
-#[derive(Debug, Clone, Serialize)]
-pub struct TensorStats {
-    /// Its path in the tree.
-    pub path: String,
-    /// Its name, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Its layer.
-    pub layer: String,
-    /// The file holding its bytes.
-    pub file: String,
-    /// Where they start in that file.
-    pub offset: u64,
-    /// Element type.
-    pub dtype: String,
-    /// The stored values' statistics.
-    #[serde(flatten)]
-    pub stored: Moments,
-    /// A quantized weight's statistics after multiplying by its scales.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dequantized: Option<Moments>,
-}
-
 /// Statistics of `bytes` read as `elem`, on every core.
 pub fn moments(bytes: &[u8], elem: Elem) -> Moments {
     let r = Reading {
@@ -578,7 +553,7 @@ pub fn moments(bytes: &[u8], elem: Elem) -> Moments {
 
 /// Moments and histograms of every reading, the work spread over the
 /// cores in chunks.
-fn run(readings: &[Reading<'_>]) -> Vec<Moments> {
+pub(super) fn run(readings: &[Reading<'_>]) -> Vec<Moments> {
     let mut work: Vec<(usize, usize, usize)> = Vec::new();
     for (t, r) in readings.iter().enumerate() {
         let n = r.len();
@@ -669,110 +644,6 @@ fn finish(p: Partial, h: Option<[u64; BINS]>) -> Moments {
         inf: p.inf,
         histogram: h.map_or_else(Vec::new, |h| h.to_vec()),
     }
-}
-
-/// Statistics of every tensor of `items` whose type can be read.
-pub(super) fn compute(subject: Subject<'_>, items: &[Stored]) -> Vec<TensorStats> {
-    let mut chosen: Vec<(&Stored, Reading<'_>)> = Vec::new();
-    let mut dequant: Vec<(usize, Reading<'_>)> = Vec::new();
-    for s in items {
-        let (Some(dtype), Some((descr, raw))) = (&s.dtype, &s.numpy) else {
-            continue;
-        };
-        let Some(elem) = Elem::of(descr, *raw, dtype) else {
-            continue;
-        };
-        let bytes = subject.bytes(s.source, s.span);
-        let r = Reading {
-            elem,
-            bytes,
-            scales: None,
-        };
-        if let Some(d) = dequantized(subject, s, r) {
-            dequant.push((chosen.len(), d));
-        }
-        chosen.push((s, r));
-    }
-    let readings: Vec<Reading<'_>> = chosen.iter().map(|(_, r)| *r).collect();
-    let mut stored = run(&readings);
-    let deq = run(&dequant.iter().map(|(_, r)| *r).collect::<Vec<_>>());
-    let mut deq_of: Vec<Option<Moments>> = vec![None; chosen.len()];
-    for ((i, _), m) in dequant.iter().zip(deq) {
-        deq_of[*i] = Some(m);
-    }
-    chosen
-        .iter()
-        .zip(stored.drain(..))
-        .zip(deq_of)
-        .map(|(((s, _), m), d)| TensorStats {
-            path: s.path.clone(),
-            name: s.name.clone(),
-            layer: s.layer.clone(),
-            file: subject.tree.source_name(s.source).to_owned(),
-            offset: s.span.offset,
-            dtype: s.dtype.clone().unwrap_or_default(),
-            stored: m,
-            dequantized: d,
-        })
-        .collect()
-}
-
-/// The dequantized reading of a quantized weight whose scales are known
-/// and fit its shape: one per tensor, one per channel of its channel
-/// dimension, or one per contiguous group.
-fn dequantized<'a>(subject: Subject<'a>, s: &Stored, r: Reading<'a>) -> Option<Reading<'a>> {
-    let q = s.quant.as_ref()?;
-    let (source, span, dtype) = q.scales.as_ref()?;
-    let elem = match dtype.as_str() {
-        "float32" => Elem::F32,
-        "bfloat16" => Elem::Bf16,
-        "float16" => Elem::F16,
-        _ => return None,
-    };
-    // Packed 4-bit weights carry a zero point this does not know.
-    if r.elem == Elem::U4 {
-        return None;
-    }
-    let bytes = subject.bytes(*source, *span);
-    let count = elem.count(bytes.len());
-    let n = r.len();
-    let sizes: Vec<usize> = s
-        .sizes
-        .as_ref()?
-        .iter()
-        .map(|&d| usize::try_from(d).unwrap_or(0))
-        .collect();
-    if count == 0 || n == 0 {
-        return None;
-    }
-    let scales = if count == 1 {
-        Scales {
-            elem,
-            bytes,
-            inner: n,
-            count: 1,
-        }
-    } else if let Some(cd) = q.channel_dim.filter(|&cd| sizes.get(cd) == Some(&count)) {
-        Scales {
-            elem,
-            bytes,
-            inner: sizes[cd + 1..].iter().product::<usize>().max(1),
-            count,
-        }
-    } else if n.is_multiple_of(count) {
-        Scales {
-            elem,
-            bytes,
-            inner: n / count,
-            count: 0,
-        }
-    } else {
-        return None;
-    };
-    Some(Reading {
-        scales: Some(scales),
-        ..r
-    })
 }
 
 #[cfg(test)]
