@@ -242,3 +242,74 @@ fn bad_read_options_are_refused_by_name() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_core_decides_which_files_are_read_directly() {
+    use ptefs::fs::{Fs, Opening, ReadMode, ReadPolicy, Writable};
+    let dir = tempfile::tempdir().unwrap();
+    let src = model(dir.path());
+    let fs = || Fs::new(common::view_of(std::slice::from_ref(&src), &[]));
+    let ino = |fs: &Fs, nbytes: u64| {
+        let index: serde_json::Value = serde_json::from_slice(
+            &fs.read_copy(
+                fs.resolve("methods/forward/tensors/index.json").unwrap(),
+                0,
+                1 << 20,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let entry = index
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["nbytes"] == nbytes)
+            .unwrap();
+        let name = entry["name"].as_str().unwrap();
+        fs.resolve(&format!("methods/forward/tensors/{name}"))
+            .unwrap()
+    };
+    // The default: the kernel opens every file by itself, cached.
+    let cached = fs();
+    assert_eq!(cached.read_policy(), ReadPolicy::default());
+    assert_eq!(cached.read_policy().readahead_kb(), 4096);
+    for nbytes in [BIG, 4096] {
+        let i = ino(&cached, nbytes);
+        assert_eq!(cached.opening(i, false).unwrap(), Opening::ByKernel);
+    }
+    // Direct from 1 MiB: the large tensor directly, the small one cached.
+    let policy = ReadPolicy::new(ReadMode::Direct, 1 << 20, 128 << 10).unwrap();
+    assert_eq!(policy.readahead_kb(), 512);
+    let direct = fs().with_read_policy(policy);
+    assert_eq!(
+        direct.opening(ino(&direct, BIG), false).unwrap(),
+        Opening::Direct
+    );
+    assert_eq!(
+        direct.opening(ino(&direct, 4096), false).unwrap(),
+        Opening::Cached
+    );
+    assert!(direct.maps_direct_files());
+    // Opening a directory or writing is refused before any mode applies.
+    assert!(
+        direct
+            .opening(direct.resolve("methods").unwrap(), false)
+            .is_err()
+    );
+    assert!(direct.opening(ino(&direct, BIG), true).is_err());
+    // A writable mount reads every file directly, and maps none shared.
+    let writable = Fs::new_writable(
+        common::view_of(std::slice::from_ref(&src), &[]),
+        Writable::new(1 << 20, None, None),
+    );
+    assert_eq!(
+        writable.opening(ino(&writable, 4096), false).unwrap(),
+        Opening::Direct
+    );
+    assert!(!writable.maps_direct_files());
+    // Request sizes: whole pages from 4K to 16M.
+    for bad in [0, 1000, 4097, 32 << 20] {
+        assert!(ReadPolicy::new(ReadMode::Cached, 0, bad).is_err(), "{bad}");
+    }
+    assert!(ReadPolicy::new(ReadMode::Cached, 0, 16 << 20).is_ok());
+}
