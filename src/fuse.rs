@@ -6,9 +6,8 @@
 //! again. Opening needs nothing from the daemon, so the kernel is told so
 //! once (ENOSYS) and opens and closes files by itself, keeping their cached
 //! pages. Source bytes go from the memory map into the reply's `writev`
-//! without a copy in this process. A writable mount (sizes and names still
-//! never change) opens every file for direct I/O instead, so that a write
-//! through one name is read through the others at once.
+//! without a copy in this process. Which files are read by direct I/O
+//! instead is the filesystem core's decision ([`Fs::opening`]).
 
 use std::ffi::OsStr;
 use std::io;
@@ -25,7 +24,7 @@ use fuser::{
     ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::fs::{Attr, BLOCK, Data, FileKind, Fs, FsError};
+use crate::fs::{Attr, BLOCK, Data, FileKind, Fs, FsError, Opening};
 
 /// How long the kernel may cache entries and attributes: the tree is
 /// immutable for the life of the mount.
@@ -44,8 +43,12 @@ impl PtefsFs {
     }
 }
 
-fn errno(e: &FsError) -> Errno {
-    Errno::from_i32(e.errno())
+/// The errno of `e`, logged at debug level with the operation that failed
+/// (read failures of a source are logged as errors where they happen).
+fn errno(op: &str, e: &FsError) -> Errno {
+    let n = e.errno();
+    log::debug!("{op}: {e} (errno {n})");
+    Errno::from_i32(n)
 }
 
 fn file_type(kind: FileKind) -> FileType {
@@ -98,9 +101,15 @@ impl Filesystem for PtefsFs {
         ] {
             let _ = config.add_capabilities(cap);
         }
+        if self.fs.maps_direct_files() {
+            let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        }
         let _ = config
             .set_max_readahead(u32::MAX)
             .or_else(|max| config.set_max_readahead(max));
+        // fuser asks for as many pages a request as the larger of these two
+        // allow; the kernel grants up to its own limit (1 MiB by default).
+        let _ = config.set_max_write(self.fs.read_policy().max_request);
         let _ = config.set_max_background(64);
         if self.fs.is_writable() {
             // O_TRUNC reaches `open` instead of a truncating setattr: a
@@ -117,35 +126,29 @@ impl Filesystem for PtefsFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.fs.lookup(parent.0, name.as_bytes()) {
             Ok(a) => reply.entry(&TTL, &file_attr(&a), Generation(0)),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("lookup", &e)),
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.fs.getattr(ino.0) {
             Ok(a) => reply.attr(&TTL, &file_attr(&a)),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("getattr", &e)),
         }
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
-        if self.fs.is_writable() {
-            // Every read comes here: one name's write shows through the
-            // others at once, which the page cache of each would hide.
-            return match self.fs.open(ino.0, write) {
-                Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
-                Err(e) => reply.error(errno(&e)),
-            };
-        }
-        match self.fs.open(ino.0, write) {
+        match self.fs.opening(ino.0, write) {
             // ENOSYS to a valid open: the kernel stops sending OPEN and
             // RELEASE for good and opens with KEEP_CACHE itself (fuse's
             // "default for no-open"); with FLUSH below, three round trips
             // fewer per file. The mount is read-only and the kernel knows
             // each inode's type, so it refuses what `open` checks by itself.
-            Ok(()) => reply.error(Errno::ENOSYS),
-            Err(e) => reply.error(errno(&e)),
+            Ok(Opening::ByKernel) => reply.error(Errno::ENOSYS),
+            Ok(Opening::Cached) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(Opening::Direct) => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
+            Err(e) => reply.error(errno("open", &e)),
         }
     }
 
@@ -168,7 +171,7 @@ impl Filesystem for PtefsFs {
                 if let FsError::Read { .. } = e {
                     log::error!("{e}");
                 }
-                reply.error(errno(&e))
+                reply.error(errno("read", &e))
             }
         }
     }
@@ -187,7 +190,7 @@ impl Filesystem for PtefsFs {
     ) {
         match self.fs.write(ino.0, offset, data) {
             Ok(n) => reply.written(n),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("write", &e)),
         }
     }
 
@@ -210,7 +213,7 @@ impl Filesystem for PtefsFs {
         reply: ReplyAttr,
     ) {
         if mode.is_some() || uid.is_some() || gid.is_some() || atime.is_some() || mtime.is_some() {
-            return reply.error(errno(&self.fs.refuse_attributes(ino.0)));
+            return reply.error(errno("setattr", &self.fs.refuse_attributes(ino.0)));
         }
         let result = match size {
             Some(s) => self.fs.set_size(ino.0, s),
@@ -218,7 +221,7 @@ impl Filesystem for PtefsFs {
         };
         match result {
             Ok(a) => reply.attr(&TTL, &file_attr(&a)),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("setattr", &e)),
         }
     }
 
@@ -232,7 +235,10 @@ impl Filesystem for PtefsFs {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        reply.error(errno(&self.fs.refuse_names("create", name.as_bytes())));
+        reply.error(errno(
+            "mknod",
+            &self.fs.refuse_names("create", name.as_bytes()),
+        ));
     }
 
     fn create(
@@ -245,7 +251,10 @@ impl Filesystem for PtefsFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        reply.error(errno(&self.fs.refuse_names("create", name.as_bytes())));
+        reply.error(errno(
+            "create",
+            &self.fs.refuse_names("create", name.as_bytes()),
+        ));
     }
 
     fn mkdir(
@@ -257,15 +266,24 @@ impl Filesystem for PtefsFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        reply.error(errno(&self.fs.refuse_names("mkdir", name.as_bytes())));
+        reply.error(errno(
+            "mkdir",
+            &self.fs.refuse_names("mkdir", name.as_bytes()),
+        ));
     }
 
     fn unlink(&self, _req: &Request, _parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply.error(errno(&self.fs.refuse_names("remove", name.as_bytes())));
+        reply.error(errno(
+            "unlink",
+            &self.fs.refuse_names("remove", name.as_bytes()),
+        ));
     }
 
     fn rmdir(&self, _req: &Request, _parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply.error(errno(&self.fs.refuse_names("rmdir", name.as_bytes())));
+        reply.error(errno(
+            "rmdir",
+            &self.fs.refuse_names("rmdir", name.as_bytes()),
+        ));
     }
 
     fn symlink(
@@ -277,6 +295,7 @@ impl Filesystem for PtefsFs {
         reply: ReplyEntry,
     ) {
         reply.error(errno(
+            "symlink",
             &self.fs.refuse_names("symlink", link_name.as_bytes()),
         ));
     }
@@ -291,7 +310,10 @@ impl Filesystem for PtefsFs {
         _flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        reply.error(errno(&self.fs.refuse_names("rename", name.as_bytes())));
+        reply.error(errno(
+            "rename",
+            &self.fs.refuse_names("rename", name.as_bytes()),
+        ));
     }
 
     fn link(
@@ -302,7 +324,10 @@ impl Filesystem for PtefsFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        reply.error(errno(&self.fs.refuse_names("link", newname.as_bytes())));
+        reply.error(errno(
+            "link",
+            &self.fs.refuse_names("link", newname.as_bytes()),
+        ));
     }
 
     fn setxattr(
@@ -317,12 +342,12 @@ impl Filesystem for PtefsFs {
     ) {
         match self.fs.setxattr(ino.0, name.as_bytes(), value) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("setxattr", &e)),
         }
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
-        reply.error(errno(&self.fs.refuse_attributes(ino.0)));
+        reply.error(errno("removexattr", &self.fs.refuse_attributes(ino.0)));
     }
 
     fn flush(
@@ -343,7 +368,7 @@ impl Filesystem for PtefsFs {
             // As for `open`: without OPENDIR the kernel opens directories
             // with KEEP_CACHE and CACHE_DIR, and sends no RELEASEDIR.
             Ok(()) => reply.error(Errno::ENOSYS),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("opendir", &e)),
         }
     }
 
@@ -357,7 +382,7 @@ impl Filesystem for PtefsFs {
     ) {
         let entries = match self.fs.readdir(ino.0, offset) {
             Ok(e) => e,
-            Err(e) => return reply.error(errno(&e)),
+            Err(e) => return reply.error(errno("readdir", &e)),
         };
         for e in entries {
             if reply.add(INodeNo(e.ino), e.next, file_type(e.kind), &*e.name) {
@@ -377,7 +402,7 @@ impl Filesystem for PtefsFs {
     ) {
         let entries = match self.fs.readdir(ino.0, offset) {
             Ok(e) => e,
-            Err(e) => return reply.error(errno(&e)),
+            Err(e) => return reply.error(errno("readdirplus", &e)),
         };
         for e in entries {
             let Ok(a) = self.fs.getattr(e.ino) else {
@@ -405,14 +430,14 @@ impl Filesystem for PtefsFs {
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         match self.fs.getxattr(ino.0, name.as_bytes()) {
             Ok(v) => xattr_reply(&v, size, reply),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("getxattr", &e)),
         }
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         match self.fs.listxattr(ino.0) {
             Ok(names) => xattr_reply(&names, size, reply),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("listxattr", &e)),
         }
     }
 
@@ -421,7 +446,7 @@ impl Filesystem for PtefsFs {
         let exec = mask.contains(AccessFlags::X_OK);
         match self.fs.access(ino.0, write, exec) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e)),
+            Err(e) => reply.error(errno("access", &e)),
         }
     }
 }

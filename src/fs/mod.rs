@@ -6,6 +6,7 @@
 
 mod attr;
 mod error;
+mod read_mode;
 mod write;
 
 use std::borrow::Cow;
@@ -14,6 +15,10 @@ use std::time::SystemTime;
 
 pub use attr::{Attr, BLOCK, FileKind, Owner};
 pub use error::{FsError, Result};
+pub use read_mode::{
+    DEFAULT_DIRECT_FROM, DEFAULT_MAX_REQUEST, MAX_MAX_REQUEST, MIN_MAX_REQUEST, Opening, ReadMode,
+    ReadPolicy,
+};
 pub use write::{COMMIT_ATTR, EDITS_ATTR, EditRow, Writable};
 
 use crate::format::Span;
@@ -31,6 +36,8 @@ pub struct Fs {
     change_logged: Vec<AtomicBool>,
     /// The overlay of a writable mount.
     writable: Option<Writable>,
+    /// Page cache or direct I/O, and the request size.
+    read_policy: ReadPolicy,
 }
 
 /// One entry of a directory listing.
@@ -112,6 +119,7 @@ impl Fs {
             mtime,
             change_logged,
             writable: None,
+            read_policy: ReadPolicy::default(),
         }
     }
 

@@ -55,6 +55,7 @@ mod package_hostile;
 mod package_mount;
 mod package_writer;
 mod progress;
+mod read_modes;
 mod remote;
 mod report;
 mod resources;

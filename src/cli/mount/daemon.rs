@@ -143,6 +143,7 @@ pub(super) fn serve(
     // including fuser's, inherits this mask.
     let signals = block_signals();
     keep_inherited_descriptors_from_helpers();
+    let readahead_kb = fs.read_policy().readahead_kb();
     let fs = PtefsFs::new(fs);
     let mut config = Config::default();
     config.mount_options = options.mount.clone();
@@ -173,7 +174,7 @@ pub(super) fn serve(
             mountpoint.display()
         ))
     })?;
-    raise_readahead(mountpoint);
+    raise_readahead(mountpoint, readahead_kb);
     log::info!("mounted {}", mountpoint.display());
     if let Some(mut r) = report.take() {
         let _ = r.write_all(b"ok");
@@ -221,14 +222,12 @@ fn serve_until_unmounted(
     }
 }
 
-/// Readahead for the mount, in KiB: large sequential reads then reach the
-/// daemon as 1 MiB requests (the most FUSE allows) several at a time.
-const READAHEAD_KB: u32 = 4096;
-
-/// Raises the kernel's readahead for the mount. It starts at 128 KiB and a
-/// FUSE daemon cannot ask for more when the connection starts; root can set
-/// it afterwards through sysfs. Others keep the default.
-fn raise_readahead(mountpoint: &Path) {
+/// Raises the kernel's readahead for the mount to `kb` KiB, so that large
+/// sequential reads reach the daemon as requests of the largest size
+/// several at a time. It starts at 128 KiB and a FUSE daemon cannot ask
+/// for more when the connection starts; root can set it afterwards through
+/// sysfs. Others keep the default.
+fn raise_readahead(mountpoint: &Path, kb: u32) {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::metadata(mountpoint) else {
         return;
@@ -236,8 +235,8 @@ fn raise_readahead(mountpoint: &Path) {
     let dev = meta.dev();
     let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
     let path = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
-    match std::fs::write(&path, READAHEAD_KB.to_string()) {
-        Ok(()) => log::debug!("{path}: {READAHEAD_KB}"),
+    match std::fs::write(&path, kb.to_string()) {
+        Ok(()) => log::debug!("{path}: {kb}"),
         Err(e) => log::debug!("{path}: {e}; readahead stays at the kernel's default"),
     }
 }

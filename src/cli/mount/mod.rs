@@ -16,7 +16,7 @@ use nix::errno::Errno;
 
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, report_view};
-use crate::fs::{Fs, Writable};
+use crate::fs::{Fs, ReadMode, ReadPolicy, Writable};
 use crate::source::redact::redact;
 use crate::view::View;
 use mountpoint::{check_dev_fuse, check_mountpoint, mount_at, unmount_path};
@@ -58,6 +58,23 @@ pub(super) struct MountArgs {
     /// generic ro, nosuid, nodev, noexec, noatime, ...
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
+    /// How readers get a file's bytes: `cached` (through the kernel's page
+    /// cache, which serves re-reads without the daemon) or `direct` (files
+    /// of --direct-from bytes or more are copied once, straight into the
+    /// reader's buffer, and asked of the daemon on every read; memory maps
+    /// still work).
+    #[arg(long, value_name = "MODE", default_value = "cached", value_parser = ["cached", "direct"])]
+    read_mode: String,
+    /// With --read-mode direct, the size from which files are read
+    /// directly (suffixes K, M, G).
+    #[arg(long, value_name = "SIZE", default_value = "1M")]
+    direct_from: String,
+    /// The largest read request the kernel sends (suffixes K, M, G; a
+    /// multiple of 4K up to 16M; the kernel grants at most
+    /// fs.fuse.max_pages_limit pages, 1M by default). Readahead is four
+    /// requests.
+    #[arg(long, value_name = "SIZE", default_value = "1M")]
+    max_request: String,
     /// Worker threads serving requests.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
@@ -126,6 +143,7 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         }
         false => None,
     };
+    let read_policy = read_policy(&args.read_mode, &args.direct_from, &args.max_request)?;
     let mut req = args.attach.request(inputs, args.subdirs)?;
     args.profile.apply(&mut req);
     // Fetching a remote file's structure, or laying out a large tree, takes
@@ -149,7 +167,8 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
     let fs = match writable {
         Some(w) => Fs::new_writable(view, w),
         None => Fs::new(view),
-    };
+    }
+    .with_read_policy(read_policy);
     if args.foreground {
         return daemon::serve(fs, &mountpoint, &options, args.threads, None);
     }
@@ -160,6 +179,26 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         args.threads,
         args.log_file.as_deref(),
     )
+}
+
+/// The read policy the options give.
+fn read_policy(mode: &str, direct_from: &str, max_request: &str) -> Result<ReadPolicy, i32> {
+    let mode = match mode {
+        "direct" => ReadMode::Direct,
+        _ => ReadMode::Cached,
+    };
+    let size = |option: &str, value: &str| {
+        options::size_value(value).map_err(|e| {
+            error(format_args!("{option}: {e}"));
+            TROUBLE
+        })
+    };
+    let direct_from = size("--direct-from", direct_from)?;
+    let max_request = size("--max-request", max_request)?;
+    ReadPolicy::new(mode, direct_from, max_request).map_err(|e| {
+        error(format_args!("--max-request: {e}"));
+        TROUBLE
+    })
 }
 
 pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
