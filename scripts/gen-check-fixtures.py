@@ -5,6 +5,7 @@ that runtime did when loading and running it: its log lines, the error code
 it returned, or the signal it died of.
 
     scripts/gen-check-fixtures.py      (with ExecuTorch's Python package)
+    scripts/gen-check-fixtures.py refused   (only the files refused whole)
 
 Every load runs in a subprocess, so a runtime that crashes (XNNPACK given a
 program whose constants are in a data file that is not there dies of
@@ -133,8 +134,26 @@ def oracle(name, pte, ptd=None):
     print(name, out["exit"], out["error_code"], out["log"][:3], file=sys.stderr)
 
 
+def refused():
+    """Files Program::load refuses whole: a .ptn package, a program whose
+    root table offset (bytes 0..4) points past its end, and a program with
+    segments cut short of what its extended header says."""
+    shutil.copy(OUT.parent / "tied.ptn", OUT / "tied.ptn")
+    oracle("tied_ptn", OUT / "tied.ptn")
+    corrupt = bytearray((OUT / "external.pte").read_bytes())
+    corrupt[0:4] = (0x7FFFFFFF).to_bytes(4, "little")
+    (OUT / "corrupt_root.pte").write_bytes(corrupt)
+    oracle("corrupt_root", OUT / "corrupt_root.pte")
+    whole = (OUT.parent / "mlp.pte").read_bytes()
+    (OUT / "cut_segments.pte").write_bytes(whole[:-100])
+    oracle("cut_segments", OUT / "cut_segments.pte")
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
+    if sys.argv[1:] == ["refused"]:
+        refused()
+        return
     x = (torch.randn(2, 4),)
 
     write(plain(Missing(), x), "missing_ops")
@@ -163,6 +182,8 @@ def main():
     for f in ("coreml_mlp.pte", "ethosu55_mlp.pte"):
         shutil.copy(BACKENDS / f, OUT / f)
         oracle(f.removesuffix(".pte"), OUT / f)
+
+    refused()
 
 
 if __name__ == "__main__":

@@ -72,6 +72,21 @@ fn oracles() -> Vec<(String, Value)> {
     v
 }
 
+/// A file `Program::load` refused: one program-level problem with the
+/// runtime's error code and exactly its log.
+fn program_refusal_matches(name: &str, oracle: &Value, report: &Value) {
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{name}: {report:#}");
+    let p = &problems[0];
+    assert_eq!(p["kind"], "program_refused", "{name}");
+    assert_eq!(p["method"], Value::Null, "{name}");
+    let code = oracle["error_code"].as_str().unwrap();
+    let ours = p["error"].as_str().unwrap();
+    assert!(ours.starts_with(&format!("{code} ")), "{name}: {ours}");
+    assert_eq!(p["log"], oracle["log"], "{name}");
+    assert_eq!(report["methods"], Value::Array(Vec::new()), "{name}");
+}
+
 fn why_lines(log: &Value) -> Vec<String> {
     log.as_array()
         .unwrap()
@@ -93,6 +108,13 @@ fn every_refusal_is_predicted_with_the_runtimes_own_words() {
             continue;
         }
         assert_eq!(code, 1, "{name}: the runtime refuses it: {report:#}");
+        let program_refused = oracle["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Failed to load program"));
+        if program_refused {
+            program_refusal_matches(&name, &oracle, &report);
+            continue;
+        }
         let failed = report["methods"]
             .as_array()
             .unwrap()
@@ -268,6 +290,31 @@ fn hostile_runtime_specs_and_inputs_exit_2_naming_the_file() {
     let (code, _, err) = run(&[&fixture("mlp_external.ptd").display().to_string()]);
     assert_eq!(code, 2);
     assert!(err.contains("not an ExecuTorch program"), "{err}");
+}
+
+#[test]
+fn a_refused_program_names_what_is_wrong_where() {
+    let (code, out, err) = run(&[&fixture("check/corrupt_root.pte").display().to_string()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.contains("program: does not load: Program::load returns 0x23 InvalidProgram"),
+        "{out}"
+    );
+    assert!(
+        out.contains("program flatbuffer (bytes 0..") && out.contains("position 2147483647"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    Verification failed; data may be truncated or corrupt"),
+        "{out}"
+    );
+    let (code, out, _) = run(&[&fixture("check/tied.ptn").display().to_string()]);
+    assert_eq!(code, 1);
+    assert!(out.contains("a .ptn is a native program package"), "{out}");
+    assert!(
+        out.contains(r"Program identifier '\x14' != expected 'ET12'"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! method at the first kind of failure; this reports every method and
 //! every problem.
 
+pub mod refused;
 pub mod spec;
 
 use std::collections::{BTreeMap, HashMap};
@@ -49,6 +50,8 @@ pub enum Kind {
     ConstantMethod,
     /// A data file key the program does not use.
     UnusedData,
+    /// A file `Program::load` refuses before any method is loaded.
+    ProgramRefused,
 }
 
 /// One problem or warning.
@@ -107,6 +110,18 @@ pub struct RuntimeInfo {
     pub backends: Vec<String>,
 }
 
+impl RuntimeInfo {
+    /// What `runtime` is, as a check names it.
+    fn of(runtime: &RuntimeSpec) -> Self {
+        RuntimeInfo {
+            specs: runtime.names.clone(),
+            version: runtime.version.clone(),
+            operators: runtime.operator_count(),
+            backends: runtime.backends().map(str::to_owned).collect(),
+        }
+    }
+}
+
 /// Whether a program loads and runs on a runtime, and why not.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
@@ -148,9 +163,10 @@ fn finding(method: Option<&str>, kind: Kind, name: String, why: String) -> Findi
     }
 }
 
-/// An input that is no program: check runs programs (`.pte`, `.bpte`).
+/// An input that is no program: check runs programs (`.pte`, `.bpte`,
+/// `.ptn`).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}: not an ExecuTorch program (.pte or .bpte); check runs programs")]
+#[error("{0}: not an ExecuTorch program (.pte, .bpte or .ptn); check runs programs")]
 pub struct NotAProgram(pub String);
 
 /// Checks the program `input` is (or bundles) with the data files of
@@ -165,6 +181,13 @@ pub fn check_input(
     let program = match &input.parsed {
         crate::format::Parsed::Program(p) => p,
         crate::format::Parsed::Bundled(b) => &b.program,
+        crate::format::Parsed::Package(p) => {
+            let why = "a .ptn is a native program package (a zip of a graph and \
+                       safetensors); the runtime loads only ExecuTorch flatbuffer programs";
+            let problem =
+                refused::identifier(p.bytes, why).ok_or_else(|| NotAProgram(input.name.clone()))?;
+            return Ok(refused::refused(&input.name, runtime, problem));
+        }
         _ => return Err(NotAProgram(input.name.clone())),
     };
     let (data, names): (Vec<&DataFile<'_>>, Vec<String>) = attached
@@ -192,6 +215,12 @@ pub fn check(
     let mut methods = Vec::new();
     let mut used: std::collections::HashSet<&[u8]> = Default::default();
     let spec_name = runtime.names.join(" + ");
+    let why = "the program's file identifier is not the one this runtime's schema reads";
+    if let Some(p) = refused::identifier(program.bytes, why) {
+        let mut c = refused::refused(file, runtime, p);
+        c.data = data_names.to_vec();
+        return c;
+    }
     for m in &program.methods {
         let name = m.name.show().into_owned();
         let before = problems.len();
@@ -253,12 +282,7 @@ pub fn check(
     Check {
         file: file.to_owned(),
         data: data_names.to_vec(),
-        runtime: RuntimeInfo {
-            specs: runtime.names.clone(),
-            version: runtime.version.clone(),
-            operators: runtime.operator_count(),
-            backends: runtime.backends().map(str::to_owned).collect(),
-        },
+        runtime: RuntimeInfo::of(runtime),
         ok: problems.is_empty(),
         methods,
         problems,
@@ -639,6 +663,19 @@ impl Check {
             self.data.join(", ")
         };
         let _ = writeln!(out, "data: {}", crate::escape::escape(&data));
+        for p in self
+            .problems
+            .iter()
+            .filter(|p| p.kind == Kind::ProgramRefused)
+        {
+            let e = p.error.unwrap_or_default();
+            let _ = writeln!(out, "program: does not load: Program::load returns {e}");
+            let _ = writeln!(out, "  {}", line(p));
+            let _ = writeln!(out, "  the runtime logs:");
+            for l in &p.log {
+                let _ = writeln!(out, "    {}", crate::escape::escape(l));
+            }
+        }
         for m in &self.methods {
             let verdict = match (m.ok, m.error) {
                 (true, _) => "loads".to_owned(),
@@ -673,6 +710,8 @@ impl Check {
         let failing = self.methods.iter().filter(|m| !m.ok).count();
         let _ = if self.ok {
             writeln!(out, "ok: every method loads")
+        } else if self.methods.is_empty() {
+            writeln!(out, "the program does not load")
         } else {
             writeln!(
                 out,
