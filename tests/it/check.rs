@@ -427,3 +427,36 @@ fn unused_data_keys_are_warnings_and_portable_alone_registers_no_backend() {
         assert_eq!(code, 0, "{f}: {out}");
     }
 }
+
+#[test]
+fn inspect_with_a_runtime_adds_the_same_check() {
+    let program = fixture("check/missing_ops.pte").display().to_string();
+    let (code, check, err) = run(&["--json", "--runtime", "portable", &program]);
+    assert_eq!(code, 1, "{err}");
+    let check: Value = serde_json::from_str(&check).unwrap();
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--json", "--runtime", "portable", &program])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let inspected: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(inspected["check"], check);
+    assert_eq!(inspected["kind"], "program");
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--runtime", "portable", &program])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (_, section) = text.split_once("\ncheck:\n").expect(&text);
+    assert!(
+        section.contains("    missing operator: aten::sort.values (operator [1], instruction 1)"),
+        "{section}"
+    );
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--runtime", "portable"])
+        .arg(fixture("mlp_external.ptd"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an ExecuTorch program"));
+}
