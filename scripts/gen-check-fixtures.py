@@ -144,6 +144,13 @@ def refused():
     corrupt[0:4] = (0x7FFFFFFF).to_bytes(4, "little")
     (OUT / "corrupt_root.pte").write_bytes(corrupt)
     oracle("corrupt_root", OUT / "corrupt_root.pte")
+    # The XNNPACK program with its flatbuffer identifier XN01 made XN09:
+    # a format version the backend does not read.
+    xn = (OUT / "xnnpack_ext.pte").read_bytes()
+    assert xn.count(b"XN01") == 1
+    (OUT / "xnnpack_xn09.pte").write_bytes(xn.replace(b"XN01", b"XN09"))
+    shutil.copy(OUT / "xnnpack_ext.ptd", OUT / "xnnpack_xn09.ptd")
+    oracle("xnnpack_xn09", OUT / "xnnpack_xn09.pte", OUT / "xnnpack_xn09.ptd")
     whole = (OUT.parent / "mlp.pte").read_bytes()
     (OUT / "cut_segments.pte").write_bytes(whole[:-100])
     oracle("cut_segments", OUT / "cut_segments.pte")

@@ -22,6 +22,7 @@ const WHY: &[&str] = &[
     "Failed to get constant data for key",
     "XNNCompiler::compileModel failed",
     "Init failed for backend",
+    "XNNPACK Delegate Serialization Format version identifier",
 ];
 
 fn run(args: &[&str]) -> (i32, String, String) {

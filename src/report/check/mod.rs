@@ -25,6 +25,7 @@ const OPERATOR_MISSING: &str = "0x14 OperatorMissing";
 const NOT_FOUND: &str = "0x20 NotFound";
 const INVALID_EXTERNAL_DATA: &str = "0x24 InvalidExternalData";
 const INVALID_STATE: &str = "0x2 InvalidState";
+const DELEGATE_INVALID_COMPATIBILITY: &str = "0x30 DelegateInvalidCompatibility";
 
 /// What a finding is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -52,6 +53,8 @@ pub enum Kind {
     UnusedData,
     /// A file `Program::load` refuses before any method is loaded.
     ProgramRefused,
+    /// A delegate payload its registered backend refuses at init.
+    DelegateRefused,
 }
 
 /// One problem or warning.
@@ -233,7 +236,7 @@ pub fn check(
         let lines = found.iter().take(1).flat_map(|f| f.log.clone()).collect();
         phases.push((found, lines));
         let mut found = Vec::new();
-        delegates(m, &name, runtime, &spec_name, &mut found);
+        delegates(program, m, &name, runtime, &spec_name, &mut found);
         let lines = found.iter().take(1).flat_map(|f| f.log.clone()).collect();
         phases.push((found, lines));
         let mut found = Vec::new();
@@ -388,6 +391,7 @@ fn non_portable(plan: fb::ExecutionPlan<'_>, method: &str, runtime: &RuntimeSpec
 
 /// Delegates whose backend is not registered.
 fn delegates(
+    program: &ProgramFile<'_>,
     m: &crate::format::MethodInfo<'_>,
     method: &str,
     runtime: &RuntimeSpec,
@@ -397,6 +401,7 @@ fn delegates(
     for d in &m.delegates {
         let id = d.id.show().into_owned();
         if runtime.has_backend(&id) {
+            problems.extend(refused_payload(program, d, method));
             continue;
         }
         let calls: Vec<usize> = m
@@ -423,6 +428,41 @@ fn delegates(
         f.error = Some(NOT_FOUND);
         problems.push(f);
     }
+}
+
+/// A delegate whose payload its backend refuses at init: an XNNPACK
+/// flatbuffer with an identifier (format version) other than the ones
+/// the backend reads.
+fn refused_payload(
+    program: &ProgramFile<'_>,
+    d: &crate::format::Delegate<'_>,
+    method: &str,
+) -> Option<Finding> {
+    let (id, span) = d.id.as_str().zip(d.processed)?;
+    if id != "XnnpackBackend" {
+        return None;
+    }
+    let found = crate::delegate::xnnpack::header::refused_identifier(span.bytes(program.bytes))?;
+    let shown =
+        String::from_utf8_lossy(found.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
+    let mut f = finding(
+        Some(method),
+        Kind::DelegateRefused,
+        id.to_owned(),
+        format!(
+            "its payload's flatbuffer identifier is {:?}; the backend reads XN00 and XN01",
+            found.escape_ascii().to_string()
+        ),
+    );
+    f.delegate = Some(d.index);
+    f.log.push(format!(
+        "XNNPACK Delegate Serialization Format version identifier '{shown}' != expected XN00 or XN01'"
+    ));
+    f.log
+        .push("XNNCompiler::compileModel failed: 0x30".to_owned());
+    f.log.push(format!("Init failed for backend {id}: 0x30"));
+    f.error = Some(DELEGATE_INVALID_COMPATIBILITY);
+    Some(f)
 }
 
 /// External tensors and delegates' named data that no data file provides
