@@ -5,6 +5,12 @@ that runtime did when loading and running it: its log lines, the error code
 it returned, or the signal it died of.
 
     scripts/gen-check-fixtures.py      (with ExecuTorch's Python package)
+    scripts/gen-check-fixtures.py refused   (only the files refused whole)
+    scripts/gen-check-fixtures.py oracles   (the oracles again, no export)
+
+The runtime runs in the python of ET_RUNTIME_PYTHON (default: this one):
+with a torch that can hand it tensors, the oracles record which methods
+ran as well as which loaded.
 
 Every load runs in a subprocess, so a runtime that crashes (XNNPACK given a
 program whose constants are in a data file that is not there dies of
@@ -105,7 +111,7 @@ for name in sorted(program.method_names):
 
 def oracle(name, pte, ptd=None):
     r = subprocess.run(
-        [sys.executable, "-c", RUN, str(pte), str(ptd or "")],
+        [os.environ.get("ET_RUNTIME_PYTHON", sys.executable), "-c", RUN, str(pte), str(ptd or "")],
         capture_output=True,
         text=True,
         env={**os.environ, "ET_LOG_LEVEL": "Info"},
@@ -133,36 +139,69 @@ def oracle(name, pte, ptd=None):
     print(name, out["exit"], out["error_code"], out["log"][:3], file=sys.stderr)
 
 
-def main():
-    OUT.mkdir(parents=True, exist_ok=True)
+def refused():
+    """Files Program::load refuses whole: a .ptn package, a program whose
+    root table offset (bytes 0..4) points past its end, and a program with
+    segments cut short of what its extended header says."""
+    shutil.copy(OUT.parent / "tied.ptn", OUT / "tied.ptn")
+    oracle("tied_ptn", OUT / "tied.ptn")
+    corrupt = bytearray((OUT / "external.pte").read_bytes())
+    corrupt[0:4] = (0x7FFFFFFF).to_bytes(4, "little")
+    (OUT / "corrupt_root.pte").write_bytes(corrupt)
+    oracle("corrupt_root", OUT / "corrupt_root.pte")
+    # The XNNPACK program with its flatbuffer identifier XN01 made XN09:
+    # a format version the backend does not read.
+    xn = (OUT / "xnnpack_ext.pte").read_bytes()
+    assert xn.count(b"XN01") == 1
+    (OUT / "xnnpack_xn09.pte").write_bytes(xn.replace(b"XN01", b"XN09"))
+    shutil.copy(OUT / "xnnpack_ext.ptd", OUT / "xnnpack_xn09.ptd")
+    oracle("xnnpack_xn09", OUT / "xnnpack_xn09.pte", OUT / "xnnpack_xn09.ptd")
+    whole = (OUT.parent / "mlp.pte").read_bytes()
+    (OUT / "cut_segments.pte").write_bytes(whole[:-100])
+    oracle("cut_segments", OUT / "cut_segments.pte")
+
+
+def exports():
+    """Writes every program and data file of the fixtures."""
     x = (torch.randn(2, 4),)
-
     write(plain(Missing(), x), "missing_ops")
-    oracle("missing_ops", OUT / "missing_ops.pte")
-
     write(plain(Mlp(), x, external=True), "external")
-    oracle("external", OUT / "external.pte", OUT / "external.ptd")
-    oracle("external_no_ptd", OUT / "external.pte")
-
     # The same names with one layer less, and with another width.
     write(plain(Mlp(names=("fc1",)), x, external=True), "external_fc1_only")
     (OUT / "external_fc1_only.pte").unlink()
-    oracle("external_missing_key", OUT / "external.pte", OUT / "external_fc1_only.ptd")
     write(plain(Mlp(hidden=8), (torch.randn(2, 8),), external=True), "external_wide")
     (OUT / "external_wide.pte").unlink()
-    oracle("external_wrong_size", OUT / "external.pte", OUT / "external_wide.ptd")
-
     # A real XNNPACK export whose constants are named data in a .ptd
     # (its sha256 keys), made by ExecuTorch's own flow for tests/fixtures.
     for ext in ("pte", "ptd"):
         shutil.copy(OUT.parent / f"xnnpack_external.{ext}", OUT / f"xnnpack_ext.{ext}")
+    for f in ("coreml_mlp.pte", "ethosu55_mlp.pte"):
+        shutil.copy(BACKENDS / f, OUT / f)
+
+
+def oracles():
+    """Runs the runtime on each fixture and writes its oracle."""
+    oracle("missing_ops", OUT / "missing_ops.pte")
+    oracle("external", OUT / "external.pte", OUT / "external.ptd")
+    oracle("external_no_ptd", OUT / "external.pte")
+    oracle("external_missing_key", OUT / "external.pte", OUT / "external_fc1_only.ptd")
+    oracle("external_wrong_size", OUT / "external.pte", OUT / "external_wide.ptd")
     oracle("xnnpack_ext", OUT / "xnnpack_ext.pte", OUT / "xnnpack_ext.ptd")
     oracle("xnnpack_ext_wrong_ptd", OUT / "xnnpack_ext.pte", OUT / "external.ptd")
     oracle("xnnpack_ext_no_ptd", OUT / "xnnpack_ext.pte")
+    for f in ("coreml_mlp", "ethosu55_mlp"):
+        oracle(f, OUT / f"{f}.pte")
 
-    for f in ("coreml_mlp.pte", "ethosu55_mlp.pte"):
-        shutil.copy(BACKENDS / f, OUT / f)
-        oracle(f.removesuffix(".pte"), OUT / f)
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    if sys.argv[1:] == ["refused"]:
+        refused()
+        return
+    if sys.argv[1:] != ["oracles"]:
+        exports()
+    oracles()
+    refused()
 
 
 if __name__ == "__main__":

@@ -16,12 +16,22 @@ committed: the tests check that ptefs writes files with those digests.
 
 Run with the ExecuTorch venv's python (executorch==1.5.1, torch); the
 tests never run this. Its output is the same on every run.
+
+Each oracle also holds the runtime's outputs (`runtime_outputs`,
+`edited_runtime_outputs`): ExecuTorch 1.5.1's runtime run on the very
+files whose digests it holds, with the same input. The runtime runs in
+the python of ET_RUNTIME_PYTHON (default: this one), for a venv whose
+torch can hand the runtime tensors (ExecuTorch 1.5.1 with torch 2.11
+refuses them: "tensor does not have a device"):
+
+    ET_RUNTIME_PYTHON=/path/to/venv2/bin/python scripts/make-edit-fixtures.py
 """
 
 import copy
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from functools import partial
@@ -89,15 +99,45 @@ def export_xnnpack(m):
 
 
 def eager(m, method="forward"):
-    """The model's outputs in PyTorch. ExecuTorch 1.5.1's runtime in the
-    venv these were made in (torch 2.11) refuses every tensor input ("tensor
-    does not have a device"), so the oracle holds the eager outputs, which
-    the runtime computes up to float rounding on the files whose digests
-    it also holds."""
+    """The model's outputs in PyTorch, beside the runtime's (see
+    `runtime`), which equal them up to float rounding."""
     if method != "forward":
         return None
     with torch.no_grad():
         return [m(*INPUT).tolist()]
+
+
+RUN = """
+import json, sys, torch
+from executorch.runtime import Runtime
+pte, ptd, method, inputs = sys.argv[1], sys.argv[2] or None, sys.argv[3], json.loads(sys.argv[4])
+program = Runtime.get().load_program(pte, data_path=ptd)
+args = [torch.tensor(x, dtype=torch.float32) for x in inputs]
+out = program.load_method(method).execute(args)
+print(json.dumps([o.tolist() if isinstance(o, torch.Tensor) else o for o in out]))
+"""
+
+
+def runtime(pte, ptd=None, method="forward"):
+    """The outputs of `method` of the program `pte` (bytes) with the data
+    file `ptd` (bytes), as ExecuTorch's runtime computes them for INPUT
+    (no input for a constant method)."""
+    python = os.environ.get("ET_RUNTIME_PYTHON", sys.executable)
+    inputs = [t.tolist() for t in INPUT] if method == "forward" else []
+    with tempfile.TemporaryDirectory() as d:
+        open(os.path.join(d, "p.pte"), "wb").write(pte)
+        data = ""
+        if ptd is not None:
+            data = os.path.join(d, "p.ptd")
+            open(data, "wb").write(ptd)
+        r = subprocess.run(
+            [python, "-c", RUN, os.path.join(d, "p.pte"), data, method, json.dumps(inputs)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def ptd_segments(ptd):
@@ -145,13 +185,19 @@ def main():
             "edited_size": len(after.buffer),
             "eager_outputs": eager(m),
             "edited_eager_outputs": eager(e),
+            "runtime_outputs": runtime(before.buffer),
+            "edited_runtime_outputs": runtime(after.buffer),
         }
         if methods:
             oracle["constant_methods"] = methods
             # The same program with each constant doubled, weights unedited.
             doubled = {k: v * 2 for k, v in methods.items()}
             oracle["edited_constant_methods"] = doubled
-            oracle["edited_constants_sha256"] = sha(export_portable(m, doubled).buffer)
+            doubled_program = export_portable(m, doubled).buffer
+            oracle["edited_constants_sha256"] = sha(doubled_program)
+            oracle["edited_constants_runtime_outputs"] = {
+                k: runtime(doubled_program, method=k) for k in doubled
+            }
         json.dump(oracle, open(os.path.join(OUT, f"{name}.oracle.json"), "w"), indent=1)
 
     before = export_external(m)
@@ -173,6 +219,8 @@ def main():
         "edited_segments": ptd_segments(ptd_after),
         "eager_outputs": eager(m),
         "edited_eager_outputs": eager(e),
+        "runtime_outputs": runtime(before.buffer, ptd_before),
+        "edited_runtime_outputs": runtime(after.buffer, ptd_after),
     }
     json.dump(oracle, open(os.path.join(OUT, "external.oracle.json"), "w"), indent=1)
 
@@ -210,6 +258,8 @@ def main():
         "edited_segments": segs_after,
         "eager_outputs": eager(m),
         "edited_eager_outputs": eager(e),
+        "runtime_outputs": runtime(before.buffer, ptd_before),
+        "edited_runtime_outputs": runtime(after.buffer, ptd_after),
     }
     json.dump(oracle, open(os.path.join(OUT, "xnnpack.oracle.json"), "w"), indent=1)
 

@@ -6,6 +6,8 @@ use clap::Args;
 
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, open_inputs};
+use crate::report::check::spec::RuntimeSpec;
+use crate::report::inspect::check::checked;
 use crate::report::inspect::{Extras, inspect_input};
 use crate::source::redact::shown;
 
@@ -13,6 +15,7 @@ use crate::source::redact::shown;
 #[command(after_help = "Examples:\n  \
     ptefs inspect model.pte\n  \
     ptefs inspect --top 10 model.pte\n  \
+    ptefs inspect --runtime executorch-1.5.1 model.pte\n  \
     ptefs inspect --json model.pte --data weights.ptd | jq .composition\n  \
     ptefs inspect run.etdp --program model.pte")]
 pub(super) struct InspectArgs {
@@ -22,6 +25,10 @@ pub(super) struct InspectArgs {
     /// Also list the N largest tensors and blobs (each byte range once).
     #[arg(long, value_name = "N")]
     top: Option<usize>,
+    /// Also check the program against a runtime, as `ptefs check` does: a
+    /// built-in name or a spec file (repeatable; they add up).
+    #[arg(long = "runtime", value_name = "SPEC")]
+    runtime: Vec<String>,
     /// Also print each tensor's statistics: min, max, mean, std, zeros,
     /// NaN and Inf (as `ptefs report` computes them).
     #[arg(long)]
@@ -104,6 +111,9 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         joined.map_err(|e| fail(&format_args!("{}: {e}", shown(path))))?;
     }
     progress.finish();
+    if !args.runtime.is_empty() {
+        return print_checked(args, &report, input, &inputs.attached);
+    }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(|e| {
             error(format_args!("{}: {e}", shown(&args.file)));
@@ -113,6 +123,35 @@ pub(super) fn run(args: &InspectArgs) -> Result<i32, i32> {
         s
     } else {
         report.text()
+    };
+    super::print(&out)?;
+    Ok(OK)
+}
+
+/// Prints `report` with the check of its program against `--runtime`.
+fn print_checked(
+    args: &InspectArgs,
+    report: &crate::report::inspect::Inspection,
+    input: &crate::tree::Input<'_>,
+    attached: &[crate::tree::Input<'_>],
+) -> Result<i32, i32> {
+    let fail = |e: &dyn std::fmt::Display| {
+        error(e);
+        TROUBLE
+    };
+    let specs = (args.runtime.iter())
+        .map(|n| RuntimeSpec::load(n))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(&e))?;
+    let runtime = RuntimeSpec::merge(specs);
+    let checked = checked(report, input, attached, &runtime).map_err(|e| fail(&e))?;
+    let out = if args.json {
+        let mut s = serde_json::to_string_pretty(&checked)
+            .map_err(|e| fail(&format_args!("{}: {e}", shown(&args.file))))?;
+        s.push('\n');
+        s
+    } else {
+        checked.text()
     };
     super::print(&out)?;
     Ok(OK)

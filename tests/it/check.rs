@@ -22,6 +22,7 @@ const WHY: &[&str] = &[
     "Failed to get constant data for key",
     "XNNCompiler::compileModel failed",
     "Init failed for backend",
+    "XNNPACK Delegate Serialization Format version identifier",
 ];
 
 fn run(args: &[&str]) -> (i32, String, String) {
@@ -72,6 +73,21 @@ fn oracles() -> Vec<(String, Value)> {
     v
 }
 
+/// A file `Program::load` refused: one program-level problem with the
+/// runtime's error code and exactly its log.
+fn program_refusal_matches(name: &str, oracle: &Value, report: &Value) {
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{name}: {report:#}");
+    let p = &problems[0];
+    assert_eq!(p["kind"], "program_refused", "{name}");
+    assert_eq!(p["method"], Value::Null, "{name}");
+    let code = oracle["error_code"].as_str().unwrap();
+    let ours = p["error"].as_str().unwrap();
+    assert!(ours.starts_with(&format!("{code} ")), "{name}: {ours}");
+    assert_eq!(p["log"], oracle["log"], "{name}");
+    assert_eq!(report["methods"], Value::Array(Vec::new()), "{name}");
+}
+
 fn why_lines(log: &Value) -> Vec<String> {
     log.as_array()
         .unwrap()
@@ -83,16 +99,42 @@ fn why_lines(log: &Value) -> Vec<String> {
 }
 
 #[test]
+fn the_oracles_record_methods_the_runtime_ran() {
+    let ran: Vec<String> = oracles()
+        .into_iter()
+        .filter(|(_, o)| !o["ran"].as_array().unwrap().is_empty())
+        .map(|(n, _)| n)
+        .collect();
+    assert!(ran.contains(&"external.oracle.json".to_owned()), "{ran:?}");
+    let (code, report) = check_as_oracle(&oracle_named("external.oracle.json"), &[]);
+    assert_eq!((code, &report["ok"]), (0, &Value::Bool(true)));
+}
+
+fn oracle_named(name: &str) -> Value {
+    let text = std::fs::read_to_string(fixture("check").join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
 fn every_refusal_is_predicted_with_the_runtimes_own_words() {
     for (name, oracle) in oracles() {
         let (code, report) = check_as_oracle(&oracle, &[]);
         let refused = oracle["error_code"].is_string() || oracle["signal"].is_number();
         if !refused {
+            // Loaded, and run where the oracle's runtime could be given
+            // tensors: either way check finds nothing.
             assert_eq!(code, 0, "{name}: the runtime loads it: {report:#}");
             assert_eq!(report["ok"], true, "{name}");
             continue;
         }
         assert_eq!(code, 1, "{name}: the runtime refuses it: {report:#}");
+        let program_refused = oracle["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Failed to load program"));
+        if program_refused {
+            program_refusal_matches(&name, &oracle, &report);
+            continue;
+        }
         let failed = report["methods"]
             .as_array()
             .unwrap()
@@ -271,6 +313,31 @@ fn hostile_runtime_specs_and_inputs_exit_2_naming_the_file() {
 }
 
 #[test]
+fn a_refused_program_names_what_is_wrong_where() {
+    let (code, out, err) = run(&[&fixture("check/corrupt_root.pte").display().to_string()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.contains("program: does not load: Program::load returns 0x23 InvalidProgram"),
+        "{out}"
+    );
+    assert!(
+        out.contains("program flatbuffer (bytes 0..") && out.contains("position 2147483647"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    Verification failed; data may be truncated or corrupt"),
+        "{out}"
+    );
+    let (code, out, _) = run(&[&fixture("check/tied.ptn").display().to_string()]);
+    assert_eq!(code, 1);
+    assert!(out.contains("a .ptn is a native program package"), "{out}");
+    assert!(
+        out.contains(r"Program identifier '\x14' != expected 'ET12'"),
+        "{out}"
+    );
+}
+
+#[test]
 fn delegated_programs_load_where_their_backend_is_registered() {
     let dir = tempfile::tempdir().unwrap();
     // An Ethos-U runtime also links the quantized kernels for the
@@ -379,4 +446,37 @@ fn unused_data_keys_are_warnings_and_portable_alone_registers_no_backend() {
         let (code, out, _) = run(&["--runtime", "portable", &fixture(f).display().to_string()]);
         assert_eq!(code, 0, "{f}: {out}");
     }
+}
+
+#[test]
+fn inspect_with_a_runtime_adds_the_same_check() {
+    let program = fixture("check/missing_ops.pte").display().to_string();
+    let (code, check, err) = run(&["--json", "--runtime", "portable", &program]);
+    assert_eq!(code, 1, "{err}");
+    let check: Value = serde_json::from_str(&check).unwrap();
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--json", "--runtime", "portable", &program])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let inspected: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(inspected["check"], check);
+    assert_eq!(inspected["kind"], "program");
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--runtime", "portable", &program])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (_, section) = text.split_once("\ncheck:\n").expect(&text);
+    assert!(
+        section.contains("    missing operator: aten::sort.values (operator [1], instruction 1)"),
+        "{section}"
+    );
+    let out = Command::new(ptefs_bin())
+        .args(["inspect", "--runtime", "portable"])
+        .arg(fixture("mlp_external.ptd"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an ExecuTorch program"));
 }

@@ -3,7 +3,8 @@
 //! again with edited weights (scripts/make-edit-fixtures.py); the oracle
 //! holds the sha256 of what ExecuTorch wrote the second time. ptefs,
 //! given only the first file and the edited weights, must write that very
-//! file.
+//! file. The oracle also holds what ExecuTorch's runtime computed running
+//! those files: a file of the same digest gives the same outputs.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,35 @@ fn edit_fixture(name: &str) -> PathBuf {
 fn oracle(name: &str) -> Value {
     let text = std::fs::read_to_string(edit_fixture(&format!("{name}.oracle.json"))).unwrap();
     serde_json::from_str(&text).unwrap()
+}
+
+/// Every number of a JSON value of nested lists, in order.
+fn numbers(v: &Value) -> Vec<f64> {
+    match v {
+        Value::Array(a) => a.iter().flat_map(numbers).collect(),
+        v => vec![v.as_f64().unwrap()],
+    }
+}
+
+/// The runtime's outputs that `o` records for the file ExecuTorch wrote
+/// with the edited weights (the file ptefs must write): the edit shows in
+/// them, and they are PyTorch's up to float rounding.
+fn runtime_ran_the_edit(name: &str, o: &Value) {
+    let ran = numbers(&o["edited_runtime_outputs"]);
+    let eager = numbers(&o["edited_eager_outputs"]);
+    assert_eq!(ran.len(), eager.len(), "{name}");
+    assert!(!ran.is_empty(), "{name}");
+    for (r, e) in ran.iter().zip(&eager) {
+        assert!(
+            (r - e).abs() < 1e-5,
+            "{name}: the runtime gave {r}, PyTorch {e}"
+        );
+    }
+    assert_ne!(
+        ran,
+        numbers(&o["runtime_outputs"]),
+        "{name}: the edit changes no output"
+    );
 }
 
 fn ptefs(args: &[&std::ffi::OsStr]) {
@@ -86,6 +116,7 @@ fn set_writes_executorchs_own_file_for_the_portable_programs() {
             o["edited_sha256"].as_str().unwrap(),
             "{name}"
         );
+        runtime_ran_the_edit(name, &o);
     }
 }
 
@@ -101,6 +132,7 @@ fn set_and_pack_write_executorchs_own_data_file() {
     let out = dir.path().join("set.ptd");
     set(&ptd, &edits, &out);
     assert_eq!(file_sha(&out), want);
+    runtime_ran_the_edit("external", &o);
     // Packed from a checkpoint holding every weight under its own names:
     // the edited ones from their .npy, the rest from the data file.
     let v = view_of(std::slice::from_ref(&ptd), &[]);
@@ -210,6 +242,11 @@ fn a_constant_methods_value_set_in_place_gives_executorchs_own_file() {
     );
     let v = view_of(std::slice::from_ref(&out), &[]);
     assert_eq!(json(&v, &path), *value);
+    // What the runtime's method returned, run on the file of that digest.
+    assert_eq!(
+        o["edited_constants_runtime_outputs"][method],
+        Value::Array(vec![value.clone()])
+    );
     // The default is not stored, so it has no place to be written; a float
     // is not the integer the method returns.
     for (bad, says) in [("0", "0 is the default"), ("1.5", "is not an integer")] {

@@ -69,8 +69,26 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
     })
 }
 
+/// The flatbuffer identifier of `payload` (where its `XH00` header puts
+/// the flatbuffer, or at bytes 4..8 without one) when it is not one the
+/// XNNPACK backend accepts (`XN00`, `XN01`); `None` when it is, or when
+/// the header cannot be read.
+pub fn refused_identifier(payload: &[u8]) -> Option<&[u8]> {
+    let id = match payload.get(4..8)? {
+        magic if magic == MAGIC => {
+            header::identifier(payload, header::read(payload).ok()?.flatbuffer).1
+        }
+        id => id,
+    };
+    (!accepted(id)).then_some(id)
+}
+
+fn accepted(id: &[u8]) -> bool {
+    id == b"XN01" || id == b"XN00"
+}
+
 fn check_identifier(id: &[u8], at: usize) -> Result<()> {
-    if id == b"XN01" || id == b"XN00" {
+    if accepted(id) {
         return Ok(());
     }
     Err(Error::new(format!(

@@ -6,6 +6,7 @@
 //! method at the first kind of failure; this reports every method and
 //! every problem.
 
+pub mod refused;
 pub mod spec;
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +25,7 @@ const OPERATOR_MISSING: &str = "0x14 OperatorMissing";
 const NOT_FOUND: &str = "0x20 NotFound";
 const INVALID_EXTERNAL_DATA: &str = "0x24 InvalidExternalData";
 const INVALID_STATE: &str = "0x2 InvalidState";
+const DELEGATE_INVALID_COMPATIBILITY: &str = "0x30 DelegateInvalidCompatibility";
 
 /// What a finding is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,6 +51,10 @@ pub enum Kind {
     ConstantMethod,
     /// A data file key the program does not use.
     UnusedData,
+    /// A file `Program::load` refuses before any method is loaded.
+    ProgramRefused,
+    /// A delegate payload its registered backend refuses at init.
+    DelegateRefused,
 }
 
 /// One problem or warning.
@@ -107,6 +113,18 @@ pub struct RuntimeInfo {
     pub backends: Vec<String>,
 }
 
+impl RuntimeInfo {
+    /// What `runtime` is, as a check names it.
+    fn of(runtime: &RuntimeSpec) -> Self {
+        RuntimeInfo {
+            specs: runtime.names.clone(),
+            version: runtime.version.clone(),
+            operators: runtime.operator_count(),
+            backends: runtime.backends().map(str::to_owned).collect(),
+        }
+    }
+}
+
 /// Whether a program loads and runs on a runtime, and why not.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
@@ -148,9 +166,10 @@ fn finding(method: Option<&str>, kind: Kind, name: String, why: String) -> Findi
     }
 }
 
-/// An input that is no program: check runs programs (`.pte`, `.bpte`).
+/// An input that is no program: check runs programs (`.pte`, `.bpte`,
+/// `.ptn`).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}: not an ExecuTorch program (.pte or .bpte); check runs programs")]
+#[error("{0}: not an ExecuTorch program (.pte, .bpte or .ptn); check runs programs")]
 pub struct NotAProgram(pub String);
 
 /// Checks the program `input` is (or bundles) with the data files of
@@ -165,6 +184,13 @@ pub fn check_input(
     let program = match &input.parsed {
         crate::format::Parsed::Program(p) => p,
         crate::format::Parsed::Bundled(b) => &b.program,
+        crate::format::Parsed::Package(p) => {
+            let why = "a .ptn is a native program package (a zip of a graph and \
+                       safetensors); the runtime loads only ExecuTorch flatbuffer programs";
+            let problem =
+                refused::identifier(p.bytes, why).ok_or_else(|| NotAProgram(input.name.clone()))?;
+            return Ok(refused::refused(&input.name, runtime, problem));
+        }
         _ => return Err(NotAProgram(input.name.clone())),
     };
     let (data, names): (Vec<&DataFile<'_>>, Vec<String>) = attached
@@ -192,6 +218,12 @@ pub fn check(
     let mut methods = Vec::new();
     let mut used: std::collections::HashSet<&[u8]> = Default::default();
     let spec_name = runtime.names.join(" + ");
+    let why = "the program's file identifier is not the one this runtime's schema reads";
+    if let Some(p) = refused::identifier(program.bytes, why) {
+        let mut c = refused::refused(file, runtime, p);
+        c.data = data_names.to_vec();
+        return c;
+    }
     for m in &program.methods {
         let name = m.name.show().into_owned();
         let before = problems.len();
@@ -204,7 +236,7 @@ pub fn check(
         let lines = found.iter().take(1).flat_map(|f| f.log.clone()).collect();
         phases.push((found, lines));
         let mut found = Vec::new();
-        delegates(m, &name, runtime, &spec_name, &mut found);
+        delegates(program, m, &name, runtime, &spec_name, &mut found);
         let lines = found.iter().take(1).flat_map(|f| f.log.clone()).collect();
         phases.push((found, lines));
         let mut found = Vec::new();
@@ -253,12 +285,7 @@ pub fn check(
     Check {
         file: file.to_owned(),
         data: data_names.to_vec(),
-        runtime: RuntimeInfo {
-            specs: runtime.names.clone(),
-            version: runtime.version.clone(),
-            operators: runtime.operator_count(),
-            backends: runtime.backends().map(str::to_owned).collect(),
-        },
+        runtime: RuntimeInfo::of(runtime),
         ok: problems.is_empty(),
         methods,
         problems,
@@ -364,6 +391,7 @@ fn non_portable(plan: fb::ExecutionPlan<'_>, method: &str, runtime: &RuntimeSpec
 
 /// Delegates whose backend is not registered.
 fn delegates(
+    program: &ProgramFile<'_>,
     m: &crate::format::MethodInfo<'_>,
     method: &str,
     runtime: &RuntimeSpec,
@@ -373,6 +401,7 @@ fn delegates(
     for d in &m.delegates {
         let id = d.id.show().into_owned();
         if runtime.has_backend(&id) {
+            problems.extend(refused_payload(program, d, method));
             continue;
         }
         let calls: Vec<usize> = m
@@ -399,6 +428,41 @@ fn delegates(
         f.error = Some(NOT_FOUND);
         problems.push(f);
     }
+}
+
+/// A delegate whose payload its backend refuses at init: an XNNPACK
+/// flatbuffer with an identifier (format version) other than the ones
+/// the backend reads.
+fn refused_payload(
+    program: &ProgramFile<'_>,
+    d: &crate::format::Delegate<'_>,
+    method: &str,
+) -> Option<Finding> {
+    let (id, span) = d.id.as_str().zip(d.processed)?;
+    if id != "XnnpackBackend" {
+        return None;
+    }
+    let found = crate::delegate::xnnpack::header::refused_identifier(span.bytes(program.bytes))?;
+    let shown =
+        String::from_utf8_lossy(found.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
+    let mut f = finding(
+        Some(method),
+        Kind::DelegateRefused,
+        id.to_owned(),
+        format!(
+            "its payload's flatbuffer identifier is {:?}; the backend reads XN00 and XN01",
+            found.escape_ascii().to_string()
+        ),
+    );
+    f.delegate = Some(d.index);
+    f.log.push(format!(
+        "XNNPACK Delegate Serialization Format version identifier '{shown}' != expected XN00 or XN01'"
+    ));
+    f.log
+        .push("XNNCompiler::compileModel failed: 0x30".to_owned());
+    f.log.push(format!("Init failed for backend {id}: 0x30"));
+    f.error = Some(DELEGATE_INVALID_COMPATIBILITY);
+    Some(f)
 }
 
 /// External tensors and delegates' named data that no data file provides
@@ -639,6 +703,19 @@ impl Check {
             self.data.join(", ")
         };
         let _ = writeln!(out, "data: {}", crate::escape::escape(&data));
+        for p in self
+            .problems
+            .iter()
+            .filter(|p| p.kind == Kind::ProgramRefused)
+        {
+            let e = p.error.unwrap_or_default();
+            let _ = writeln!(out, "program: does not load: Program::load returns {e}");
+            let _ = writeln!(out, "  {}", line(p));
+            let _ = writeln!(out, "  the runtime logs:");
+            for l in &p.log {
+                let _ = writeln!(out, "    {}", crate::escape::escape(l));
+            }
+        }
         for m in &self.methods {
             let verdict = match (m.ok, m.error) {
                 (true, _) => "loads".to_owned(),
@@ -673,6 +750,8 @@ impl Check {
         let failing = self.methods.iter().filter(|m| !m.ok).count();
         let _ = if self.ok {
             writeln!(out, "ok: every method loads")
+        } else if self.methods.is_empty() {
+            writeln!(out, "the program does not load")
         } else {
             writeln!(
                 out,

@@ -9,6 +9,7 @@ use super::composition::move_bytes;
 use crate::format::{DataFile, Parsed};
 
 mod build;
+pub mod check;
 mod etrecord;
 mod package;
 mod profile;
