@@ -11,7 +11,7 @@ use tokio::runtime::Runtime;
 
 use super::Target;
 use super::limits::{deadline, limit};
-use super::url::store;
+use super::store::store;
 use crate::source::redact::Secrets;
 
 /// How long after a failed read another read fails at once, with the same

@@ -18,7 +18,7 @@ use object_store::http::HttpBuilder;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
 
-use super::http::{Access, Connector};
+use super::credentials::{Access, Connector};
 use super::limits::{connect_timeout, option, request_timeout, retry_timeout};
 
 /// URL schemes read as remote objects.
@@ -69,7 +69,7 @@ fn retry() -> RetryConfig {
 
 /// The store holding the object `url` names, and the object's path in it.
 /// An `http(s)` URL is connected through `access`: its URL without user
-/// info, and the headers that go to its origin (see [`super::http`]).
+/// info, and the headers that go to its origin (see [`super::credentials`]).
 pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>, Path), String> {
     let parsed = match access {
         Some(a) => a.url.clone(),

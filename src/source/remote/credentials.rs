@@ -347,7 +347,7 @@ impl Connector {
 impl HttpConnector for Connector {
     fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
         // The limits the object store's own client would have (see
-        // `super::url::store`), and no redirects of its own.
+        // `super::store::store`), and no redirects of its own.
         let client = reqwest::Client::builder()
             .user_agent(concat!("ptefs/", env!("CARGO_PKG_VERSION")))
             .timeout(request_timeout())
