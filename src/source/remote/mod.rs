@@ -72,7 +72,7 @@ impl Target {
         let access = if url.starts_with("http://") || url.starts_with("https://") {
             let access = credentials::Access::of(url).map_err(|error| SourceError::Remote {
                 url: shown.clone(),
-                error: Secrets::of_url(url).scrub(&error),
+                error: Secrets::of_url(url).scrub(&error.to_string()),
             })?;
             Some(access)
         } else {
