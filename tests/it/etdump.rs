@@ -543,7 +543,7 @@ fn the_debug_buffer_can_be_given() {
     let d = tempfile::tempdir().unwrap();
     let profile = write_file(d.path(), "run.etdp", &std::fs::read(etdp(name)).unwrap());
     let buffer = fixture(&format!("etdump/{name}.debug.bin"));
-    let ptefs = |args: &[&std::ffi::OsStr]| {
+    let stdout = |args: &[&std::ffi::OsStr]| {
         let out = ptefs().args(args).output().unwrap();
         assert!(
             out.status.success(),
@@ -557,12 +557,12 @@ fn the_debug_buffer_can_be_given() {
         buffer.as_os_str(),
         profile.as_os_str(),
     ];
-    let listing = String::from_utf8(ptefs(
+    let listing = String::from_utf8(stdout(
         &[&["ls".as_ref(), "-R".as_ref()], &given[..]].concat(),
     ))
     .unwrap();
     assert!(listing.contains("runs/1/debug/2.npy"), "{listing}");
-    let npy = ptefs(
+    let npy = stdout(
         &[
             &["cat".as_ref()],
             &given[..],
@@ -572,7 +572,7 @@ fn the_debug_buffer_can_be_given() {
     );
     let want = view_of(&[etdp(name)], &[]);
     assert_eq!(npy, read(&want, "runs/1/debug/0.npy"));
-    let header = ptefs(&[&["cat".as_ref()], &given[..], &["header.json".as_ref()]].concat());
+    let header = stdout(&[&["cat".as_ref()], &given[..], &["header.json".as_ref()]].concat());
     let header: Value = serde_json::from_slice(&header).unwrap();
     assert_eq!(header["debug_buffer"]["name"], format!("{name}.debug.bin"));
 }
