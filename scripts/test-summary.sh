@@ -2,8 +2,9 @@
 # Sums up a `cargo test` log, and the pytest run in it: one line of passed,
 # failed and skipped tests, after the names of those that failed or were skipped.
 #   scripts/test-summary.sh LOG SKIP_LOG CARGO_STATUS
-# A test that skipped (no FUSE, not root) passed as far as cargo knows: it is
-# listed in SKIP_LOG and counted as skipped, not passed. Exits non-zero when
+# A test that skipped (no FUSE, not root, a slow test without
+# PTEFS_SLOW_TESTS=1) passed as far as cargo knows: it is listed in SKIP_LOG
+# and counted as skipped, not passed. Exits non-zero when
 # anything failed or cargo itself failed.
 set -euo pipefail
 log=$1 skips=$2 status=$3
@@ -39,5 +40,7 @@ list() { [[ -z $2 ]] || { echo "$1:"; sed 's/^/  /' <<<"$2"; }; }
 list failed "$failed_names"
 list skipped "$skipped_names"
 list ignored "$ignored_names"
+slow=$(grep -c "PTEFS_SLOW_TESTS" <<<"$skipped_names" || true)
+((slow == 0)) || echo "$slow slow test(s) not run: PTEFS_SLOW_TESTS=1 runs them, as .ci/run does"
 echo "tests: $passed passed, $failed failed, $nskipped skipped"
 [[ $failed == 0 ]]

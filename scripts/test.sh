@@ -6,6 +6,8 @@
 # failed and skipped tests. Tests that need a real component (FUSE, root,
 # a server, Graphviz, flatc, Chromium) skip loudly without it, and fail
 # instead when PTEFS_REQUIRE_ALL=1 (or the older PTEFS_REQUIRE_FUSE=1).
+# The slow tests run only with PTEFS_SLOW_TESTS=1 (as .ci/run sets); without
+# it they skip loudly and the summary counts them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -40,6 +40,7 @@ pub mod view;
 #[allow(
     clippy::all,
     clippy::pedantic,
+    clippy::undocumented_unsafe_blocks,
     dead_code,
     deprecated,
     mismatched_lifetime_syntaxes,

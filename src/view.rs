@@ -328,117 +328,30 @@ impl Opened {
     }
 
     /// Opens and maps everything `req` names: its files, the model files
-    /// in its directories, and the data files to attach.
+    /// in its directories, and the data files to attach; then the debug
+    /// buffers, the profile and the ETRecord joined with them. The sources
+    /// keep that order.
     pub fn open(req: &Request) -> Result<Opened, OpenError> {
-        let mut skipped = Vec::new();
-        let mut files = Vec::new();
-        // Files found in a directory may be skipped when invalid; files
-        // named on the command line may not.
-        let mut found = Vec::new();
-        // The name each file is shown under: its base name, or its path
-        // relative to the directory it was found in (`a/m.pte`), so that
-        // files of one name in different subdirectories stay apart.
-        let mut names = Vec::new();
-        for p in &req.inputs {
-            if p.to_str().is_some_and(remote::is_url) {
-                files.push(p.clone());
-                found.push(false);
-                names.push(crate::source::base_name(p));
-                continue;
-            }
-            let meta = std::fs::metadata(p).map_err(|error| SourceError::Io {
-                path: p.clone(),
-                error,
-            })?;
-            if meta.is_dir() {
-                let from = files.len();
-                expand_dir(p, req.recursive, &mut files, &mut skipped)?;
-                found.resize(files.len(), true);
-                for f in &files[from..] {
-                    names.push(relative_name(p, f));
-                }
-            } else {
-                files.push(p.clone());
-                found.push(false);
-                names.push(crate::source::base_name(p));
-            }
-        }
-        if files.is_empty() {
-            return Err(OpenError::Empty {
-                path: req.inputs.first().cloned().unwrap_or_default(),
-            });
-        }
-        let mut seen = std::collections::HashMap::new();
-        for (f, name) in files.iter().zip(&names) {
-            if let Some(prev) = seen.insert(name.clone(), f.clone()) {
-                return Err(OpenError::SameName {
-                    path: f.clone(),
-                    other: prev,
-                });
-            }
-        }
-        let mut sources = Vec::new();
-        for (i, f) in files.iter().chain(&req.data).enumerate() {
-            let mut source = Source::open(f)?;
-            if let Some(name) = names.get(i) {
-                source.name = name.clone();
-            }
-            source.prefetch(tree::fetch_plan)?;
-            sources.push(source);
-        }
-        // The debug buffer the runtime writes beside an ETDump:
-        // `<stem>.debug.bin` for `<stem>.etdp`.
-        let mut debug = Vec::new();
+        let listed = Listed::of(req)?;
+        let mut sources = listed.open_with(&req.data)?;
         let given = match &req.debug_buffer {
-            Some(buffer) => {
-                sources.push(Source::open(buffer)?);
-                Some(sources.len() - 1)
-            }
+            Some(buffer) => Some(push(&mut sources, Source::open(buffer)?)),
             None => None,
         };
-        if let Some(given) = given {
-            // Given: for every file shown that turns out to be an ETDump.
-            debug.extend((0..files.len()).map(|i| (i, given)));
-        } else {
-            for (i, f) in files.iter().enumerate() {
-                let Some(buffer) = debug_buffer_beside(f) else {
-                    continue;
-                };
-                let source = Source::open(&buffer)?;
-                debug.push((i, sources.len()));
-                sources.push(source);
-            }
-        }
+        let mut debug = debug_buffers(&listed.files, given, &mut sources)?;
         let profile = match &req.profile {
-            Some(path) => {
-                let mut source = Source::open(path)?;
-                source.prefetch(tree::fetch_plan)?;
-                sources.push(source);
-                let at = sources.len() - 1;
-                // Its debug buffer too, given or beside it: the tensors
-                // its debug events logged are shown with the program.
-                if let Some(given) = given {
-                    debug.push((at, given));
-                } else if let Some(buffer) = debug_buffer_beside(path) {
-                    sources.push(Source::open(&buffer)?);
-                    debug.push((at, sources.len() - 1));
-                }
-                Some(at)
-            }
+            Some(path) => Some(open_profile(path, given, &mut sources, &mut debug)?),
             None => None,
         };
         let etrecord = match &req.etrecord {
-            Some(path) => {
-                sources.push(Source::open(path)?);
-                Some(sources.len() - 1)
-            }
+            Some(path) => Some(push(&mut sources, Source::open(path)?)),
             None => None,
         };
         Ok(Opened {
             sources,
-            shown: files.len(),
-            found,
-            skipped,
+            shown: listed.files.len(),
+            found: listed.found,
+            skipped: listed.skipped,
             first: req.inputs.first().cloned().unwrap_or_default(),
             debug,
             profile,
@@ -672,6 +585,130 @@ impl View {
     pub fn content(&self, ino: Ino) -> Option<Contents<'_>> {
         Some(self.tree.file(ino)?.content)
     }
+}
+
+/// The files a request shows, its directories expanded.
+struct Listed {
+    files: Vec<PathBuf>,
+    /// For each file, whether it was found in a directory: files found
+    /// there may be skipped when invalid, files named may not.
+    found: Vec<bool>,
+    /// The name each file is shown under: its base name, or its path
+    /// relative to the directory it was found in (`a/m.pte`), so that
+    /// files of one name in different subdirectories stay apart.
+    names: Vec<String>,
+    /// Files skipped while expanding directories, with the reason.
+    skipped: Vec<(PathBuf, String)>,
+}
+
+impl Listed {
+    /// The files `req` shows: URLs and files as named, and the model files
+    /// of its directories. None, or two shown under one name, is an error.
+    fn of(req: &Request) -> Result<Listed, OpenError> {
+        let mut listed = Listed {
+            files: Vec::new(),
+            found: Vec::new(),
+            names: Vec::new(),
+            skipped: Vec::new(),
+        };
+        for p in &req.inputs {
+            let url = p.to_str().is_some_and(remote::is_url);
+            let meta = |error| SourceError::Io {
+                path: p.clone(),
+                error,
+            };
+            if !url && std::fs::metadata(p).map_err(meta)?.is_dir() {
+                let from = listed.files.len();
+                expand_dir(p, req.recursive, &mut listed.files, &mut listed.skipped)?;
+                listed.found.resize(listed.files.len(), true);
+                for f in &listed.files[from..] {
+                    listed.names.push(relative_name(p, f));
+                }
+            } else {
+                listed.files.push(p.clone());
+                listed.found.push(false);
+                listed.names.push(crate::source::base_name(p));
+            }
+        }
+        if listed.files.is_empty() {
+            return Err(OpenError::Empty {
+                path: req.inputs.first().cloned().unwrap_or_default(),
+            });
+        }
+        let mut seen = std::collections::HashMap::new();
+        for (f, name) in listed.files.iter().zip(&listed.names) {
+            if let Some(prev) = seen.insert(name.clone(), f.clone()) {
+                return Err(OpenError::SameName {
+                    path: f.clone(),
+                    other: prev,
+                });
+            }
+        }
+        Ok(listed)
+    }
+
+    /// Opens the files shown, under their names, then the data files to
+    /// attach, each with what its fetch plan reads.
+    fn open_with(&self, data: &[PathBuf]) -> Result<Vec<Source>, OpenError> {
+        let mut sources = Vec::new();
+        for (i, f) in self.files.iter().chain(data).enumerate() {
+            let mut source = Source::open(f)?;
+            if let Some(name) = self.names.get(i) {
+                source.name = name.clone();
+            }
+            source.prefetch(tree::fetch_plan)?;
+            sources.push(source);
+        }
+        Ok(sources)
+    }
+}
+
+/// Adds `source` to `sources`; its index there.
+fn push(sources: &mut Vec<Source>, source: Source) -> usize {
+    sources.push(source);
+    sources.len() - 1
+}
+
+/// The debug buffers of the files shown (the first `files` of `sources`),
+/// as (file, buffer) source pairs: the one `given` for every file (for
+/// each that turns out to be an ETDump), else the one the runtime writes
+/// beside each, opened and added to `sources`.
+fn debug_buffers(
+    files: &[PathBuf],
+    given: Option<usize>,
+    sources: &mut Vec<Source>,
+) -> Result<Vec<(usize, usize)>, OpenError> {
+    if let Some(given) = given {
+        return Ok((0..files.len()).map(|i| (i, given)).collect());
+    }
+    let mut debug = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        if let Some(buffer) = debug_buffer_beside(f) {
+            debug.push((i, push(sources, Source::open(&buffer)?)));
+        }
+    }
+    Ok(debug)
+}
+
+/// Opens the profile at `path` into `sources`, and its debug buffer,
+/// `given` or beside it, into `debug`: the tensors its debug events
+/// logged are shown with the program. Its index in `sources`.
+fn open_profile(
+    path: &Path,
+    given: Option<usize>,
+    sources: &mut Vec<Source>,
+    debug: &mut Vec<(usize, usize)>,
+) -> Result<usize, OpenError> {
+    let mut source = Source::open(path)?;
+    source.prefetch(tree::fetch_plan)?;
+    let at = push(sources, source);
+    if let Some(given) = given {
+        debug.push((at, given));
+    } else if let Some(buffer) = debug_buffer_beside(path) {
+        let buffer = push(sources, Source::open(&buffer)?);
+        debug.push((at, buffer));
+    }
+    Ok(at)
 }
 
 /// `<stem>.debug.bin` beside `path` when `path` is a local `<stem>.etdp`

@@ -3,14 +3,14 @@
 
 use pyo3::prelude::*;
 
-use ptefs::source::SharedBytes;
+use ptefs::source::MappedBytes;
 
 /// Bytes of a mapped local file, kept mapped while this object lives. The
 /// Python package wraps it in an object with `__array_interface__`, whose
 /// arrays keep it (and so the map) alive as their `.base`.
 #[pyclass(frozen, module = "ptefs._ptefs")]
 pub struct Memory {
-    map: SharedBytes,
+    map: MappedBytes,
     offset: usize,
     len: usize,
 }
@@ -18,7 +18,7 @@ pub struct Memory {
 impl Memory {
     /// `len` bytes at `offset` of `map`, or `None` when they are not all
     /// within it (a file shorter than the tree says is read, not viewed).
-    pub fn new(map: SharedBytes, offset: u64, len: u64) -> Option<Memory> {
+    pub fn new(map: MappedBytes, offset: u64, len: u64) -> Option<Memory> {
         let offset = usize::try_from(offset).ok()?;
         let len = usize::try_from(len).ok()?;
         map.as_ref().get(offset..offset.checked_add(len)?)?;

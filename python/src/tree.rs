@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use ptefs::fs::{FileKind, Fs};
-use ptefs::source::SharedBytes;
+use ptefs::source::MappedBytes;
 use ptefs::tree::{Content, Ino};
 use ptefs::view::{Request, View};
 
@@ -207,10 +207,10 @@ impl Tree {
         // read of it would be.
         s.check_unchanged()
             .map_err(|e| fs_error(path, ptefs::fs::FsError::SourceChanged(e)))?;
-        let SharedBytes::Map(map) = s.shared() else {
+        let MappedBytes::Map(map) = s.shared() else {
             return Ok(None);
         };
-        let Some(memory) = Memory::new(SharedBytes::Map(map), span.offset, span.len) else {
+        let Some(memory) = Memory::new(MappedBytes::Map(map), span.offset, span.len) else {
             return Ok(None);
         };
         Ok(Some((PyBytes::new(py, prefix), memory)))
@@ -262,10 +262,10 @@ impl Tree {
         let s = &view.sources[*source];
         s.check_unchanged()
             .map_err(|e| fs_error(path, ptefs::fs::FsError::SourceChanged(e)))?;
-        let SharedBytes::Map(map) = s.shared() else {
+        let MappedBytes::Map(map) = s.shared() else {
             return Ok(None);
         };
-        Ok(Memory::new(SharedBytes::Map(map), span.offset, span.len)
+        Ok(Memory::new(MappedBytes::Map(map), span.offset, span.len)
             .map(|m| (descr, shape, fortran, m)))
     }
 

@@ -16,7 +16,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-EXPECTED = FIXTURES / "expected"
 
 # Tests needing a real component (FUSE, nginx, ...), like the Rust ones,
 # may be required rather than skipped; PTEFS_REQUIRE_FUSE is the older name.

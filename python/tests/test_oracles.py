@@ -1,7 +1,8 @@
 """Every tensor of every fixture with an oracle, read through the module,
 against what ExecuTorch's own deserializer and exporter recorded: the
 SHA-256 of each tensor's bytes, its type, shape and file offset
-(`tests/fixtures/expected/*.jsonl`, written by ExecuTorch's Python), and the
+(`tests/fixtures/*.oracle.jsonl`, beside each fixture, written by
+ExecuTorch's Python), and the
 SHA-256 of each state-dict tensor torch saved (`state_dicts.json`)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 import ptefs
-from conftest import EXPECTED, FIXTURES
+from conftest import FIXTURES
 
 
 def sha(a: np.ndarray) -> str:
@@ -25,10 +26,13 @@ def rows(path: Path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+ORACLE = ".oracle.jsonl"
+XNNPACK_ORACLE = ".xnnpack.oracle.jsonl"
+
 PROGRAMS = sorted(
-    p.name[: -len(".jsonl")]
-    for p in EXPECTED.glob("*.pte.jsonl")
-    if (FIXTURES / p.name[: -len(".jsonl")]).exists()
+    p.name[: -len(ORACLE)]
+    for p in FIXTURES.glob(f"*.pte{ORACLE}")
+    if (FIXTURES / p.name[: -len(ORACLE)]).exists()
 )
 
 
@@ -37,7 +41,7 @@ def test_program_tensors_equal_executorchs(name: str) -> None:
     """Each tensor value with stored bytes: the array's bytes hash as
     ExecuTorch's deserializer's, at its file offset, with its type and
     shape; tensors() lists each once."""
-    expected = [r for r in rows(EXPECTED / f"{name}.jsonl") if "plan" in r]
+    expected = [r for r in rows(FIXTURES / f"{name}{ORACLE}") if "plan" in r]
     checked = 0
     with ptefs.open(FIXTURES / name) as f:
         tensors = f.tensors()
@@ -66,8 +70,8 @@ def test_program_tensors_equal_executorchs(name: str) -> None:
 
 
 def test_data_file_tensors_equal_executorchs() -> None:
-    for oracle in EXPECTED.glob("*.ptd.jsonl"):
-        name = oracle.name[: -len(".jsonl")]
+    for oracle in FIXTURES.glob(f"*.ptd{ORACLE}"):
+        name = oracle.name[: -len(ORACLE)]
         if not (FIXTURES / name).exists():
             continue
         entries = [r for r in rows(oracle) if "named" in r]
@@ -85,10 +89,12 @@ def test_data_file_tensors_equal_executorchs() -> None:
                 assert sha(f.numpy(r["named"])) == r["sha256"]
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (EXPECTED / "ptn").glob("*.jsonl")))
+@pytest.mark.parametrize(
+    "name", sorted(p.name[: -len(ORACLE)] for p in FIXTURES.glob(f"*.ptn{ORACLE}"))
+)
 def test_package_tensors_equal_the_exporters(name: str) -> None:
-    oracle = [r for r in rows(EXPECTED / "ptn" / f"{name}.jsonl") if "key" in r]
-    with ptefs.open(FIXTURES / f"{name}.ptn") as f:
+    oracle = [r for r in rows(FIXTURES / f"{name}{ORACLE}") if "key" in r]
+    with ptefs.open(FIXTURES / name) as f:
         tensors = f.tensors()
         keys = {t.key for t in tensors.values()}
         assert keys == {r["key"] for r in oracle}
@@ -101,13 +107,13 @@ def test_package_tensors_equal_the_exporters(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", sorted(p.name[: -len(".jsonl")] for p in (EXPECTED / "xnnpack").glob("*.jsonl"))
+    "name", sorted(p.name[: -len(XNNPACK_ORACLE)] for p in FIXTURES.glob(f"*{XNNPACK_ORACLE}"))
 )
 def test_delegate_weights_equal_executorchs(name: str) -> None:
     """XNNPACK weights decoded with the delegate's own dims and datatype."""
     if not (FIXTURES / name).exists():
         pytest.skip(f"{name} is not among the repository's fixtures")
-    expected = [r for r in rows(EXPECTED / "xnnpack" / f"{name}.jsonl") if "value" in r]
+    expected = [r for r in rows(FIXTURES / f"{name}{XNNPACK_ORACLE}") if "value" in r]
     with ptefs.open(FIXTURES / name) as f:
         tensors = f.tensors()
         for r in expected:

@@ -92,7 +92,7 @@ fn write_listing(
     out: &mut impl Write,
 ) -> io::Result<Option<Failure>> {
     let failed: RefCell<Option<Failure>> = RefCell::new(None);
-    let keep = |entry: Entry| match entry {
+    let keep = |entry: ListedOrFailed| match entry {
         Ok(e) => Some(e),
         Err((path, error)) => {
             let mut f = failed.borrow_mut();
@@ -158,7 +158,7 @@ struct Listed {
 }
 
 /// One entry of a listing, or the path that could not be shown and why.
-type Entry = Result<(Listed, String), (String, FsError)>;
+type ListedOrFailed = Result<(Listed, String), (String, FsError)>;
 
 /// What `ls` shows of `ino`: the entries of a directory (every path below
 /// it with `recursive`), or the file itself; with their attributes when
@@ -169,7 +169,7 @@ fn listing<'f>(
     path: &str,
     recursive: bool,
     sized: bool,
-) -> Box<dyn Iterator<Item = Entry> + 'f> {
+) -> Box<dyn Iterator<Item = ListedOrFailed> + 'f> {
     let listed = move |ino, p: String| {
         let entry = match sized {
             true => fs.getattr(ino).map(|a| Listed {

@@ -189,7 +189,7 @@ impl HttpHeaders {
     /// Makes the headers those of every `http(s)` source opened after;
     /// prints the error of one that is not a header.
     fn apply(&self) -> Result<(), i32> {
-        crate::source::remote::http::set_given_headers(&self.header).map_err(|e| {
+        crate::source::remote::credentials::set_given_headers(&self.header).map_err(|e| {
             error(e);
             TROUBLE
         })

@@ -12,7 +12,7 @@ use super::cast;
 use super::npy;
 use super::ptd::Blob;
 use super::{EditError, Result};
-use crate::format::{self, Layout, Parsed, ProgramFile, TensorData, scalar};
+use crate::format::{self, Parsed, ProgramFile, TensorData, TensorLayout, scalar};
 use crate::schema::ScalarType;
 use crate::source::Source;
 
@@ -23,7 +23,7 @@ pub struct Want {
     pub key: String,
     /// The layout declared for an external tensor; `None` for named data
     /// a delegate refers to, whose bytes are opaque.
-    pub layout: Option<Layout>,
+    pub layout: Option<TensorLayout>,
 }
 
 impl Want {
@@ -47,7 +47,7 @@ pub fn wanted(program: &ProgramFile<'_>) -> Vec<Want> {
             if !out.iter().any(|w| w.key == key) {
                 out.push(Want {
                     key,
-                    layout: Some(Layout {
+                    layout: Some(TensorLayout {
                         scalar_type: t.scalar_type,
                         sizes: t.sizes.clone(),
                         dim_order: t.dim_order.clone(),

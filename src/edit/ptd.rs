@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::format::Layout;
+use crate::format::TensorLayout;
 use crate::schema::flat_tensor as fb;
 
 /// ExecuTorch's default `FlatTensorConfig.segment_alignment`.
@@ -28,7 +28,7 @@ pub struct Blob<'b> {
     /// The bytes.
     pub bytes: Cow<'b, [u8]>,
     /// The tensor layout, for a tensor.
-    pub layout: Option<Layout>,
+    pub layout: Option<TensorLayout>,
 }
 
 /// A data file laid out: the header and flatbuffer, then the segments.

@@ -53,12 +53,12 @@ pub struct DataEntry<'a> {
     /// The tensor's bytes, or the whole segment for an opaque blob.
     pub span: Span,
     /// Present when the blob is a tensor.
-    pub layout: Option<Layout>,
+    pub layout: Option<TensorLayout>,
 }
 
 /// A tensor layout recorded in a data file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub struct TensorLayout {
     /// Element type.
     pub scalar_type: ScalarType,
     /// Logical sizes, shared by entries that share a layout table.
@@ -115,7 +115,7 @@ impl<'a> DataFile<'a> {
                     match tensor_nbytes(l.scalar_type(), &sizes).map_err(ctx)? {
                         Some(n) => {
                             let span = seg.prefix(n, || format!("tensor {key:?}")).map_err(ctx)?;
-                            let layout = Layout {
+                            let layout = TensorLayout {
                                 scalar_type: l.scalar_type(),
                                 sizes,
                                 dim_order,

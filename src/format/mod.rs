@@ -26,7 +26,7 @@ pub mod strings;
 mod verify;
 
 pub use bundled::{BundledFile, BundledTensor, TestCase, TestValue};
-pub use data::{DataEntry, DataFile, Layout};
+pub use data::{DataEntry, DataFile, TensorLayout};
 pub use error::{Error, Result};
 pub use etdump::ProfileFile;
 pub use etrecord::EtRecordFile;

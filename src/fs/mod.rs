@@ -6,11 +6,13 @@
 
 mod attr;
 mod error;
+mod read;
 mod read_mode;
 mod write;
+mod xattr;
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 pub use attr::{Attr, BLOCK, FileKind, Owner};
@@ -21,9 +23,7 @@ pub use read_mode::{
 };
 pub use write::{COMMIT_ATTR, EDITS_ATTR, EditRow, Writable};
 
-use crate::format::Span;
-use crate::source::Source;
-use crate::tree::{Content, Contents, Ino, Piece, ROOT};
+use crate::tree::{Ino, ROOT};
 use crate::view::View;
 
 /// A [`View`] served as a filesystem.
@@ -286,115 +286,6 @@ impl Fs {
             }))
     }
 
-    /// Up to `size` bytes of file `ino` from `offset`. Bytes of a source
-    /// that changed since the tree was built are refused (logged once per
-    /// source), never served mixed with the old tree.
-    pub fn read(&self, ino: Ino, offset: u64, size: u64) -> Result<Data<'_>> {
-        let content = self.content(ino)?;
-        let piece = content.read(offset, size);
-        self.rendered_intact(&content)?;
-        let Some((id, span)) = piece.tail else {
-            return Ok(match piece.head {
-                Cow::Borrowed(b) => Data::Rendered(b),
-                Cow::Owned(v) => Data::Owned(v),
-            });
-        };
-        let source = self.source(id)?;
-        if piece.head.is_empty()
-            && piece.widen.is_none()
-            && !write::edited(self, id, span)
-            && let Some(mapped) = source.mapped(span)
-        {
-            return Ok(Data::Mapped(mapped));
-        }
-        // Straddling a rendered prefix and source bytes, widened source
-        // bytes, or a remote source: assemble them, reading a local source
-        // with pread rather than touching the map.
-        let mut buf = Vec::with_capacity(piece.len() as usize);
-        self.assemble(&piece, (id, source), span, source_end(&content), &mut buf)?;
-        Ok(Data::Owned(buf))
-    }
-
-    /// Appends `piece`, whose tail is `span` of `source`, to `out`.
-    fn assemble(
-        &self,
-        piece: &Piece<'_>,
-        (id, source): (usize, &Source),
-        span: Span,
-        end: u64,
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        if piece.widen.is_none() {
-            out.extend_from_slice(&piece.head);
-            return self.pread(id, source, span, end, out);
-        }
-        let mut tail = Vec::with_capacity(span.len as usize);
-        self.pread(id, source, span, end, &mut tail)?;
-        piece.assemble(&tail, out);
-        Ok(())
-    }
-
-    /// Like [`Fs::read`], but always a copy in memory, read with `pread`:
-    /// for callers that process the bytes themselves.
-    pub fn read_copy(&self, ino: Ino, offset: u64, size: u64) -> Result<Vec<u8>> {
-        let content = self.content(ino)?;
-        let piece = content.read(offset, size);
-        self.rendered_intact(&content)?;
-        let mut buf = Vec::with_capacity(piece.len() as usize);
-        match piece.tail {
-            Some((id, span)) => {
-                let source = self.source(id)?;
-                self.assemble(&piece, (id, source), span, source_end(&content), &mut buf)?
-            }
-            None => buf.extend_from_slice(&piece.head),
-        }
-        Ok(buf)
-    }
-
-    /// The value of extended attribute `name` of `ino`.
-    pub fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
-        self.getattr(ino)?;
-        if let Some(value) = self.control_attr(ino, name) {
-            return value;
-        }
-        // `ls -l` asks every file for security.selinux and its ACL
-        // (system.posix_acl_*). "Not supported" (rather than "no such
-        // attribute") is what a filesystem without labels or ACLs says, and
-        // `ls` then stops asking for the rest of the listing: one round
-        // trip per listing instead of one per file. ENOSYS would stop the
-        // kernel asking, but for every name, user.ptefs.* included.
-        if !name.starts_with(b"user.") {
-            return Err(FsError::UnsupportedAttribute);
-        }
-        if !name.starts_with(b"user.ptefs.") {
-            return Err(FsError::NoAttribute);
-        }
-        self.view
-            .tree
-            .xattrs(ino)
-            .into_iter()
-            .find(|(k, _)| k.as_bytes() == name)
-            .map(|(_, v)| v)
-            .ok_or(FsError::NoAttribute)
-    }
-
-    /// The names of `ino`'s extended attributes, each followed by a NUL.
-    pub fn listxattr(&self, ino: Ino) -> Result<Vec<u8>> {
-        self.getattr(ino)?;
-        let mut names = Vec::new();
-        for (k, _) in self.view.tree.xattrs(ino) {
-            names.extend_from_slice(k.as_bytes());
-            names.push(0);
-        }
-        Ok(names)
-    }
-
-    /// Every extended attribute of `ino`, sorted by name.
-    pub fn xattrs(&self, ino: Ino) -> Result<Vec<(&'static str, Vec<u8>)>> {
-        self.getattr(ino)?;
-        Ok(self.view.tree.xattrs(ino))
-    }
-
     /// Sizes for `statfs`.
     pub fn statfs(&self) -> StatFs {
         StatFs {
@@ -402,99 +293,5 @@ impl Fs {
             files: self.view.tree.len() as u64,
             name_max: 255,
         }
-    }
-
-    /// The content of file `ino`, ready to be read.
-    fn content(&self, ino: Ino) -> Result<Contents<'_>> {
-        let tree = &self.view.tree;
-        let Some(f) = tree.file(ino) else {
-            return Err(match tree.is_dir(ino) {
-                true => FsError::IsDir(ino),
-                false => FsError::NotFound,
-            });
-        };
-        self.renderable(&f.content, true)?;
-        Ok(f.content)
-    }
-
-    /// Refuses to render a lazy file (to read it, or to learn its size
-    /// when `reading` is false and the size is not yet known) from a
-    /// source that changed since the tree was built: rendering parses the
-    /// source's mapped bytes, which must still be the ones the tree was
-    /// built from.
-    fn renderable(&self, content: &Content, reading: bool) -> Result<()> {
-        match content {
-            Content::Lazy(l) if reading || l.known_len().is_none() => {
-                self.source(l.source).map(|_| ())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Checks, after a lazy file was sized or read, that its source did
-    /// not change while it was rendered: a render over pages that vanished
-    /// meanwhile read zeros, not the file.
-    fn rendered_intact(&self, content: &Content) -> Result<()> {
-        match content {
-            Content::Lazy(l) => self.source(l.source).map(|_| ()),
-            _ => Ok(()),
-        }
-    }
-
-    /// Source `id`, if it is unchanged since it was opened.
-    fn source(&self, id: usize) -> Result<&Source> {
-        let source = &self.view.sources[id];
-        self.check_unchanged(id)?;
-        Ok(source)
-    }
-
-    /// `Ok` while source `id` is unchanged; its change is logged once.
-    fn check_unchanged(&self, id: usize) -> Result<()> {
-        if let Err(why) = self.view.sources[id].check_unchanged() {
-            if !self.change_logged[id].swap(true, Ordering::Relaxed) {
-                log::error!("{why}; reads of its bytes fail with EIO until it is remounted");
-            }
-            return Err(why.into());
-        }
-        Ok(())
-    }
-
-    /// Reads `span` of `source` (source `id`, checked unchanged) into
-    /// `out`, part of a file whose bytes end at `end`.
-    fn pread(
-        &self,
-        id: usize,
-        source: &Source,
-        span: Span,
-        end: u64,
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        let before = out.len();
-        let mut read = source.read_span_within(span, end, out);
-        if read.is_ok()
-            && let Some(o) = self.overlay()
-        {
-            read = o.apply(id, span, &mut out[before..]);
-        }
-        // A remote source finds out it changed only by reading.
-        if read.is_err() {
-            self.check_unchanged(id)?;
-        }
-        read.map_err(|error| FsError::Read {
-            source_name: source.name.clone(),
-            offset: span.offset,
-            end: span.end(),
-            error,
-        })
-    }
-}
-
-/// Where the source bytes of a file end (0 for rendered bytes).
-fn source_end(content: &Content) -> u64 {
-    match content {
-        Content::Source { span, .. }
-        | Content::Prefixed { span, .. }
-        | Content::Widened { span, .. } => span.end(),
-        Content::Generated(_) | Content::Lazy(_) => 0,
     }
 }

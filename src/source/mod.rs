@@ -27,7 +27,7 @@ use crate::format::{Ranges, Span};
 /// A shared handle on the bytes parsing saw: a local file's map or a
 /// remote object's image.
 #[derive(Debug, Clone)]
-pub enum SharedBytes {
+pub enum MappedBytes {
     /// A local file's map.
     Map(Arc<guard::GuardedMap>),
     /// A remote object's image.
@@ -36,12 +36,12 @@ pub enum SharedBytes {
     Empty,
 }
 
-impl AsRef<[u8]> for SharedBytes {
+impl AsRef<[u8]> for MappedBytes {
     fn as_ref(&self) -> &[u8] {
         match self {
-            SharedBytes::Map(m) => m,
-            SharedBytes::Image(m) => m,
-            SharedBytes::Empty => &[],
+            MappedBytes::Map(m) => m,
+            MappedBytes::Image(m) => m,
+            MappedBytes::Empty => &[],
         }
     }
 }
@@ -225,12 +225,12 @@ impl Source {
 
     /// A handle on [`Source::bytes`] that stays valid while it is held:
     /// what the tree's files rendered when first read parse again.
-    pub fn shared(&self) -> SharedBytes {
+    pub fn shared(&self) -> MappedBytes {
         match &self.backing {
-            Backing::Local(l) => l.shared_map().map_or(SharedBytes::Empty, SharedBytes::Map),
+            Backing::Local(l) => l.shared_map().map_or(MappedBytes::Empty, MappedBytes::Map),
             Backing::Remote(r) => r
                 .shared_image()
-                .map_or(SharedBytes::Empty, SharedBytes::Image),
+                .map_or(MappedBytes::Empty, MappedBytes::Image),
         }
     }
 

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::table::Listing;
-use super::{Entry, Ino, Tree};
+use super::{Child, Ino, Tree};
 
 /// An entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct Entries<'t> {
     computed: Option<Listing>,
     /// Slots of computed entries; stored entries follow.
     slots: u64,
-    stored: &'t [Entry],
+    stored: &'t [Child],
     /// The next position.
     at: u64,
 }
@@ -35,7 +35,7 @@ impl<'t> Entries<'t> {
     /// `computed`, from position `at`.
     pub(super) fn new(
         tree: &'t Tree,
-        stored: &'t [Entry],
+        stored: &'t [Child],
         computed: Option<Listing>,
         at: u64,
     ) -> Self {

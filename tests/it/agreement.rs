@@ -9,7 +9,6 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::mounted::*;
 use common::*;
@@ -120,7 +119,7 @@ fn offline_mounted_and_stat_agree_on_every_fixture() {
         }
 
         // `ptefs stat --json` on every path, in one run.
-        let mut cmd = Command::new(ptefs_bin());
+        let mut cmd = ptefs();
         cmd.arg("stat").arg("--json").arg(&file);
         for d in &data {
             cmd.arg("--data").arg(d);

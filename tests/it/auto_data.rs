@@ -6,7 +6,6 @@ use crate::common;
 use crate::writer;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::*;
 use ptefs::schema::ScalarType;
@@ -63,14 +62,14 @@ fn a_ptd_beside_the_program_is_attached_whatever_its_name() {
             .resolve("methods/forward/tensors/0.fc1.weight.bin")
             .is_none()
     );
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["ls", "--no-auto-data"])
         .arg(&pte)
         .arg("methods/forward/tensors")
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "index.json\n");
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .arg("ls")
         .arg(&pte)
         .arg("methods/forward/tensors")

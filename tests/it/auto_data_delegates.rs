@@ -7,8 +7,9 @@ use crate::common;
 use crate::writer;
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::mounted::{Mounted, fuse_or_skip};
 use common::*;
@@ -20,7 +21,7 @@ const WEIGHTS: &str = "methods/forward/delegates/0-XnnpackBackend/xnnpack/weight
 /// The oracle's records of `xnnpack_external.pte`'s constant values.
 fn oracle_values() -> Vec<Value> {
     let text =
-        std::fs::read_to_string(fixture("expected/xnnpack/xnnpack_external.pte.jsonl")).unwrap();
+        std::fs::read_to_string(fixture("xnnpack_external.pte.xnnpack.oracle.jsonl")).unwrap();
     let values: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -48,12 +49,9 @@ fn open(input: &Path, auto_data: bool) -> View {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn ptefs(args: &[&str], files: &[&Path]) -> Output {
-    Command::new(ptefs_bin())
-        .args(args)
-        .args(files)
-        .output()
-        .unwrap()
+/// `ptefs args files`.
+fn ptefs_on(args: &[&str], files: &[&Path]) -> Output {
+    ptefs().args(args).args(files).output().unwrap()
 }
 
 /// Every oracle value's file under `weights/` (read by `read`) has the
@@ -99,9 +97,9 @@ fn a_delegates_weights_are_found_in_a_ptd_of_any_name() {
     let off = open(&pte, false);
     assert!(off.notes.is_empty());
     assert_eq!(ls(&off, WEIGHTS), ["index.json"]);
-    let out = ptefs(&["ls", "--no-auto-data"], &[&pte, Path::new(WEIGHTS)]);
+    let out = ptefs_on(&["ls", "--no-auto-data"], &[&pte, Path::new(WEIGHTS)]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "index.json\n");
-    let out = ptefs(&["ls"], &[&pte, Path::new(WEIGHTS)]);
+    let out = ptefs_on(&["ls"], &[&pte, Path::new(WEIGHTS)]);
     let listed = String::from_utf8_lossy(&out.stdout);
     assert_eq!(listed.lines().count(), 9, "{listed}");
     assert!(
@@ -166,13 +164,13 @@ fn inspect_counts_and_diff_pairs_the_weights_found_beside_it() {
         .map(|r| r["nbytes"].as_u64().unwrap())
         .sum();
     let decoded = |args: &[&str]| {
-        let out = ptefs(&[&["inspect", "--json"], args].concat(), &[&pa]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut all: Vec<&OsStr> = ["inspect", "--json"]
+            .iter()
+            .chain(args)
+            .map(OsStr::new)
+            .collect();
+        all.push(pa.as_os_str());
+        let j = ptefs_json(all);
         j["program"]["delegates"][0]["decoded"].clone()
     };
     assert_eq!(
@@ -190,7 +188,7 @@ fn inspect_counts_and_diff_pairs_the_weights_found_beside_it() {
     let at = oracle_values()[0]["source"]["offset"].as_u64().unwrap() as usize + 4;
     bytes[at] ^= 0x40;
     std::fs::write(&ptd, bytes).unwrap();
-    let out = ptefs(&["diff", "--stat"], &[&pa, &pb]);
+    let out = ptefs_on(&["diff", "--stat"], &[&pa, &pb]);
     let stat = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stat}");
     assert!(
@@ -200,7 +198,7 @@ fn inspect_counts_and_diff_pairs_the_weights_found_beside_it() {
     assert!(stat.ends_with(" 1 change\n"), "{stat}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 2, "a note per side: {err}");
-    let out = ptefs(&["diff", "--no-auto-data"], &[&pa, &pb]);
+    let out = ptefs_on(&["diff", "--no-auto-data"], &[&pa, &pb]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -208,7 +206,7 @@ fn inspect_counts_and_diff_pairs_the_weights_found_beside_it() {
         String::from_utf8_lossy(&out.stdout)
     );
     // Directories: each side's program with the data found beside it.
-    let out = ptefs(&["diff", "--stat"], &[a.path(), b.path()]);
+    let out = ptefs_on(&["diff", "--stat"], &[a.path(), b.path()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("000-fully_connected.filter.bin"),

@@ -5,7 +5,6 @@ use crate::common;
 use crate::writer;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 use ptefs::schema::ScalarType;
@@ -14,11 +13,7 @@ use writer::{Data, Program, Tensor, Value as V};
 /// Runs `ptefs ls FILE` and checks the failure: exit 2, one line that
 /// names the file and contains every one of `says`.
 fn refused(path: &Path, says: &[&str]) {
-    let out = Command::new(ptefs_bin())
-        .arg("ls")
-        .arg(path)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("ls").arg(path).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{}: {err}", path.display());
     assert!(
@@ -237,15 +232,12 @@ fn segment_index_out_of_range() {
 
 #[test]
 fn a_missing_file_and_a_bad_data_attachment() {
-    let out = Command::new(ptefs_bin())
-        .args(["ls", "/nonexistent/x.pte"])
-        .output()
-        .unwrap();
+    let out = ptefs().args(["ls", "/nonexistent/x.pte"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).starts_with("ptefs: /nonexistent/x.pte: No such file")
     );
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .arg("ls")
         .arg(fixture("mlp_external.pte"))
         .arg("--data")
@@ -271,12 +263,7 @@ fn fuzz_findings_open_or_fail_cleanly() {
         if let Err(e) = ptefs::tree::Tree::from_bytes("f", &bytes) {
             assert!(!e.to_string().contains('\n'));
         }
-        let out = Command::new(ptefs_bin())
-            .arg("ls")
-            .arg("-R")
-            .arg(&path)
-            .output()
-            .unwrap();
+        let out = ptefs().arg("ls").arg("-R").arg(&path).output().unwrap();
         assert!(
             matches!(out.status.code(), Some(0 | 2)),
             "{}: {:?}",

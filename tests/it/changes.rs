@@ -146,7 +146,10 @@ fn a_killed_daemon_leaves_a_mount_that_umount_cleans_up() {
     }
     let m = Mounted::new(&[fixture("add.pte").as_os_str()]);
     let pid = daemon_pid(&m.dir).unwrap();
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
     wait_for("the daemon to die", || {
         !Path::new(&format!("/proc/{pid}/cmdline")).exists()
             || std::fs::read(format!("/proc/{pid}/cmdline"))
@@ -160,7 +163,7 @@ fn a_killed_daemon_leaves_a_mount_that_umount_cleans_up() {
         "{e}"
     );
     // Mounting over it says what to do.
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .arg("mount")
         .arg(fixture("add.pte"))
         .arg(&m.dir)
@@ -171,11 +174,7 @@ fn a_killed_daemon_leaves_a_mount_that_umount_cleans_up() {
         String::from_utf8_lossy(&out.stderr)
             .contains("whose daemon is gone; clean it up with `ptefs umount")
     );
-    let out = Command::new(ptefs_bin())
-        .arg("umount")
-        .arg(&m.dir)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("umount").arg(&m.dir).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -183,7 +182,7 @@ fn a_killed_daemon_leaves_a_mount_that_umount_cleans_up() {
     );
     assert!(!is_mounted(&m.dir));
     // And the place can be mounted again.
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .arg("mount")
         .arg(fixture("add.pte"))
         .arg(&m.dir)
@@ -291,7 +290,7 @@ fn cat_while_truncating(cut: impl Fn(u64, u64) -> u64) {
         .map(|(_, x)| String::from_utf8(x).unwrap().parse().unwrap())
         .unwrap();
     drop(v);
-    let mut child = Command::new(ptefs_bin())
+    let mut child = ptefs()
         .arg("cat")
         .arg(&src)
         .arg(&path)
@@ -342,11 +341,7 @@ fn cat_of_a_source_truncated_to_nothing_fails_cleanly() {
 }
 
 fn unmount_and_read_log(mnt: &Path, log: &Path) -> String {
-    let out = Command::new(ptefs_bin())
-        .arg("umount")
-        .arg(mnt)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("umount").arg(mnt).output().unwrap();
     assert!(
         out.status.success(),
         "{}",

@@ -228,7 +228,7 @@ fn names_that_are_not_a_checkpoint_are_refused_with_the_reason() {
         e.contains("bad.json") && e.contains("\"w\"") && e.contains("sha256"),
         "{e}"
     );
-    let out = std::process::Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["ls", "--names"])
         .arg(&bad)
         .arg(fixture("mlp.pte"))
@@ -258,7 +258,7 @@ fn by_name_entries_are_hard_links_in_a_mount() {
         std::fs::read(m.path("by-name/embed.weight")).unwrap(),
         (0..24).collect::<Vec<u8>>()
     );
-    let out = std::process::Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["cat", "--names"])
         .arg(&names)
         .arg(&p)

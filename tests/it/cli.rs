@@ -6,7 +6,6 @@ use crate::common;
 use crate::writer;
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
 use common::*;
 
@@ -17,10 +16,7 @@ fn subcommands() -> Vec<clap::Command> {
 #[test]
 fn every_subcommand_help_shows_an_example() {
     for sub in subcommands() {
-        let out = Command::new(ptefs_bin())
-            .args([sub.get_name(), "--help"])
-            .output()
-            .unwrap();
+        let out = ptefs().args([sub.get_name(), "--help"]).output().unwrap();
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -188,7 +184,7 @@ fn the_readme_command_table_matches_the_command_line() {
 
 #[test]
 fn a_mistyped_subcommand_gets_a_suggestion() {
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["lss"])
         .arg(fixture("mlp.pte"))
         .output()
@@ -202,7 +198,7 @@ fn a_mistyped_subcommand_gets_a_suggestion() {
 fn an_existing_source_is_mounted_by_the_short_form() {
     // `ptefs SOURCE MOUNTPOINT` with a source that exists means mount; a
     // bad mount point proves the mount command took it.
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .arg(fixture("mlp.pte"))
         .arg("/nonexistent/mountpoint")
         .output()
@@ -222,7 +218,7 @@ fn control_characters_in_names_are_escaped_in_text_and_exact_in_json() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_file(dir.path(), "m.pte", &p.to_bytes());
     let run = |args: &[&str]| {
-        let out = Command::new(ptefs_bin()).args(args).output().unwrap();
+        let out = ptefs().args(args).output().unwrap();
         assert!(
             out.status.success(),
             "{}",

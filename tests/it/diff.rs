@@ -5,8 +5,8 @@
 use crate::common;
 use crate::writer;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 use ptefs::schema::ScalarType;
@@ -67,24 +67,12 @@ fn base() -> Vec<u8> {
     export(&[("w1", W), ("w2", &[7.0, 8.0])], "aten::add", "1")
 }
 
-struct Run {
-    code: i32,
-    out: String,
-    err: String,
-}
-
-fn ptefs(args: &[&str], files: &[&Path]) -> Run {
-    let out = Command::new(ptefs_bin())
-        .arg("diff")
-        .args(args)
-        .args(files)
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        out: String::from_utf8(out.stdout).unwrap(),
-        err: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+/// `ptefs diff args files`.
+fn diff(args: &[&str], files: &[&Path]) -> Run {
+    let mut all: Vec<&OsStr> = vec![OsStr::new("diff")];
+    all.extend(args.iter().map(OsStr::new));
+    all.extend(files.iter().map(|f| f.as_os_str()));
+    ptefs_run(all)
 }
 
 fn two(a: &[u8], b: &[u8]) -> (tempfile::TempDir, PathBuf, PathBuf) {
@@ -97,7 +85,7 @@ fn two(a: &[u8], b: &[u8]) -> (tempfile::TempDir, PathBuf, PathBuf) {
 fn json(args: &[&str], a: &Path, b: &Path) -> (i32, Value) {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
-    let r = ptefs(&all, &[a, b]);
+    let r = diff(&all, &[a, b]);
     assert!(r.code == 0 || r.code == 1, "{}", r.err);
     (r.code, serde_json::from_str(&r.out).unwrap())
 }
@@ -105,7 +93,7 @@ fn json(args: &[&str], a: &Path, b: &Path) -> (i32, Value) {
 #[test]
 fn identical_files_exit_0_with_an_empty_report() {
     let (_d, a, b) = two(&base(), &base());
-    let r = ptefs(&[], &[&a, &b]);
+    let r = diff(&[], &[&a, &b]);
     assert_eq!((r.code, r.out.as_str(), r.err.as_str()), (0, "", ""));
     let (code, j) = json(&[], &a, &b);
     assert_eq!(code, 0);
@@ -126,7 +114,7 @@ fn one_changed_weight_names_the_element_and_both_values() {
         "1",
     );
     let (_d, pa, pb) = two(&base(), &b);
-    let r = ptefs(&[], &[&pa, &pb]);
+    let r = diff(&[], &[&pa, &pb]);
     assert_eq!(r.code, 1);
     assert_eq!(
         r.out,
@@ -165,7 +153,7 @@ fn nan_and_infinity_are_counted_the_same_in_text_and_json() {
     let a = export(&[("w1", &[nan, 1.0, inf, 5.0])], "aten::add", "1");
     let b = export(&[("w1", &[nan, nan, -inf, 4.0])], "aten::add", "1");
     let (_d, pa, pb) = two(&a, &b);
-    let r = ptefs(&[], &[&pa, &pb]);
+    let r = diff(&[], &[&pa, &pb]);
     // NaN equals NaN; NaN or an infinity against something else is a
     // difference, counted, and kept out of the maxima and the mean.
     assert!(
@@ -233,7 +221,7 @@ fn equal_bytes_at_another_place_are_moved_not_changed() {
     for k in ["changed", "added", "removed"] {
         assert_eq!(t[k], serde_json::json!([]), "{k}");
     }
-    let r = ptefs(&[], &[&pa, &pb]);
+    let r = diff(&[], &[&pa, &pb]);
     assert!(
         r.out
             .contains("tensor moved: methods/forward/tensors/2.w3.bin"),
@@ -263,8 +251,8 @@ fn tolerances_decide_what_is_a_change_and_the_exit_status() {
         "1",
     );
     let (_d, pa, pb) = two(&base(), &b);
-    assert_eq!(ptefs(&[], &[&pa, &pb]).code, 1);
-    let r = ptefs(&["--atol", "0.001"], &[&pa, &pb]);
+    assert_eq!(diff(&[], &[&pa, &pb]).code, 1);
+    let r = diff(&["--atol", "0.001"], &[&pa, &pb]);
     assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
     let (code, j) = json(&["--rtol", "0.0001"], &pa, &pb);
     assert_eq!(code, 0);
@@ -272,8 +260,8 @@ fn tolerances_decide_what_is_a_change_and_the_exit_status() {
         j["methods"]["common"]["forward"]["tensors"]["within_tolerance"],
         1
     );
-    assert_eq!(ptefs(&["--rtol", "0.00001"], &[&pa, &pb]).code, 1);
-    assert_eq!(ptefs(&["--atol", "-1"], &[&pa, &pb]).code, 2);
+    assert_eq!(diff(&["--rtol", "0.00001"], &[&pa, &pb]).code, 1);
+    assert_eq!(diff(&["--atol", "-1"], &[&pa, &pb]).code, 2);
 }
 
 #[test]
@@ -311,7 +299,7 @@ fn instructions_and_delegates_sections() {
         d["compile_specs"][0],
         serde_json::json!({"key": "level", "a": "1", "b": "2"})
     );
-    let text = ptefs(&[], &[&pa, &pb]).out;
+    let text = diff(&[], &[&pa, &pb]).out;
     assert!(
         text.contains("method forward: aten::mul.out calls 0 -> 1\n"),
         "{text}"
@@ -330,7 +318,7 @@ fn only_selects_sections_and_the_exit_status() {
         "1",
     );
     let (_d, pa, pb) = two(&base(), &b);
-    let r = ptefs(&["--only", "instructions,delegates"], &[&pa, &pb]);
+    let r = diff(&["--only", "instructions,delegates"], &[&pa, &pb]);
     assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
     let (code, j) = json(&["--only", "tensors"], &pa, &pb);
     assert_eq!(code, 1);
@@ -341,7 +329,7 @@ fn only_selects_sections_and_the_exit_status() {
             .is_none()
     );
     assert!(j["methods"]["common"]["forward"].get("tensors").is_some());
-    assert_eq!(ptefs(&["--only", "bogus"], &[&pa, &pb]).code, 2);
+    assert_eq!(diff(&["--only", "bogus"], &[&pa, &pb]).code, 2);
 }
 
 #[test]
@@ -352,7 +340,7 @@ fn stat_has_a_line_per_change_and_a_total() {
         "1",
     );
     let (_d, pa, pb) = two(&base(), &b);
-    let r = ptefs(&["--stat"], &[&pa, &pb]);
+    let r = diff(&["--stat"], &[&pa, &pb]);
     assert_eq!(r.code, 1);
     let lines: Vec<&str> = r.out.lines().collect();
     assert!(
@@ -377,7 +365,7 @@ fn stat_has_a_line_per_change_and_a_total() {
 #[test]
 fn every_fixture_equals_itself_and_mlp_differs_from_dynamic() {
     for m in models() {
-        let r = ptefs(&[], &[&fixture(&m), &fixture(&m)]);
+        let r = diff(&[], &[&fixture(&m), &fixture(&m)]);
         assert_eq!((r.code, r.out.as_str()), (0, ""), "{m}: {}", r.err);
     }
     let (code, j) = json(&[], &fixture("mlp.pte"), &fixture("dynamic.pte"));
@@ -408,7 +396,7 @@ fn directories_pair_files_by_relative_path() {
         }
         std::fs::write(d.join("README"), "not a model").unwrap();
     }
-    let r = ptefs(&[], &[a.path(), b.path()]);
+    let r = diff(&[], &[a.path(), b.path()]);
     assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
     // The .pte was compared with the .ptd beside it attached.
     let (_, j) = json(&[], a.path(), b.path());
@@ -430,7 +418,7 @@ fn directories_pair_files_by_relative_path() {
         "same.pte",
         &export(&[("w1", W), ("w2", &[7.0, 8.5])], "aten::add", "1"),
     );
-    let r = ptefs(&[], &[a.path(), b.path()]);
+    let r = diff(&[], &[a.path(), b.path()]);
     assert_eq!(r.code, 1);
     assert!(
         r.out
@@ -454,7 +442,7 @@ fn directories_pair_files_by_relative_path() {
 
 #[test]
 fn packages_pair_their_tensors_by_data_key() {
-    let r = ptefs(&[], &[&fixture("kv.ptn"), &fixture("kv.ptn")]);
+    let r = diff(&[], &[&fixture("kv.ptn"), &fixture("kv.ptn")]);
     assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
     let (code, j) = json(&[], &fixture("mlp.ptn"), &fixture("tied.ptn"));
     assert_eq!(code, 1);
@@ -535,7 +523,7 @@ fn io_and_memory_sections_say_what_the_exporter_recorded_differently() {
     );
     assert!(m.get("tensors").is_none() && j.get("file").is_none());
     // The same pair differs in nothing else that --only leaves out.
-    let r = ptefs(&["--only", "methods,delegates"], &[&a, &b]);
+    let r = diff(&["--only", "methods,delegates"], &[&a, &b]);
     assert_eq!((r.code, r.out.as_str()), (0, ""));
 }
 
@@ -544,8 +532,7 @@ fn a_changed_delegate_weight_is_one_change_by_layer_and_role() {
     // Re-exporting with one weight changed renames its blob (keys are the
     // sha256 of the bytes): rename it everywhere and change one float.
     let mut bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();
-    let oracle =
-        std::fs::read_to_string(fixture("expected/xnnpack/mv2_xnnpack.pte.jsonl")).unwrap();
+    let oracle = std::fs::read_to_string(fixture("mv2_xnnpack.pte.xnnpack.oracle.jsonl")).unwrap();
     let fc: Value = oracle
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -670,7 +657,7 @@ fn xnnpack_delegates_differ_node_by_node() {
 /// instructions, memory, delegates, tensors.
 #[test]
 fn text_sections_follow_the_documented_order() {
-    let r = ptefs(&[], &[&fixture("mlp.pte"), &fixture("dynamic.pte")]);
+    let r = diff(&[], &[&fixture("mlp.pte"), &fixture("dynamic.pte")]);
     assert_eq!(r.code, 1);
     let at = |needle: &str| {
         r.out
@@ -705,7 +692,7 @@ fn same_named_files_in_subdirectories_stay_apart() {
             std::fs::copy(fixture(f), d.join(sub).join("m.pte")).unwrap();
         }
     }
-    let r = ptefs(&[], &[a.path(), b.path()]);
+    let r = diff(&[], &[a.path(), b.path()]);
     assert_eq!(r.code, 1, "{}", r.err);
     assert!(r.err.is_empty(), "{}", r.err);
     let header = format!(
@@ -746,7 +733,7 @@ fn same_named_files_in_subdirectories_stay_apart() {
 /// none is added or removed, and each is compared by its operator calls.
 #[test]
 fn a_package_and_a_program_compare_methods_by_name() {
-    let r = ptefs(&[], &[&fixture("mlp.ptn"), &fixture("mlp.pte")]);
+    let r = diff(&[], &[&fixture("mlp.ptn"), &fixture("mlp.pte")]);
     assert_eq!(r.code, 1, "{}", r.err);
     assert!(!r.out.contains("method added"), "{}", r.out);
     assert!(!r.out.contains("method removed"), "{}", r.out);
@@ -759,7 +746,7 @@ fn a_package_and_a_program_compare_methods_by_name() {
     assert_eq!(j["methods"]["added"], serde_json::json!([]));
     let counts = &j["methods"]["common"]["forward"]["instructions"]["counts"];
     // The package's calls, from the oracle of its graph.
-    let oracle = std::fs::read_to_string(fixture("expected/ptn/mlp.jsonl")).unwrap();
+    let oracle = std::fs::read_to_string(fixture("mlp.ptn.oracle.jsonl")).unwrap();
     let method: serde_json::Value = oracle
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
@@ -776,7 +763,7 @@ fn a_package_and_a_program_compare_methods_by_name() {
 /// Every decoded backend's `code.txt` is diffed, not only XNNPACK's.
 #[test]
 fn a_decoded_delegate_of_any_backend_diffs_its_code() {
-    let r = ptefs(
+    let r = diff(
         &[],
         &[
             &fixture("backends/coreml_mlp.pte"),
@@ -810,14 +797,11 @@ fn a_changed_payload_weight_is_one_change_by_layer_and_role() {
     ] {
         let original = std::fs::read(fixture(&format!("backends/{file}.pte"))).unwrap();
         let dir = format!("methods/forward/delegates/{folder}/weights");
-        let out = Command::new(ptefs_bin())
-            .arg("cat")
-            .arg(fixture(&format!("backends/{file}.pte")))
-            .arg(format!("{dir}/index.json"))
-            .output()
-            .unwrap();
-        let index: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{file}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let index = ptefs_json([
+            OsStr::new("cat"),
+            fixture(&format!("backends/{file}.pte")).as_os_str(),
+            format!("{dir}/index.json").as_ref(),
+        ]);
         let w = index
             .as_array()
             .unwrap()

@@ -4,6 +4,7 @@
 //! ExecuTorch wrote with that weight; everything else that would write is
 //! refused with its errno and a log line; the sources stay untouched.
 
+use std::ffi::OsStr;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -29,10 +30,6 @@ fn copy(name: &str, dir: &Path) -> PathBuf {
     let p = dir.join(name);
     std::fs::copy(edit_fixture(name), &p).unwrap();
     p
-}
-
-fn ptefs(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(ptefs_bin()).args(args).output().unwrap()
 }
 
 fn errno_of<T>(r: std::io::Result<T>) -> Option<i32> {
@@ -96,13 +93,7 @@ fn weights_copied_into_the_mount_commit_to_executorchs_own_file() {
         .unwrap();
     assert_eq!(std::fs::read(&alias).unwrap(), npy_payload(&edited[0].1));
     // The edits, as the daemon lists them.
-    let out = ptefs(&["edits".as_ref(), "--json".as_ref(), m.dir.as_os_str()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = ptefs_json([OsStr::new("edits"), OsStr::new("--json"), m.dir.as_os_str()]);
     let mut got: Vec<(String, String)> = rows
         .as_array()
         .unwrap()
@@ -130,12 +121,13 @@ fn weights_copied_into_the_mount_commit_to_executorchs_own_file() {
     want.sort();
     assert_eq!(got, want);
     let saved = tmp.path().join("saved.pte");
-    let out = ptefs(&[
-        "commit".as_ref(),
-        m.dir.as_os_str(),
-        "-o".as_ref(),
-        saved.as_os_str(),
-    ]);
+    let out = ptefs()
+        .arg("commit")
+        .arg(&m.dir)
+        .arg("-o")
+        .arg(&saved)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -295,7 +287,7 @@ fn what_would_write_anything_else_is_refused_with_its_errno_and_a_log_line() {
         );
     }
     // Nothing was changed, so nothing is listed.
-    let out = ptefs(&["edits".as_ref(), m.dir.as_os_str()]);
+    let out = ptefs().arg("edits").arg(&m.dir).output().unwrap();
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
 }

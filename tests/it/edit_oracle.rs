@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -52,15 +51,6 @@ fn runtime_ran_the_edit(name: &str, o: &Value) {
     );
 }
 
-fn ptefs(args: &[&std::ffi::OsStr]) {
-    let o = Command::new(ptefs_bin()).args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "ptefs {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 /// The tree path (under `dir`) of the `.npy` whose tensor's stored bytes
 /// have digest `sha`.
 fn npy_with_digest(v: &ptefs::view::View, dir: &str, sha: &str) -> String {
@@ -94,7 +84,7 @@ fn set(file: &Path, edits: &[String], out: &Path) {
     let mut args: Vec<&std::ffi::OsStr> = vec!["set".as_ref(), file.as_os_str()];
     args.extend(edits.iter().map(std::ffi::OsStr::new));
     args.extend(["-o".as_ref(), out.as_os_str()]);
-    ptefs(&args);
+    ptefs_stdout(&args);
 }
 
 #[test]
@@ -159,7 +149,7 @@ fn set_and_pack_write_executorchs_own_data_file() {
     let st = dir.path().join("edited.safetensors");
     safetensors::serialize_to_file(views, None::<HashMap<String, String>>, &st).unwrap();
     let out = dir.path().join("packed.ptd");
-    ptefs(&[
+    ptefs_stdout([
         "pack".as_ref(),
         "--for".as_ref(),
         pte.as_os_str(),
@@ -209,7 +199,7 @@ fn set_and_pack_of_delegate_weights_write_executorchs_data_file_but_for_its_keys
         write_file(&raw, &format!("{key}.bin"), npy_payload(&npy));
     }
     let out = dir.path().join("packed.ptd");
-    ptefs(&[
+    ptefs_stdout([
         "pack".as_ref(),
         "--for".as_ref(),
         pte.as_os_str(),
@@ -251,7 +241,7 @@ fn a_constant_methods_value_set_in_place_gives_executorchs_own_file() {
     // is not the integer the method returns.
     for (bad, says) in [("0", "0 is the default"), ("1.5", "is not an integer")] {
         let given = write_file(dir.path(), "bad.json", bad.as_bytes());
-        let o = Command::new(ptefs_bin())
+        let o = ptefs()
             .arg("set")
             .arg(&pte)
             .arg(format!("{path}={}", given.display()))

@@ -5,12 +5,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::common::*;
 
 fn pack(program: &str, sources: &[&Path], extra: &[&str], out: &Path) -> Output {
-    Command::new(ptefs_bin())
+    ptefs()
         .arg("pack")
         .arg("--for")
         .arg(fixture(program))

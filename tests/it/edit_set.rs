@@ -4,12 +4,12 @@
 //! refused with a message naming it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use crate::common::*;
 
 fn set(file: &Path, edits: &[String], out: &Path) -> Output {
-    Command::new(ptefs_bin())
+    ptefs()
         .arg("set")
         .arg(file)
         .args(edits)
@@ -130,7 +130,7 @@ fn raw_bytes_from_stdin_set_a_data_file_entry() {
         .map(|i| i as u8)
         .collect();
     let out = dir.path().join("new.ptd");
-    let mut child = Command::new(ptefs_bin())
+    let mut child = ptefs()
         .arg("set")
         .arg(fixture("mlp_external.ptd"))
         .arg("tensors/fc1.bias.bin=-")

@@ -4,6 +4,7 @@
 use crate::common;
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::Path;
 
 use common::mounted::{Mounted, fuse_or_skip};
@@ -215,7 +216,7 @@ fn trace_follows_the_trace_event_format() {
 
 #[test]
 fn inspect_prints_runs_events_and_top_instructions() {
-    let out = std::process::Command::new(ptefs_bin())
+    let out = ptefs()
         .arg("inspect")
         .arg(etdp("portable_mlp"))
         .output()
@@ -231,12 +232,11 @@ fn inspect_prints_runs_events_and_top_instructions() {
     ] {
         assert!(text.contains(want), "{want} missing from:\n{text}");
     }
-    let out = std::process::Command::new(ptefs_bin())
-        .args(["inspect", "--json"])
-        .arg(etdp("portable_mlp"))
-        .output()
-        .unwrap();
-    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = ptefs_json([
+        OsStr::new("inspect"),
+        "--json".as_ref(),
+        etdp("portable_mlp").as_os_str(),
+    ]);
     assert_eq!(j["kind"], "profile");
     assert_eq!(j["profile"]["runs"].as_array().unwrap().len(), 4);
 }
@@ -543,11 +543,8 @@ fn the_debug_buffer_can_be_given() {
     let d = tempfile::tempdir().unwrap();
     let profile = write_file(d.path(), "run.etdp", &std::fs::read(etdp(name)).unwrap());
     let buffer = fixture(&format!("etdump/{name}.debug.bin"));
-    let ptefs = |args: &[&std::ffi::OsStr]| {
-        let out = std::process::Command::new(ptefs_bin())
-            .args(args)
-            .output()
-            .unwrap();
+    let stdout = |args: &[&std::ffi::OsStr]| {
+        let out = ptefs().args(args).output().unwrap();
         assert!(
             out.status.success(),
             "{}",
@@ -560,12 +557,12 @@ fn the_debug_buffer_can_be_given() {
         buffer.as_os_str(),
         profile.as_os_str(),
     ];
-    let listing = String::from_utf8(ptefs(
+    let listing = String::from_utf8(stdout(
         &[&["ls".as_ref(), "-R".as_ref()], &given[..]].concat(),
     ))
     .unwrap();
     assert!(listing.contains("runs/1/debug/2.npy"), "{listing}");
-    let npy = ptefs(
+    let npy = stdout(
         &[
             &["cat".as_ref()],
             &given[..],
@@ -575,7 +572,7 @@ fn the_debug_buffer_can_be_given() {
     );
     let want = view_of(&[etdp(name)], &[]);
     assert_eq!(npy, read(&want, "runs/1/debug/0.npy"));
-    let header = ptefs(&[&["cat".as_ref()], &given[..], &["header.json".as_ref()]].concat());
+    let header = stdout(&[&["cat".as_ref()], &given[..], &["header.json".as_ref()]].concat());
     let header: Value = serde_json::from_slice(&header).unwrap();
     assert_eq!(header["debug_buffer"]["name"], format!("{name}.debug.bin"));
 }

@@ -8,7 +8,6 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use common::mounted::{Mounted, fuse_or_skip};
@@ -570,18 +569,9 @@ fn every_truncation_and_byte_flip_of_a_profile_joins_without_a_crash() {
     }
 }
 
-fn ptefs(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let out = Command::new(ptefs_bin()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
 #[test]
 fn inspect_with_the_program_names_instructions_by_operator() {
-    let (code, out, err) = ptefs(&[
+    let Run { code, out, err } = ptefs_run([
         "inspect".as_ref(),
         "--json".as_ref(),
         etdp("portable_mlp").as_os_str(),
@@ -605,7 +595,7 @@ fn inspect_with_the_program_names_instructions_by_operator() {
         j["profile"]["program"]["top_operators"][0]["operator"],
         "aten::addmm.out"
     );
-    let (code, out, _) = ptefs(&[
+    let Run { code, out, .. } = ptefs_run([
         "inspect".as_ref(),
         pte("xnnpack_mobilenetish").as_os_str(),
         "--profile".as_ref(),
@@ -648,7 +638,7 @@ fn diff_of_two_profiles_reports_slowdowns() {
     // one run is a rise of 0.1 ms in the mean, +128 %.
     let b = write_file(d.path(), "slow.etdp", &slowed(300_000));
     let program = pte("portable_mlp");
-    let (code, out, err) = ptefs(&[
+    let Run { code, out, err } = ptefs_run([
         "diff".as_ref(),
         "--json".as_ref(),
         "--program".as_ref(),
@@ -677,7 +667,7 @@ fn diff_of_two_profiles_reports_slowdowns() {
         .unwrap();
     assert_eq!(op["exceeds"], true);
     // A threshold above the rise: exit 0. The same file: exit 0.
-    let (code, out, _) = ptefs(&[
+    let Run { code, out, .. } = ptefs_run([
         "diff".as_ref(),
         "--threshold".as_ref(),
         "1000".as_ref(),
@@ -686,7 +676,7 @@ fn diff_of_two_profiles_reports_slowdowns() {
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("native_call_addmm.out"), "{out}");
-    let (code, out, _) = ptefs(&["diff".as_ref(), a.as_os_str(), a.as_os_str()]);
+    let Run { code, out, .. } = ptefs_run(["diff".as_ref(), a.as_os_str(), a.as_os_str()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("0 row(s) slower"), "{out}");
 }

@@ -7,8 +7,6 @@
 use crate::common;
 use crate::writer;
 
-use std::process::Command;
-
 use common::*;
 use quick_xml::events::Event;
 
@@ -69,16 +67,6 @@ fn program(dir: &std::path::Path) -> String {
         .to_str()
         .unwrap()
         .to_owned()
-}
-
-fn run(args: &[&str]) -> String {
-    let out = Command::new(ptefs_bin()).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "ptefs {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Whether `c` may appear in XML 1.0 text (the `Char` production) and is
@@ -174,20 +162,19 @@ fn well_formed(what: &str, doc: &str) -> String {
 fn hidden_characters_are_escaped_in_text_output() {
     let dir = tempfile::tempdir().unwrap();
     let p = program(dir.path());
-    escaped_in_text("ls named", &run(&["ls", &p, "named"]));
-    escaped_in_text("ls -R", &run(&["ls", "-R", &p]));
+    escaped_in_text("ls named", &ptefs_stdout(["ls", &p, "named"]));
+    escaped_in_text("ls -R", &ptefs_stdout(["ls", "-R", &p]));
     for args in [["ls", "methods"], ["inspect", ""], ["report", ""]] {
         let args: Vec<&str> = [args[0], &p, args[1]]
             .into_iter()
             .filter(|a| !a.is_empty())
             .collect();
-        let text = run(&args);
+        let text = ptefs_stdout(&args);
         none_raw(args[0], &text);
         assert!(text.contains("fwd\\u{202e}\\u{fffe}"), "{text}");
     }
     // JSON keeps each name exact.
-    let index: serde_json::Value =
-        serde_json::from_str(&run(&["cat", &p, "named/index.json"])).unwrap();
+    let index = ptefs_json(["cat", &p, "named/index.json"]);
     let got: Vec<&str> = index
         .as_array()
         .unwrap()
@@ -201,13 +188,13 @@ fn hidden_characters_are_escaped_in_text_output() {
 fn report_svg_and_html_are_well_formed_xml_with_names_escaped() {
     let dir = tempfile::tempdir().unwrap();
     let p = program(dir.path());
-    let svg = run(&["cat", &p, "report/treemap.svg"]);
+    let svg = ptefs_stdout(["cat", &p, "report/treemap.svg"]);
     let text = well_formed("treemap.svg", &svg);
     // The names are there, written as text output writes them.
     assert!(text.contains("evil\\u{202e}txt.exe"), "{text}");
     assert!(text.contains("k13\\u{fffe}end"), "{text}");
     let page = dir.path().join("report.html");
-    run(&["report", &p, "-o", page.to_str().unwrap()]);
+    ptefs_stdout(["report", &p, "-o", page.to_str().unwrap()]);
     let html = std::fs::read_to_string(&page).unwrap();
     let text = well_formed("report.html", &html);
     assert!(text.contains("evil\\u{202e}txt.exe"), "{text}");

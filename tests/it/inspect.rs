@@ -6,7 +6,7 @@ use crate::common;
 use crate::writer;
 
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::ffi::OsStr;
 
 use common::*;
 use ptefs::format::{self, Parsed};
@@ -25,7 +25,7 @@ fn flatc(name: &str) -> Value {
 }
 
 fn oracle(name: &str) -> Vec<Value> {
-    std::fs::read_to_string(fixture(&format!("expected/{name}.jsonl")))
+    std::fs::read_to_string(fixture(&format!("{name}.oracle.jsonl")))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -208,7 +208,7 @@ fn the_command_prints_the_report_as_json_and_text() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_file(dir.path(), "m.bpte", &bytes);
     let run = |json: bool| {
-        let mut c = Command::new(ptefs_bin());
+        let mut c = ptefs();
         c.arg("inspect");
         if json {
             c.arg("--json");
@@ -236,17 +236,14 @@ fn the_command_prints_the_report_as_json_and_text() {
 
 #[test]
 fn top_lists_the_largest_byte_ranges_once_each() {
-    let out = Command::new(ptefs_bin())
-        .args(["inspect", "--json", "--top", "5"])
-        .arg(fixture("mv2_xnnpack.pte"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let model = fixture("mv2_xnnpack.pte");
+    let r = ptefs_json([
+        OsStr::new("inspect"),
+        "--json".as_ref(),
+        "--top".as_ref(),
+        "5".as_ref(),
+        model.as_os_str(),
+    ]);
     let top = r["largest"].as_array().unwrap();
     assert_eq!(top.len(), 5);
     // The oracle's five largest named blobs, by size.
@@ -300,20 +297,17 @@ fn delegates_show_what_their_payload_holds() {
         ("quant_xnnpack.pte", None),
         ("xnnpack_external.pte", Some("xnnpack_external.ptd")),
     ] {
-        let mut cmd = Command::new(ptefs_bin());
-        cmd.args(["inspect", "--json"]).arg(fixture(model));
+        let mut args = vec![
+            "inspect".into(),
+            "--json".into(),
+            fixture(model).into_os_string(),
+        ];
         if let Some(d) = data {
-            cmd.arg("--data").arg(fixture(d));
+            args.extend(["--data".into(), fixture(d).into_os_string()]);
         }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = ptefs_json(args);
         let oracle =
-            std::fs::read_to_string(fixture(&format!("expected/xnnpack/{model}.jsonl"))).unwrap();
+            std::fs::read_to_string(fixture(&format!("{model}.xnnpack.oracle.jsonl"))).unwrap();
         let delegates: Vec<Value> = oracle
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -334,7 +328,7 @@ fn delegates_show_what_their_payload_holds() {
             assert_eq!(s["ops"], want["ops"], "{model}");
         }
     }
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["inspect"])
         .arg(fixture("mv2_xnnpack.pte"))
         .output()
@@ -362,7 +356,7 @@ fn names_reports_the_checkpoint_keys_found_and_missing() {
     let dir = tempfile::tempdir().unwrap();
     let names = write_file(dir.path(), "names.json", &serde_json::to_vec(&map).unwrap());
     let run = |json: bool| {
-        let mut c = Command::new(ptefs_bin());
+        let mut c = ptefs();
         c.arg("inspect");
         if json {
             c.arg("--json");
@@ -416,11 +410,7 @@ fn warnings_are_capped_alike_by_ls_and_inspect() {
         &writer::Program::forward(values).to_bytes(),
     );
     for command in ["ls", "inspect"] {
-        let out = Command::new(ptefs_bin())
-            .arg(command)
-            .arg(&file)
-            .output()
-            .unwrap();
+        let out = ptefs().arg(command).arg(&file).output().unwrap();
         assert!(out.status.success(), "{command}");
         let err = String::from_utf8_lossy(&out.stderr);
         let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();

@@ -88,11 +88,7 @@ fn a_warm_long_listing_costs_less_than_a_request_per_file() {
         requests.len(),
         requests[..requests.len().min(20)].join("\n")
     );
-    let out = Command::new(ptefs_bin())
-        .arg("umount")
-        .arg(&mnt)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("umount").arg(&mnt).output().unwrap();
     assert!(out.status.success());
 }
 
@@ -181,10 +177,6 @@ fn files_open_and_close_without_the_daemon_and_rereads_cost_nothing() {
         .open(mnt.join("header.json"))
         .unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
-    let out = Command::new(ptefs_bin())
-        .arg("umount")
-        .arg(&mnt)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("umount").arg(&mnt).output().unwrap();
     assert!(out.status.success());
 }

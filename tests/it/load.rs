@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use common::mounted::*;
+use common::required::slow_or_skip;
 use common::*;
 use ptefs::schema::ScalarType;
 use ptefs::tree::ROOT;
@@ -20,7 +21,9 @@ use writer::{Bytes, Data, Program, Tensor, Value as V};
 
 #[test]
 fn sixty_four_readers_for_thirty_seconds() {
-    if !fuse_or_skip("sixty_four_readers_for_thirty_seconds") {
+    if !slow_or_skip("sixty_four_readers_for_thirty_seconds")
+        || !fuse_or_skip("sixty_four_readers_for_thirty_seconds")
+    {
         return;
     }
     let seconds: u64 = std::env::var("PTEFS_LOAD_SECONDS")

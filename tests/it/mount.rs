@@ -84,8 +84,8 @@ fn attributes_tell_the_truth() {
     for (rel, bytes) in walk(&m.dir) {
         let meta = std::fs::metadata(m.path(&rel)).unwrap();
         assert_eq!(meta.mtime(), src_meta.mtime(), "{rel}");
-        assert_eq!(meta.uid(), unsafe { libc::getuid() });
-        assert_eq!(meta.gid(), unsafe { libc::getgid() });
+        assert_eq!(meta.uid(), nix::unistd::getuid().as_raw());
+        assert_eq!(meta.gid(), nix::unistd::getgid().as_raw());
         assert_eq!(
             meta.ino(),
             std::fs::metadata(m2.path(&rel)).unwrap().ino(),
@@ -281,11 +281,7 @@ fn umount_and_sigterm_leave_nothing_behind() {
     }
     let m = Mounted::new(&[fixture("add.pte").as_os_str()]);
     let pid = daemon_pid(&m.dir).expect("daemon pid");
-    let out = Command::new(ptefs_bin())
-        .arg("umount")
-        .arg(&m.dir)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("umount").arg(&m.dir).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -298,7 +294,7 @@ fn umount_and_sigterm_leave_nothing_behind() {
 
     // Foreground daemon, SIGTERM: clean exit, nothing mounted.
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(ptefs_bin())
+    let mut child = ptefs()
         .args([
             OsStr::new("mount"),
             OsStr::new("-f"),
@@ -310,7 +306,10 @@ fn umount_and_sigterm_leave_nothing_behind() {
         .unwrap();
     wait_for("the mount", || is_mounted(tmp.path()));
     assert!(std::fs::metadata(tmp.path().join("header.json")).is_ok());
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     assert!(!is_mounted(tmp.path()));
@@ -318,7 +317,10 @@ fn umount_and_sigterm_leave_nothing_behind() {
     // SIGINT to a detached daemon.
     let m = Mounted::new(&[fixture("add.pte").as_os_str()]);
     let pid = daemon_pid(&m.dir).unwrap();
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGINT,
+    );
     wait_for("unmount on SIGINT", || !is_mounted(&m.dir));
 }
 
@@ -327,7 +329,7 @@ fn zombie(pid: i32) -> bool {
 }
 
 fn ptefs_fails(args: &[&OsStr], says: &str) {
-    let out = Command::new(ptefs_bin()).args(args).output().unwrap();
+    let out = ptefs().args(args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(says), "{args:?}: {err:?} lacks {says:?}");
@@ -589,7 +591,7 @@ fn a_detached_daemon_logs_to_its_log_file() {
     let log = tmp.path().join("ptefs.log");
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .env("RUST_LOG", "info")
         .args([
             OsStr::new("mount"),
@@ -609,11 +611,7 @@ fn a_detached_daemon_logs_to_its_log_file() {
         out.stdout.is_empty() && out.stderr.is_empty(),
         "the parent prints nothing on success"
     );
-    let out = Command::new(ptefs_bin())
-        .arg("umount")
-        .arg(&mnt)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("umount").arg(&mnt).output().unwrap();
     assert!(out.status.success());
     wait_for("the daemon to log its exit", || {
         std::fs::read_to_string(&log)
@@ -701,7 +699,10 @@ fn mlp_mount_goes_with_its_daemon(mnt: &Path) {
     let seg = std::fs::read(mnt.join("segments/0.bin")).unwrap();
     assert_eq!(sha256(&seg), MLP_SEGMENT_SHA256);
     let pid = daemon_pid(mnt).expect("the daemon's pid");
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
     wait_for("the mount to go with its daemon", || !is_mounted(mnt));
 }
 
@@ -926,10 +927,7 @@ fn errors_for_allow_root_and_auto_unmount_name_the_option_given() {
 
 #[test]
 fn mount_help_shows_an_example_and_r_is_not_a_mount_flag() {
-    let out = Command::new(ptefs_bin())
-        .args(["mount", "--help"])
-        .output()
-        .unwrap();
+    let out = ptefs().args(["mount", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{help}");
     assert!(help.contains("Example"), "{help}");
@@ -937,7 +935,7 @@ fn mount_help_shows_an_example_and_r_is_not_a_mount_flag() {
     assert!(help.contains("--subdirs"), "{help}");
     assert!(!help.contains("-R"), "{help}");
     // `-R` is ls's recursive listing; mount has no such flag.
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["mount", "-R"])
         .arg(fixture(""))
         .arg("/nonexistent")
@@ -1060,10 +1058,6 @@ fn a_second_long_listing_does_not_ask_for_acls_again() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let out = Command::new(ptefs_bin())
-        .arg("umount")
-        .arg(&mnt)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("umount").arg(&mnt).output().unwrap();
     assert!(out.status.success());
 }

@@ -245,7 +245,7 @@ fn child(path: &str) {
         };
         if ok { opened += 1 } else { refused += 1 }
     }
-    unsafe { libc::alarm(0) };
+    nix::unistd::alarm::cancel();
     println!(
         "done {} cases: {opened} opened, {refused} refused",
         list.len()
@@ -334,7 +334,7 @@ fn mutated_fixtures_open_or_fail_cleanly() {
         ],
     ] {
         let args: Vec<std::path::PathBuf> = args;
-        let o = Command::new(ptefs_bin()).args(&args).output().unwrap();
+        let o = ptefs().args(&args).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     inputs.push(("set.pte".into(), set));

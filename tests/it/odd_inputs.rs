@@ -176,11 +176,7 @@ fn names_that_are_not_utf8_are_served_percent_encoded() {
     // The command line serves it too.
     let d = tempfile::tempdir().unwrap();
     let path = write_file(d.path(), "odd.pte", &bytes);
-    let out = std::process::Command::new(ptefs_bin())
-        .args(["ls", "-R"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = ptefs().args(["ls", "-R"]).arg(&path).output().unwrap();
     assert!(
         out.status.success(),
         "{}",

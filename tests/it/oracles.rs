@@ -11,7 +11,7 @@ use ptefs::tree::ROOT;
 use serde_json::Value;
 
 fn jsonl(name: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(fixture(&format!("expected/{name}.jsonl"))).unwrap();
+    let text = std::fs::read_to_string(fixture(&format!("{name}.oracle.jsonl"))).unwrap();
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()

@@ -1,10 +1,11 @@
 //! Native program packages (`.ptn`) against their oracles
-//! (`tests/fixtures/expected/ptn/*.jsonl`, written by a reader independent
+//! (`tests/fixtures/*.ptn.oracle.jsonl`, written by a reader independent
 //! of ptefs) and against flatc's own JSON of each `program.ptg`.
 
 use crate::common;
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 
 use common::*;
 use ptefs::format::{self, Parsed};
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 const PACKAGES: [&str; 4] = ["conv", "kv", "mlp", "tied"];
 
 fn oracle(name: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(fixture(&format!("expected/ptn/{name}.jsonl"))).unwrap();
+    let text = std::fs::read_to_string(fixture(&format!("{name}.ptn.oracle.jsonl"))).unwrap();
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
@@ -392,17 +393,11 @@ fn a_directory_source_picks_up_packages() {
 
 #[test]
 fn inspect_reports_the_package() {
-    let out = std::process::Command::new(ptefs_bin())
-        .args(["inspect", "--json"])
-        .arg(fixture("kv.ptn"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = ptefs_json([
+        OsStr::new("inspect"),
+        OsStr::new("--json"),
+        fixture("kv.ptn").as_os_str(),
+    ]);
     assert_eq!(r["kind"], "package");
     assert_eq!(r["identifier"], "NPTG");
     let p = &r["package"];
@@ -432,7 +427,7 @@ fn inspect_reports_the_package() {
         .map(|s| s["bytes"].as_u64().unwrap())
         .sum();
     assert_eq!(shares, 16114);
-    let text = std::process::Command::new(ptefs_bin())
+    let text = ptefs()
         .arg("inspect")
         .arg(fixture("kv.ptn"))
         .output()

@@ -7,40 +7,11 @@
 use crate::common;
 use crate::writer;
 
-use std::process::Command;
-
+use common::packages::{pattern, small, st};
 use common::*;
 use ptefs::schema::native_graph as ng;
 use ptefs::view::{Request, View};
 use writer::package::*;
-
-fn st(key: &str, dtype: &'static str, shape: &[u64], data: Vec<u8>) -> StTensor {
-    StTensor {
-        key: key.into(),
-        dtype,
-        shape: shape.to_vec(),
-        data: Chunk::Bytes(data),
-    }
-}
-
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect()
-}
-
-/// Two float tensors and a method using them.
-fn small() -> Zip {
-    let m = constants_method(&[
-        ("a.w", ng::ScalarType::FLOAT, &[4]),
-        ("b", ng::ScalarType::FLOAT, &[2, 2]),
-    ]);
-    let tensors = [
-        st("a.w", "F32", &[4], pattern(16, 1)),
-        st("b", "F32", &[2, 2], pattern(16, 2)),
-    ];
-    package(&[m], &tensors, &[])
-}
 
 fn open_err(bytes: &[u8]) -> String {
     let dir = tempfile::tempdir().unwrap();
@@ -224,11 +195,7 @@ fn the_cli_exits_2_naming_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = small().to_bytes();
     let cut = write_file(dir.path(), "cut.ptn", &bytes[..bytes.len() - 30]);
-    let out = Command::new(ptefs_bin())
-        .arg("ls")
-        .arg(&cut)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("ls").arg(&cut).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cut.ptn") && err.contains("zip"), "{err}");
@@ -236,7 +203,7 @@ fn the_cli_exits_2_naming_what_is_wrong() {
     let mut zip = small();
     zip.members[1].method = 8;
     let partial = write_file(dir.path(), "partial.ptn", &zip.to_bytes());
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["cat"])
         .arg(&partial)
         .arg("ERROR.txt")

@@ -1,45 +1,18 @@
 //! Packages the project's writer makes: every safetensors dtype, graph
 //! features no fixture has (subgraphs, list outputs, quantization, user
 //! input mutation), zip64, packages past 4 GiB, and constants without
-//! bytes. Hostile packages are in `ptn_hostile.rs`.
+//! bytes. Hostile packages are in `package_hostile.rs`.
 
 use crate::common;
 use crate::writer;
 
 use std::process::Command;
 
+use common::packages::{pattern, small, st};
 use common::*;
 use ptefs::schema::native_graph as ng;
 use serde_json::Value;
 use writer::package::*;
-
-fn st(key: &str, dtype: &'static str, shape: &[u64], data: Vec<u8>) -> StTensor {
-    StTensor {
-        key: key.into(),
-        dtype,
-        shape: shape.to_vec(),
-        data: Chunk::Bytes(data),
-    }
-}
-
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect()
-}
-
-/// Two float tensors and a method using them.
-fn small() -> Zip {
-    let m = constants_method(&[
-        ("a.w", ng::ScalarType::FLOAT, &[4]),
-        ("b", ng::ScalarType::FLOAT, &[2, 2]),
-    ]);
-    let tensors = [
-        st("a.w", "F32", &[4], pattern(16, 1)),
-        st("b", "F32", &[2, 2], pattern(16, 2)),
-    ];
-    package(&[m], &tensors, &[])
-}
 
 #[test]
 fn every_safetensors_dtype_is_served_and_loads_in_numpy() {

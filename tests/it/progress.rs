@@ -4,6 +4,7 @@
 use crate::common;
 use crate::writer;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -35,22 +36,18 @@ fn large_program(dir: &Path, name: &str, n: u64, seed: u64) -> PathBuf {
     path
 }
 
-fn run(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(ptefs_bin()).args(args).output().unwrap()
-}
-
 #[test]
 fn nothing_reaches_stderr_when_it_is_not_a_terminal() {
     let tmp = tempfile::tempdir().unwrap();
     let a = large_program(tmp.path(), "a.pte", 20_000, 20_000);
     let b = large_program(tmp.path(), "b.pte", 20_000, 7);
-    let out = run(&["inspect".as_ref(), a.as_os_str()]);
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("20000"));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
-    let out = run(&["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
-    assert_eq!(out.status.code(), Some(1), "the last tensor differs");
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let out = ptefs_run([OsStr::new("inspect"), a.as_os_str()]);
+    assert_eq!(out.code, 0);
+    assert!(out.out.contains("20000"));
+    assert_eq!(out.err, "");
+    let out = ptefs_run([OsStr::new("diff"), a.as_os_str(), b.as_os_str()]);
+    assert_eq!(out.code, 1, "the last tensor differs");
+    assert_eq!(out.err, "");
     // An error is the one line it always was, with nothing drawn around it.
     let bytes = std::fs::read(&a).unwrap();
     let cut = write_file(tmp.path(), "cut.pte", &bytes[..bytes.len() / 2]);
@@ -58,9 +55,9 @@ fn nothing_reaches_stderr_when_it_is_not_a_terminal() {
         vec!["inspect".as_ref(), cut.as_os_str()],
         vec!["diff".as_ref(), a.as_os_str(), cut.as_os_str()],
     ] {
-        let out = run(&args);
-        assert_eq!(out.status.code(), Some(2));
-        let err = String::from_utf8(out.stderr).unwrap();
+        let out = ptefs_run(&args);
+        assert_eq!(out.code, 2);
+        let err = out.err;
         assert!(
             err.starts_with("ptefs: ") && err.contains("cut.pte"),
             "{err}"
@@ -148,7 +145,7 @@ fn a_terminal_sees_a_mount_lay_out_its_tree() {
         return;
     };
     let mounted = std::fs::read_dir(&mnt).map(|d| d.count()).unwrap_or(0) > 0;
-    let _ = Command::new(ptefs_bin()).arg("umount").arg(&mnt).status();
+    let _ = ptefs().arg("umount").arg(&mnt).status();
     assert!(mounted, "{out:?}");
     assert!(
         out.contains("a.pte: reading its structure and laying out the tree"),

@@ -13,6 +13,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::mounted::*;
+use common::required::slow_or_skip;
 use common::servers::*;
 use common::*;
 use ptefs::fs::Fs;
@@ -122,6 +123,9 @@ fn local(name: &str) -> String {
 
 #[test]
 fn url_trees_equal_local_trees_for_every_fixture() {
+    if !slow_or_skip("url_trees_equal_local_trees_for_every_fixture") {
+        return;
+    }
     if !nginx_or_skip("url_trees_equal_local_trees_for_every_fixture") {
         return;
     }
@@ -154,6 +158,9 @@ fn url_trees_equal_local_trees_for_every_fixture() {
 
 #[test]
 fn url_trees_of_writer_made_packages_equal_local_trees() {
+    if !slow_or_skip("url_trees_of_writer_made_packages_equal_local_trees") {
+        return;
+    }
     use ptefs::schema::native_graph as ng;
     use writer::package::*;
     if !nginx_or_skip("url_trees_of_writer_made_packages_equal_local_trees") {
@@ -195,17 +202,17 @@ fn url_trees_of_writer_made_packages_equal_local_trees() {
     }
 }
 
-fn ptefs(args: &[&str], env: &[(&str, String)]) -> Output {
-    let mut cmd = Command::new(ptefs_bin());
-    cmd.args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().unwrap()
+/// Runs `ptefs args` with the variables `env` added to its environment.
+fn ptefs_with(args: &[&str], env: &[(&str, String)]) -> Output {
+    ptefs()
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap()
 }
 
 fn stdout_of(args: &[&str], env: &[(&str, String)]) -> Vec<u8> {
-    let out = ptefs(args, env);
+    let out = ptefs_with(args, env);
     assert!(
         out.status.success(),
         "ptefs {args:?}: {}",
@@ -222,6 +229,9 @@ const SMALL_BLOB: &str =
 
 #[test]
 fn cat_ls_inspect_and_diff_take_urls() {
+    if !slow_or_skip("cat_ls_inspect_and_diff_take_urls") {
+        return;
+    }
     if !nginx_or_skip("cat_ls_inspect_and_diff_take_urls") {
         return;
     }
@@ -243,11 +253,11 @@ fn cat_ls_inspect_and_diff_take_urls() {
     }
     // The same file: no difference. Two different ones: the difference
     // the local files show.
-    let same = ptefs(&["diff", &url, &path], &[]);
+    let same = ptefs_with(&["diff", &url, &path], &[]);
     assert!(same.status.success() && same.stdout.is_empty(), "{same:?}");
     let (a, b) = (nginx.url("mlp.pte"), nginx.url("dtypes.pte"));
-    let remote = ptefs(&["diff", "--json", &a, &b], &[]);
-    let here = ptefs(
+    let remote = ptefs_with(&["diff", "--json", &a, &b], &[]);
+    let here = ptefs_with(
         &["diff", "--json", &local("mlp.pte"), &local("dtypes.pte")],
         &[],
     );
@@ -290,6 +300,9 @@ fn list(root: &Path) -> usize {
 
 #[test]
 fn a_mounted_url_reads_little_and_serves_every_byte() {
+    if !slow_or_skip("a_mounted_url_reads_little_and_serves_every_byte") {
+        return;
+    }
     if !fuse_or_skip("a_mounted_url_reads_little_and_serves_every_byte")
         || !nginx_or_skip("a_mounted_url_reads_little_and_serves_every_byte")
     {
@@ -334,6 +347,9 @@ fn is_eio(r: std::io::Result<Vec<u8>>) -> bool {
 
 #[test]
 fn a_changed_object_gives_eio_logged_once() {
+    if !slow_or_skip("a_changed_object_gives_eio_logged_once") {
+        return;
+    }
     if !fuse_or_skip("a_changed_object_gives_eio_logged_once")
         || !nginx_or_skip("a_changed_object_gives_eio_logged_once")
     {
@@ -362,7 +378,7 @@ fn a_changed_object_gives_eio_logged_once() {
     drop(f);
     assert!(is_eio(std::fs::read(mnt.join(BIG_BLOB))));
     assert!(is_eio(std::fs::read(mnt.join(BIG_BLOB))));
-    let out = ptefs(&["umount", mnt.to_str().unwrap()], &[]);
+    let out = ptefs_with(&["umount", mnt.to_str().unwrap()], &[]);
     assert!(out.status.success());
     let log = std::fs::read_to_string(log).unwrap();
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("was modified")).collect();
@@ -372,6 +388,9 @@ fn a_changed_object_gives_eio_logged_once() {
 
 #[test]
 fn a_server_that_stops_mid_transfer_fails_the_read_within_30_s() {
+    if !slow_or_skip("a_server_that_stops_mid_transfer_fails_the_read_within_30_s") {
+        return;
+    }
     let bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();
     let local = view("mv2_xnnpack.pte");
     let ino = local.tree.resolve(BIG_BLOB).unwrap();
@@ -383,7 +402,7 @@ fn a_server_that_stops_mid_transfer_fails_the_read_within_30_s() {
     let port = stalling_server(bytes, span.offset as usize, 1000);
     let url = format!("http://127.0.0.1:{port}/m.pte");
     let start = Instant::now();
-    let out = ptefs(&["cat", &url, BIG_BLOB], &[]);
+    let out = ptefs_with(&["cat", &url, BIG_BLOB], &[]);
     let took = start.elapsed();
     eprintln!("a stalled read failed after {took:?}");
     assert!(!out.status.success());
@@ -394,6 +413,9 @@ fn a_server_that_stops_mid_transfer_fails_the_read_within_30_s() {
 
 #[test]
 fn a_vanished_server_gives_eio_within_30_s() {
+    if !slow_or_skip("a_vanished_server_gives_eio_within_30_s") {
+        return;
+    }
     if !fuse_or_skip("a_vanished_server_gives_eio_within_30_s")
         || !nginx_or_skip("a_vanished_server_gives_eio_within_30_s")
     {
@@ -422,6 +444,9 @@ fn a_vanished_server_gives_eio_within_30_s() {
 
 #[test]
 fn s3_objects_read_like_local_files_and_changes_give_eio() {
+    if !slow_or_skip("s3_objects_read_like_local_files_and_changes_give_eio") {
+        return;
+    }
     if !server_or_skip(
         "s3_objects_read_like_local_files_and_changes_give_eio",
         "moto_server",
@@ -453,7 +478,7 @@ fn s3_objects_read_like_local_files_and_changes_give_eio() {
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let out = ptefs(&["mount", url, mnt.to_str().unwrap()], &env);
+    let out = ptefs_with(&["mount", url, mnt.to_str().unwrap()], &env);
     assert!(
         out.status.success(),
         "{}",
@@ -474,15 +499,15 @@ struct Unmount(PathBuf);
 
 impl Drop for Unmount {
     fn drop(&mut self) {
-        let _ = Command::new(ptefs_bin())
-            .arg("umount")
-            .arg(&self.0)
-            .status();
+        let _ = ptefs().arg("umount").arg(&self.0).status();
     }
 }
 
 #[test]
 fn names_hash_remote_tensors_as_local_ones() {
+    if !slow_or_skip("names_hash_remote_tensors_as_local_ones") {
+        return;
+    }
     if !nginx_or_skip("names_hash_remote_tensors_as_local_ones") {
         return;
     }
@@ -511,6 +536,9 @@ fn names_hash_remote_tensors_as_local_ones() {
 
 #[test]
 fn reading_bytes_a_plan_left_out_is_detected() {
+    if !slow_or_skip("reading_bytes_a_plan_left_out_is_detected") {
+        return;
+    }
     if !nginx_or_skip("reading_bytes_a_plan_left_out_is_detected") {
         return;
     }
@@ -552,6 +580,9 @@ fn reading_bytes_a_plan_left_out_is_detected() {
 
 #[test]
 fn unusable_urls_are_refused_with_a_reason() {
+    if !slow_or_skip("unusable_urls_are_refused_with_a_reason") {
+        return;
+    }
     if !nginx_or_skip("unusable_urls_are_refused_with_a_reason") {
         return;
     }
@@ -585,7 +616,7 @@ fn unusable_urls_are_refused_with_a_reason() {
         ("s3:///m.pte".to_owned(), "did not match any known pattern"),
     ] {
         let start = Instant::now();
-        let out = ptefs(&["ls", &url], &[]);
+        let out = ptefs_with(&["ls", &url], &[]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{url}: {err}");
         assert!(err.starts_with(&format!("ptefs: {url}: ")), "{err}");
@@ -601,6 +632,9 @@ fn unusable_urls_are_refused_with_a_reason() {
 /// upper case names the same URL.
 #[test]
 fn report_takes_a_url_in_any_case() {
+    if !slow_or_skip("report_takes_a_url_in_any_case") {
+        return;
+    }
     if !nginx_or_skip("report_takes_a_url_in_any_case") {
         return;
     }
@@ -638,6 +672,9 @@ fn within_the_limit(took: Duration) -> bool {
 /// the open once, after the one limit for both.
 #[test]
 fn a_stalled_server_fails_an_open_within_the_one_limit() {
+    if !slow_or_skip("a_stalled_server_fails_an_open_within_the_one_limit") {
+        return;
+    }
     let port = free_port();
     let _silent = silent_listener(port);
     let limit = [("PTEFS_REMOTE_TIMEOUT", LIMIT_S.to_string())];
@@ -646,7 +683,7 @@ fn a_stalled_server_fails_an_open_within_the_one_limit() {
         format!("http://127.0.0.1:{port}/m.pte?X-Amz-Signature=abc"),
     ] {
         let start = Instant::now();
-        let out = ptefs(&["ls", &url], &limit);
+        let out = ptefs_with(&["ls", &url], &limit);
         let took = start.elapsed();
         eprintln!("{url}: failed after {took:?}");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -662,6 +699,9 @@ fn a_stalled_server_fails_an_open_within_the_one_limit() {
 /// failed and other readers wait for the same bytes.
 #[test]
 fn a_stalled_read_on_the_mount_fails_within_the_one_limit() {
+    if !slow_or_skip("a_stalled_read_on_the_mount_fails_within_the_one_limit") {
+        return;
+    }
     let test = "a_stalled_read_on_the_mount_fails_within_the_one_limit";
     if !fuse_or_skip(test) {
         return;
@@ -678,7 +718,7 @@ fn a_stalled_read_on_the_mount_fails_within_the_one_limit() {
     let tmp = tempfile::tempdir().unwrap();
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["mount", &url])
         .arg(&mnt)
         .env("PTEFS_REMOTE_TIMEOUT", LIMIT_S.to_string())

@@ -1,5 +1,5 @@
 //! `ptefs report` against independent oracles: sizes against ExecuTorch's
-//! deserializer (the fixtures' `expected/*.jsonl`), statistics and
+//! deserializer (the fixtures' `*.oracle.jsonl`), statistics and
 //! duplicates against NumPy and hashlib reading the files' bytes
 //! themselves, and programs written with known duplicates, NaNs and
 //! quantizer operators.
@@ -8,6 +8,7 @@ use crate::common;
 use crate::writer;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,23 +19,13 @@ use writer::{Data, DataFile, Instr, Layout, Program, Tensor, Value as V};
 
 /// `ptefs report --json` of `file` with `args`.
 fn report(file: &Path, args: &[&str]) -> Value {
-    let out = Command::new(ptefs_bin())
-        .arg("report")
-        .arg("--json")
-        .arg(file)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut all = vec![OsStr::new("report"), "--json".as_ref(), file.as_os_str()];
+    all.extend(args.iter().map(OsStr::new));
+    ptefs_json(all)
 }
 
 fn oracle_rows(name: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(fixture(&format!("expected/{name}.jsonl"))).unwrap();
+    let text = std::fs::read_to_string(fixture(&format!("{name}.oracle.jsonl"))).unwrap();
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
@@ -419,7 +410,7 @@ fn float_weights_with_quantizer_operators_are_called_out() {
 fn the_page_is_self_contained_and_holds_every_part() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["report", "-o"])
         .arg(&html)
         .arg(fixture("quant_xnnpack.pte"))
@@ -480,7 +471,7 @@ fn in_chromium(test: &str, page: &Path, shot: &str) -> Option<Value> {
 fn check_page(test: &str, file: &Path, shot: &str) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .arg("report")
         .arg(file)
         .arg("-o")
@@ -617,7 +608,7 @@ fn a_100k_tensor_page_is_capped_under_2_mb() {
     );
     assert!(size < 2 << 20, "{size} bytes");
     let html = {
-        let out = Command::new(ptefs_bin())
+        let out = ptefs()
             .arg("report")
             .arg(&file)
             .arg("-o")
@@ -639,7 +630,7 @@ fn packages_report_their_keys_as_layers_against_the_package_oracles() {
     for name in ["mlp", "kv", "tied", "conv"] {
         let file = fixture(&format!("{name}.ptn"));
         let r = report(&file, &[]);
-        let rows = oracle_rows(&format!("ptn/{name}"));
+        let rows = oracle_rows(&format!("{name}.ptn"));
         // Each key's bytes once (aliases are other names of them).
         let keys: Vec<&Value> = rows.iter().filter(|x| x.get("key").is_some()).collect();
         let ranges: BTreeSet<(u64, u64)> = keys
@@ -723,16 +714,16 @@ fn a_constant_repeated_as_named_data_is_a_duplicate() {
 
 #[test]
 fn inspect_stats_prints_the_statistics() {
-    let out = Command::new(ptefs_bin())
-        .args(["inspect", "--stats", "--json"])
-        .arg(fixture("mlp.pte"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let model = fixture("mlp.pte");
+    let v = ptefs_json([
+        OsStr::new("inspect"),
+        "--stats".as_ref(),
+        "--json".as_ref(),
+        model.as_os_str(),
+    ]);
     let r = report(&fixture("mlp.pte"), &[]);
     assert_eq!(v["stats"], r["stats"]);
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["inspect", "--stats"])
         .arg(fixture("mlp.pte"))
         .output()

@@ -13,6 +13,7 @@ use crate::writer;
 
 use std::process::Command;
 
+use common::required::slow_or_skip;
 use common::*;
 use flatbuffers::FlatBufferBuilder;
 use ptefs::format::{self, Parsed};
@@ -204,6 +205,9 @@ fn shared_keys(n: usize, key_len: usize) -> Vec<u8> {
 
 #[test]
 fn memory_stays_within_the_stated_bound() {
+    if !slow_or_skip("memory_stays_within_the_stated_bound") {
+        return;
+    }
     if let Ok(path) = std::env::var(CHILD) {
         return child(&path);
     }
@@ -449,7 +453,7 @@ fn cli_peak(args: &[&str], path: &std::path::Path) -> u64 {
 #[allow(clippy::zombie_processes)]
 fn cli_child(spec: &str) {
     let args: Vec<&str> = spec.split('\n').collect();
-    let child = Command::new(ptefs_bin())
+    let child = ptefs()
         .args(&args)
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -500,6 +504,9 @@ fn worst_cases() -> [(&'static str, Vec<u8>); 3] {
 
 #[test]
 fn a_mounted_find_grows_with_entries_not_shared_bytes() {
+    if !slow_or_skip("a_mounted_find_grows_with_entries_not_shared_bytes") {
+        return;
+    }
     use common::mounted::*;
     if !fuse_or_skip("a_mounted_find_grows_with_entries_not_shared_bytes") {
         return;
@@ -531,6 +538,9 @@ fn a_mounted_find_grows_with_entries_not_shared_bytes() {
 
 #[test]
 fn command_line_memory_grows_with_entries_not_shared_bytes() {
+    if !slow_or_skip("command_line_memory_grows_with_entries_not_shared_bytes") {
+        return;
+    }
     if let Ok(spec) = std::env::var(CLI_CHILD) {
         return cli_child(&spec);
     }

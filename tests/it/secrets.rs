@@ -128,17 +128,19 @@ impl Secrets {
     }
 }
 
-fn ptefs(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(ptefs_bin());
-    cmd.args(args).env_remove("PTEFS_HTTP_HEADERS");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().unwrap()
+/// Runs `ptefs args` with the variables `env` added to its environment,
+/// and none of the headers this shell might pass.
+fn ptefs_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    ptefs()
+        .args(args)
+        .env_remove("PTEFS_HTTP_HEADERS")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
 }
 
 fn ok(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let out = ptefs(args, env);
+    let out = ptefs_with(args, env);
     assert!(
         out.status.success(),
         "ptefs {args:?}: {}",
@@ -170,7 +172,7 @@ impl Mount {
         all.push(dir.to_str().unwrap());
         let mut env = env.to_vec();
         env.push(("RUST_LOG", "debug"));
-        let out = ptefs(&all, &env);
+        let out = ptefs_with(&all, &env);
         Mount {
             dir,
             log,
@@ -253,10 +255,7 @@ impl Mount {
     fn unmount(&mut self) {
         if self.mounted {
             self.mounted = false;
-            let _ = Command::new(ptefs_bin())
-                .arg("umount")
-                .arg(&self.dir)
-                .status();
+            let _ = ptefs().arg("umount").arg(&self.dir).status();
         }
     }
 }
@@ -313,7 +312,7 @@ fn secrets_in_urls_are_shown_nowhere() {
         secrets.absent("the output of a failing mount", &m.output());
         let log = m.finish();
         secrets.absent("the log of a failing mount", &log);
-        let ls = ptefs(&["ls", url], &[]);
+        let ls = ptefs_with(&["ls", url], &[]);
         assert_eq!(ls.status.code(), Some(2));
         assert!(!String::from_utf8_lossy(&ls.stderr).contains("wrong-pw-Zz9Yy8"));
         secrets.absent("stderr of a failing ls", &ls.stderr);
@@ -363,12 +362,12 @@ fn secrets_in_urls_are_shown_nowhere() {
         ],
         &["inspect", &ext, "--data", &w],
     ] {
-        let out = ptefs(args, &[]);
+        let out = ptefs_with(args, &[]);
         assert!(out.status.code() != Some(2), "{args:?}: {out:?}");
         secrets.absent(&format!("{:?}", &args[..2]), &out.stdout);
         secrets.absent(&format!("stderr of {:?}", &args[..2]), &out.stderr);
     }
-    let diff = ptefs(&["diff", "--json", &a, &b], &[]);
+    let diff = ptefs_with(&["diff", "--json", &a, &b], &[]);
     let diff: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
     assert_eq!(diff["a"], shown_a.as_str());
     assert!(diff["b"].as_str().unwrap().contains("X-Amz-Signature=***"));
@@ -423,7 +422,7 @@ fn credentials_from_netrc_and_headers_work_and_are_shown_nowhere() {
     let home = tempfile::tempdir().unwrap();
     let home_s = home.path().to_str().unwrap();
     for u in [&url, &token_url] {
-        let out = ptefs(&["ls", u], &[("HOME", home_s)]);
+        let out = ptefs_with(&["ls", u], &[("HOME", home_s)]);
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -456,7 +455,7 @@ fn credentials_from_netrc_and_headers_work_and_are_shown_nowhere() {
     let many = format!("X-Api-Key: {KEY}\n\n{header}\n");
     let out = ok(&["ls", "-R", &token_url], &[("PTEFS_HTTP_HEADERS", &many)]);
     assert_eq!(out.stdout, want);
-    let out = ptefs(
+    let out = ptefs_with(
         &[
             "ls",
             "--header",
@@ -469,14 +468,14 @@ fn credentials_from_netrc_and_headers_work_and_are_shown_nowhere() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("(credentials sent: from --header)"), "{err}");
     assert!(!err.contains("wrong-tok-Qq1"), "{err}");
-    let out = ptefs(&["ls", "--header", "no colon", &token_url], &[]);
+    let out = ptefs_with(&["ls", "--header", "no colon", &token_url], &[]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--header: a header is written `Name: value`"),
         "{err}"
     );
-    let out = ptefs(
+    let out = ptefs_with(
         &["ls", &token_url],
         &[("PTEFS_HTTP_HEADERS", "Authorization Bearer x")],
     );
@@ -632,9 +631,9 @@ fn no_form_of_secret_in_a_url_reaches_any_message() {
     let program = fixture("mlp.pte").display().to_string();
     for (url, secrets) in &cases {
         let runs = [
-            ptefs(&["ls", url], &[]),
-            ptefs(&["inspect", "--top", url, &program], &[]),
-            ptefs(&["ls", &format!("--data={url}"), &program], &[]),
+            ptefs_with(&["ls", url], &[]),
+            ptefs_with(&["inspect", "--top", url, &program], &[]),
+            ptefs_with(&["ls", &format!("--data={url}"), &program], &[]),
         ];
         for out in runs {
             assert!(!out.status.success(), "{url}");

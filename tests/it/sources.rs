@@ -8,11 +8,12 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::required::slow_or_skip;
 use common::*;
 
 /// Runs `ptefs args`, failing the test if it does not end within 20 s.
-fn ptefs(args: &[&std::ffi::OsStr]) -> Output {
-    let mut child = Command::new(ptefs_bin())
+fn ptefs_within_20s(args: &[&std::ffi::OsStr]) -> Output {
+    let mut child = ptefs()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -37,6 +38,9 @@ fn mkfifo(path: &Path) {
 
 #[test]
 fn a_fifo_is_refused_by_every_command() {
+    if !slow_or_skip("a_fifo_is_refused_by_every_command") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("model.pte");
     mkfifo(&fifo);
@@ -57,7 +61,7 @@ fn a_fifo_is_refused_by_every_command() {
         vec![s("mount"), mlp.as_os_str(), mnt.as_os_str(), s("--data"), f],
     ];
     for args in cases {
-        let out = ptefs(&args);
+        let out = ptefs_within_20s(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
@@ -72,10 +76,13 @@ fn a_fifo_is_refused_by_every_command() {
 
 #[test]
 fn a_socket_is_refused() {
+    if !slow_or_skip("a_socket_is_refused") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("model.pte");
     let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let out = ptefs(&["ls".as_ref(), sock.as_os_str()]);
+    let out = ptefs_within_20s(&["ls".as_ref(), sock.as_os_str()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("is a socket"), "{err}");
@@ -83,12 +90,15 @@ fn a_socket_is_refused() {
 
 #[test]
 fn a_directory_skips_what_is_no_model_and_says_so() {
+    if !slow_or_skip("a_directory_skips_what_is_no_model_and_says_so") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     mkfifo(&dir.path().join("pipe.pte"));
     std::fs::write(dir.path().join("notes.txt"), b"not a model at all").unwrap();
     std::os::unix::fs::symlink(fixture("mlp.pte"), dir.path().join("linked.pte")).unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
-    let out = ptefs(&["ls".as_ref(), dir.path().as_os_str()]);
+    let out = ptefs_within_20s(&["ls".as_ref(), dir.path().as_os_str()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     // A symbolic link to a model is a model, shown in a directory of its own.
@@ -111,6 +121,9 @@ fn a_directory_skips_what_is_no_model_and_says_so() {
 
 #[test]
 fn a_directory_with_one_model_shows_it_in_its_own_directory() {
+    if !slow_or_skip("a_directory_with_one_model_shows_it_in_its_own_directory") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(fixture("add.pte"), dir.path().join("add.pte")).unwrap();
     let v = view_of(&[dir.path().to_owned()], &[]);

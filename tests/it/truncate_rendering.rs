@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::mounted::{Mounted, daemon_pid, fuse_or_skip};
-use crate::common::{finish_etdump, ptefs_bin, read, view_of, write_file};
+use crate::common::{finish_etdump, ptefs, read, view_of, write_file};
 use crate::writer::xnnpack::{Graph, Node, Value as XValue};
 use crate::writer::{Bytes, Data, Program, Tensor, Value};
 use ptefs::schema::ScalarType;
@@ -166,7 +166,7 @@ fn commands_end_with_an_error_whenever_the_cut_falls() {
             .collect();
         for args in commands {
             let command = |file: &Path| {
-                let mut cmd = Command::new(ptefs_bin());
+                let mut cmd = ptefs();
                 cmd.arg(args[0]).arg(file).args(&args[1..]);
                 cmd
             };

@@ -16,15 +16,6 @@ use writer::{
     Bundled, Chain, Data, DataFile, Layout, Method, Program, Tensor, TestValue, Value as V,
 };
 
-fn run(args: &[&OsStr]) -> (i32, String, String) {
-    let out = Command::new(ptefs_bin()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn state_dict(model: &str) -> Vec<(String, String, Vec<i64>)> {
     let sd: Value =
         serde_json::from_slice(&std::fs::read(fixture("state_dicts.json")).unwrap()).unwrap();
@@ -96,7 +87,7 @@ fn external_tensors_come_from_the_attached_ptd() {
 
     // Without the .ptd (not even the one beside it): listed as missing,
     // warned about, not fatal.
-    let (code, out, err) = run(&[
+    let Run { code, out, err } = ptefs_run([
         OsStr::new("cat"),
         OsStr::new("--no-auto-data"),
         fixture("mlp_external.pte").as_os_str(),
@@ -149,7 +140,7 @@ fn a_ptd_lacking_a_key_warns_once_and_shows_the_rest() {
     };
     let dir = tempfile::tempdir().unwrap();
     let ptd = write_file(dir.path(), "partial.ptd", &partial.to_bytes());
-    let (code, out, err) = run(&[
+    let Run { code, out, err } = ptefs_run([
         OsStr::new("ls"),
         OsStr::new("--no-auto-data"),
         fixture("mlp_external.pte").as_os_str(),
@@ -179,7 +170,7 @@ fn named_blobs_of_the_attached_ptd_are_under_named() {
         &[fixture("xnnpack_external.ptd")],
     );
     let index = json(&v, "named/index.json");
-    let text = std::fs::read_to_string(fixture("expected/xnnpack_external.ptd.jsonl")).unwrap();
+    let text = std::fs::read_to_string(fixture("xnnpack_external.ptd.oracle.jsonl")).unwrap();
     let mut n = 0;
     for line in text.lines() {
         let rec: Value = serde_json::from_str(line).unwrap();
@@ -326,7 +317,7 @@ fn a_directory_shows_each_model_under_its_name() {
     std::fs::write(dir.path().join("broken.pte"), broken).unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::copy(fixture("dtypes.pte"), dir.path().join("sub/dtypes.pte")).unwrap();
-    let (code, out, err) = run(&[OsStr::new("ls"), dir.path().as_os_str()]);
+    let Run { code, out, err } = ptefs_run([OsStr::new("ls"), dir.path().as_os_str()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "add.pte/\nmlp.pte/\nmlp_external.ptd/\n");
     assert!(
@@ -361,7 +352,7 @@ fn a_directory_shows_each_model_under_its_name() {
     // Two inputs with one base name are refused.
     let other = tempfile::tempdir().unwrap();
     std::fs::copy(fixture("add.pte"), other.path().join("mlp.pte")).unwrap();
-    let (code, _, err) = run(&[
+    let Run { code, err, .. } = ptefs_run([
         OsStr::new("mount"),
         fixture("mlp.pte").as_os_str(),
         other.path().join("mlp.pte").as_os_str(),

@@ -11,7 +11,7 @@ use tokio::runtime::Runtime;
 
 use super::Target;
 use super::limits::{deadline, limit};
-use super::url::store;
+use super::store::{StoreError, store};
 use crate::source::redact::Secrets;
 
 /// How long after a failed read another read fails at once, with the same
@@ -77,7 +77,7 @@ impl Client {
     /// A client for the object `target` names. The runtime runs on the
     /// calling threads only (no worker threads of its own).
     pub fn connect(target: &Target) -> Result<Client, String> {
-        let scrub = |e: String| target.secrets.scrub(&e);
+        let scrub = |e: StoreError| target.secrets.scrub(&e.to_string());
         let (store, path) = store(&target.url, target.access.as_ref()).map_err(scrub)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -15,9 +15,9 @@
 
 pub mod cache;
 mod client;
-pub mod http;
+pub mod credentials;
 pub mod limits;
-mod url;
+mod store;
 
 use std::io;
 use std::ops::Range;
@@ -27,12 +27,12 @@ use std::time::SystemTime;
 
 use memmap2::{Advice, MmapMut, MmapOptions};
 
-pub use self::url::{base_name, is_url};
 use super::redact::{Secrets, redact};
 use super::{SourceError, Stamp};
 use crate::format::{Ranges, Span};
 use cache::{BLOCK, BlockCache, DEFAULT_CAPACITY};
 use client::{Client, GetError, Pin};
+pub use store::{base_name, is_url};
 
 /// Fetches are whole pages of this size (or a multiple: checking
 /// residency uses the system's page size).
@@ -49,7 +49,7 @@ pub struct Target {
     pub shown: String,
     /// For `http(s)`, the URL without user info and the credentials that
     /// go with it.
-    access: Option<http::Access>,
+    access: Option<credentials::Access>,
     /// Every secret of the source, to scrub from messages.
     pub secrets: Secrets,
 }
@@ -65,14 +65,14 @@ impl std::fmt::Debug for Target {
 
 impl Target {
     /// `url` with its credentials (for `http(s)`, from the URL, headers
-    /// and `~/.netrc`; see [`http`]).
+    /// and `~/.netrc`; see [`credentials`]).
     pub fn of(url: &str) -> Result<Target, SourceError> {
         let shown = redact(url);
-        let url = &self::url::with_lower_scheme(url);
+        let url = &store::with_lower_scheme(url);
         let access = if url.starts_with("http://") || url.starts_with("https://") {
-            let access = http::Access::of(url).map_err(|error| SourceError::Remote {
+            let access = credentials::Access::of(url).map_err(|error| SourceError::Remote {
                 url: shown.clone(),
-                error: Secrets::of_url(url).scrub(&error),
+                error: Secrets::of_url(url).scrub(&error.to_string()),
             })?;
             Some(access)
         } else {

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::index_entry::{Entry, Source, TensorShape};
+use super::index_entry::{IndexEntry, Source, TensorShape};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{BundledFile, BundledTensor, TestValue};
 use crate::tree::file_names::{encode, padded};
@@ -69,11 +69,11 @@ impl Builder {
         stem: &str,
         origin: Origin,
         v: &TestValue,
-    ) -> Entry<'static> {
-        let scalar = |kind, value| Entry {
+    ) -> IndexEntry<'static> {
+        let scalar = |kind, value| IndexEntry {
             kind: Some(kind),
             value: Some(value),
-            ..Entry::default()
+            ..IndexEntry::default()
         };
         match v {
             TestValue::Tensor(BundledTensor {
@@ -88,7 +88,7 @@ impl Builder {
                     dim_order: dim_order.clone(),
                 };
                 let (bin, npy) = self.tensor_files(dir, stem, origin, *span, &shape);
-                Entry {
+                IndexEntry {
                     name: Some(bin),
                     npy: Some(npy),
                     kind: Some("Tensor"),
@@ -98,16 +98,16 @@ impl Builder {
                         file: None,
                         offset: origin.shifted(s).offset,
                     }),
-                    ..Entry::default()
+                    ..IndexEntry::default()
                 }
             }
             TestValue::Int(x) => scalar("Int", json!(x)),
             TestValue::Bool(x) => scalar("Bool", json!(x)),
             TestValue::Double(x) => scalar("Double", json!(x)),
-            TestValue::Unknown(t) => Entry {
+            TestValue::Unknown(t) => IndexEntry {
                 kind: Some("unknown"),
                 value: Some(json!(t)),
-                ..Entry::default()
+                ..IndexEntry::default()
             },
         }
     }

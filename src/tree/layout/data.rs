@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::index_entry::{Entry, Source, TensorShape};
+use super::index_entry::{IndexEntry, Source, TensorShape};
 use super::{Builder, Dir, Origin};
 use crate::format::DataFile;
 use crate::tree::file_names::{encode, padded};
@@ -34,7 +34,7 @@ impl Builder {
         let mut paths = Vec::new();
         for e in &d.entries {
             let stem = encode(e.key);
-            let mut entry = Entry {
+            let mut entry = IndexEntry {
                 key: Some(e.key),
                 nbytes: Some(e.span.len),
                 segment_index: Some(e.segment_index),
@@ -42,7 +42,7 @@ impl Builder {
                     file: None,
                     offset: origin.shifted(e.span).offset,
                 }),
-                ..Entry::default()
+                ..IndexEntry::default()
             };
             entry.flag_escaped_names();
             let name = match &e.layout {

@@ -14,7 +14,7 @@ use crate::tree::{Content, Dtype};
 pub(super) struct NamedIndex<'d> {
     /// A fast hash: keys are often 64-character digests, looked up a few
     /// times per weight.
-    pub(super) by_key: foldhash::HashMap<&'d [u8], Entry<'d>>,
+    pub(super) by_key: foldhash::HashMap<&'d [u8], NamedEntry<'d>>,
 }
 
 impl<'d> NamedIndex<'d> {
@@ -49,7 +49,7 @@ impl<'d> NamedIndex<'d> {
 
 /// A named-data entry: where it is in which source, the attached file's
 /// name (`None` for the program's own), and its bytes.
-pub(super) type Entry<'d> = (Origin, Span, Option<&'d str>, &'d [u8]);
+pub(super) type NamedEntry<'d> = (Origin, Span, Option<&'d str>, &'d [u8]);
 
 impl<'x, 'd: 'x> Lookup<'x> for NamedIndex<'d> {
     fn bytes(&self, key: &str) -> Option<&'x [u8]> {

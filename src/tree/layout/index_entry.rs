@@ -11,7 +11,7 @@ use crate::schema::ScalarType;
 /// One entry of an `index.json`. Fields that do not apply to an entry are
 /// left out.
 #[derive(Debug, Default, Serialize)]
-pub(super) struct Entry<'a> {
+pub(super) struct IndexEntry<'a> {
     /// The `.bin` file's name; absent for a missing external tensor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -96,7 +96,7 @@ pub(super) struct Entry<'a> {
     pub meaning: Option<Box<Meaning>>,
 }
 
-impl Entry<'_> {
+impl IndexEntry<'_> {
     /// Sets `percent_encoded` when a name of the entry needs it.
     pub fn flag_escaped_names(&mut self) {
         let fqn = self.fqn.flatten();
@@ -148,7 +148,7 @@ impl Meaning {
     }
 }
 
-impl Entry<'_> {
+impl IndexEntry<'_> {
     /// The meaning fields, made on first use.
     pub fn meaning(&mut self) -> &mut Meaning {
         self.meaning.get_or_insert_with(Box::default)

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::index_entry::{Entry, Meaning, TensorShape};
+use super::index_entry::{IndexEntry, Meaning, TensorShape};
 use super::{Builder, Dir, Origin};
 use crate::format::{MethodInfo, ProgramFile, strings};
 use crate::meta::memory_plan::{self, PlacedValue};
@@ -136,7 +136,7 @@ pub(super) fn byteless_entries<'a>(
     m: &MethodInfo<'a>,
     meta: &MethodMeta,
     listed: &[usize],
-) -> Vec<Entry<'a>> {
+) -> Vec<IndexEntry<'a>> {
     let mut out = Vec::new();
     for (i, v) in m.plan.values().iter().flatten().enumerate() {
         let Some(t) = v.val_as_tensor() else { continue };
@@ -151,7 +151,7 @@ pub(super) fn byteless_entries<'a>(
             sizes: sizes.into(),
             dim_order: spec.dim_order.clone().into(),
         };
-        out.push(Entry {
+        out.push(IndexEntry {
             value_index: Some(i),
             fqn: Some(
                 t.extra_tensor_info()
@@ -168,7 +168,7 @@ pub(super) fn byteless_entries<'a>(
                 ..Meaning::default()
             }
             .boxed(),
-            ..Entry::default()
+            ..IndexEntry::default()
         });
     }
     out

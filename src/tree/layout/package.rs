@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::index_entry::{Entry, Source, TensorShape};
+use super::index_entry::{IndexEntry, Source, TensorShape};
 use super::{Builder, Dir, Origin};
 use crate::format::package::graph;
 use crate::format::{Name, PackageFile};
@@ -79,7 +79,7 @@ impl Builder {
             let stem = encode(key);
             let sizes: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
             let u = uses.get(key);
-            let mut entry = Entry {
+            let mut entry = IndexEntry {
                 key: Some(Name::new(key.as_bytes())),
                 dtype: Some(t.dtype),
                 nbytes: Some(t.span.len),
@@ -93,7 +93,7 @@ impl Builder {
                     "safetensors"
                 }),
                 alias_of,
-                ..Entry::default()
+                ..IndexEntry::default()
             };
             describe_use(&mut entry, u, &sizes);
             let (bin, npy) = match t.scalar_type {
@@ -118,7 +118,7 @@ impl Builder {
         for (key, u) in uses.iter().filter(|(k, _)| !paths.contains_key(*k)) {
             let buffer = u.kind == Some("MUTABLE_BUFFER");
             let sizes = u.meta.as_ref().map(graph::sizes).unwrap_or_default();
-            let mut entry = Entry {
+            let mut entry = IndexEntry {
                 key: Some(Name::new(key.as_bytes())),
                 location: Some("none"),
                 missing: (!buffer).then_some(true),
@@ -130,7 +130,7 @@ impl Builder {
                     }
                     .describe()
                 }),
-                ..Entry::default()
+                ..IndexEntry::default()
             };
             describe_use(&mut entry, Some(u), &sizes);
             index.push(entry);
@@ -141,7 +141,7 @@ impl Builder {
 }
 
 /// Fills what the graph says about a data key into its index entry.
-fn describe_use<'a>(entry: &mut Entry<'a>, u: Option<&Uses<'a>>, stored: &[i64]) {
+fn describe_use<'a>(entry: &mut IndexEntry<'a>, u: Option<&Uses<'a>>, stored: &[i64]) {
     entry.input_kind = Some(u.and_then(|u| u.kind).unwrap_or("UNUSED"));
     entry.mutated = Some(u.is_some_and(|u| u.mutated));
     entry.used_by = Some(u.map(|u| u.used_by.clone()).unwrap_or_default());

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::delegate::{NamedIndex, Place, Shown};
-use super::index_entry::{Entry, Meaning, Source};
+use super::index_entry::{IndexEntry, Meaning, Source};
 use super::meta::MethodMeta;
 use super::tensor_index::{self, shape_of};
 use super::{Attached, Builder, Dir, Origin};
@@ -179,7 +179,7 @@ impl Builder {
         // Rendered when first read: serializing it cost as much as laying
         // out the directory it describes.
         let render = move |_: &[u8], out: &mut dyn Write| {
-            let entries: Vec<Entry<'_>> = index.iter().map(NamedRow::entry).collect();
+            let entries: Vec<IndexEntry<'_>> = index.iter().map(NamedRow::entry).collect();
             render::json_to(out, &entries)
         };
         self.lazy(&mut ndir, "index.json", origin.source, Box::new(render));
@@ -512,8 +512,8 @@ struct NamedRow {
 }
 
 impl NamedRow {
-    fn entry(&self) -> Entry<'_> {
-        let mut e = Entry {
+    fn entry(&self) -> IndexEntry<'_> {
+        let mut e = IndexEntry {
             name: Some(self.name.clone()),
             key: Some(Name::new(&self.key)),
             nbytes: Some(self.len),
@@ -528,7 +528,7 @@ impl NamedRow {
                 ..Meaning::default()
             }
             .boxed(),
-            ..Entry::default()
+            ..IndexEntry::default()
         };
         e.flag_escaped_names();
         e

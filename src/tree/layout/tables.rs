@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use super::{Builder, BytesKey, Origin, PROVISIONAL};
+use super::builder::{BytesKey, PROVISIONAL};
+use super::{Builder, Origin};
 use crate::format::Span;
 use crate::tree::NodeKind;
 use crate::tree::table::{ConstantsTable, Listing, Rows, TensorTable};

@@ -3,7 +3,7 @@
 //! decided (file names, where external bytes were found, checkpoint
 //! names, aliases) is read from the method's tensor [`Rows`].
 
-use super::index_entry::{Entry, Meaning, Source, TensorShape};
+use super::index_entry::{IndexEntry, Meaning, Source, TensorShape};
 use super::meta::{MethodMeta, byteless_entries};
 use crate::format::{MethodInfo, TensorData, TensorInfo};
 use crate::tree::table::{RowNames, Rows};
@@ -19,8 +19,8 @@ pub(super) fn shape_of(t: &TensorInfo<'_>) -> TensorShape {
 
 /// The entry of `t` as the program and its method's meaning say it,
 /// before the build places its files.
-pub(super) fn tensor_entry<'a>(t: &TensorInfo<'a>, meta: &MethodMeta) -> Entry<'a> {
-    let mut entry = Entry {
+pub(super) fn tensor_entry<'a>(t: &TensorInfo<'a>, meta: &MethodMeta) -> IndexEntry<'a> {
+    let mut entry = IndexEntry {
         value_index: Some(t.value_index),
         fqn: Some(t.fqn),
         shape: Some(shape_of(t).describe()),
@@ -32,7 +32,7 @@ pub(super) fn tensor_entry<'a>(t: &TensorInfo<'a>, meta: &MethodMeta) -> Entry<'
             ..Meaning::default()
         }
         .boxed(),
-        ..Entry::default()
+        ..IndexEntry::default()
     };
     match &t.data {
         TensorData::Constant { buffer_index, .. } => entry.buffer_index = Some(*buffer_index),
@@ -53,7 +53,7 @@ pub(super) fn tensor_entry<'a>(t: &TensorInfo<'a>, meta: &MethodMeta) -> Entry<'
 /// Completes `e`, the entry of the tensor in row `row`, with what the
 /// build decided: its files' names, where its bytes are, its alias and
 /// checkpoint keys.
-fn place<'s>(e: &mut Entry<'s>, rows: &'s Rows, row: u32) {
+fn place<'s>(e: &mut IndexEntry<'s>, rows: &'s Rows, row: u32) {
     let RowNames { bin, npy } = rows.names(row);
     e.name = Some(bin);
     e.npy = Some(npy);
@@ -77,7 +77,7 @@ pub(super) fn entries<'a>(
     m: &'a MethodInfo<'a>,
     meta: &'a MethodMeta,
     rows: &'a Rows,
-) -> impl Iterator<Item = Entry<'a>> + 'a {
+) -> impl Iterator<Item = IndexEntry<'a>> + 'a {
     let listed: Vec<usize> = m.tensors.iter().map(|t| t.value_index).collect();
     let byteless = byteless_entries(m, meta, &listed);
     m.tensors

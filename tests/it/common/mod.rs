@@ -6,12 +6,15 @@ pub mod fetched;
 pub mod flatc;
 pub mod in_memory;
 pub mod mounted;
+pub mod packages;
 pub mod required;
 pub mod servers;
 pub mod xnnpack;
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use ptefs::tree::{Ino, ROOT};
 use ptefs::view::{Request, View};
@@ -143,6 +146,97 @@ pub fn ptefs_bin() -> &'static str {
     env!("CARGO_BIN_EXE_ptefs")
 }
 
+/// A command running the built `ptefs` binary, to be given its arguments.
+pub fn ptefs() -> Command {
+    Command::new(ptefs_bin())
+}
+
+/// How a finished `ptefs` run ended: its exit code and what it printed.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub out: String,
+    pub err: String,
+}
+
+/// Runs `ptefs args` to its end, whatever its exit code. Panics naming the
+/// command when it does not start, dies by a signal or prints anything but
+/// UTF-8 on stdout.
+pub fn ptefs_run<I, S>(args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let (shown, out) = output(args);
+    Run {
+        code: out
+            .status
+            .code()
+            .unwrap_or_else(|| panic!("`{shown}` ended by {}", out.status)),
+        out: String::from_utf8(out.stdout)
+            .unwrap_or_else(|e| panic!("`{shown}` printed no UTF-8: {e}")),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `ptefs args` as a shell would show it, and what running it gave.
+fn output<I, S>(args: I) -> (String, std::process::Output)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let shown = std::iter::once("ptefs".into())
+        .chain(args.iter().map(|a| a.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = ptefs()
+        .args(&args)
+        .output()
+        .unwrap_or_else(|e| panic!("`{shown}` did not start: {e}"));
+    (shown, out)
+}
+
+/// What `ptefs args` prints. Panics naming the command, with its exit
+/// status and stderr, when it fails.
+pub fn ptefs_stdout<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let (shown, out) = output(args);
+    assert!(
+        out.status.success(),
+        "`{shown}` failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap_or_else(|e| panic!("`{shown}` printed no UTF-8: {e}"))
+}
+
+/// What `ptefs args` prints, parsed as JSON. Panics naming the command,
+/// with its exit status and stderr, when it fails or prints anything but
+/// one JSON value.
+pub fn ptefs_json<I, S>(args: I) -> Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let (shown, out) = output(args);
+    assert!(
+        out.status.success(),
+        "`{shown}` failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "`{shown}` printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
 /// Writes `bytes` as `dir/name` and returns the path.
 pub fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let p = dir.join(name);
@@ -179,7 +273,7 @@ pub fn extract(v: &View, dir: &Path) {
 
 /// Runs a Python script with `args`; panics with its output on failure.
 pub fn python(script: &str, args: &[&Path]) -> String {
-    let out = std::process::Command::new("python3")
+    let out = Command::new("python3")
         .arg("-c")
         .arg(script)
         .args(args)
@@ -247,7 +341,7 @@ pub fn test_name(module: &str, name: &str) -> String {
 /// warning counts as one.
 pub fn dot_svg(what: &str, dot: &[u8]) -> String {
     use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let mut child = Command::new("dot")
         .arg("-Tsvg")
         .stdin(Stdio::piped())

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::ptefs_bin;
+use super::ptefs;
 use super::required::skip_unless;
 
 /// Whether this machine can mount. Prints a loud notice and returns false
@@ -77,12 +77,7 @@ impl Mounted {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("mnt");
         std::fs::create_dir(&dir).unwrap();
-        let out = Command::new(ptefs_bin())
-            .arg("mount")
-            .args(args)
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let out = ptefs().arg("mount").args(args).arg(&dir).output().unwrap();
         assert!(
             out.status.success(),
             "mount failed: {}",
@@ -102,7 +97,7 @@ impl Mounted {
         let log = dir.join("ptefs.log");
         let mnt = dir.join("mnt");
         std::fs::create_dir(&mnt).unwrap();
-        let mut cmd = Command::new(ptefs_bin());
+        let mut cmd = ptefs();
         match rust_log {
             Some(level) => cmd.env("RUST_LOG", level),
             None => cmd.env_remove("RUST_LOG"),
@@ -131,11 +126,7 @@ impl Mounted {
 impl Drop for Mounted {
     fn drop(&mut self) {
         if is_mounted(&self.dir) {
-            let out = Command::new(ptefs_bin())
-                .arg("umount")
-                .arg(&self.dir)
-                .output()
-                .unwrap();
+            let out = ptefs().arg("umount").arg(&self.dir).output().unwrap();
             if !out.status.success() {
                 let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
             }

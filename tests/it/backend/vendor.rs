@@ -8,8 +8,6 @@
 use crate::common;
 use crate::writer;
 
-use std::process::Command;
-
 use common::mounted::{Mounted, fuse_or_skip};
 use common::*;
 use ptefs::view::View;
@@ -384,7 +382,7 @@ fn transposed(n: &Value, storage: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn ptefs_out(args: &[&str]) -> String {
-    let out = Command::new(ptefs_bin()).args(args).output().unwrap();
+    let out = ptefs().args(args).output().unwrap();
     assert!(out.status.success(), "{args:?}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
 }
@@ -617,7 +615,7 @@ fn diff_compares_headers_and_artifacts() {
         &one_delegate("TensorRTBackend", c, specs(), vec![]),
     );
     let out = |x: &std::path::Path, y: &std::path::Path| {
-        let o = Command::new(ptefs_bin())
+        let o = ptefs()
             .args(["diff", x.to_str().unwrap(), y.to_str().unwrap()])
             .output()
             .unwrap();

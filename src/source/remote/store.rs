@@ -18,7 +18,7 @@ use object_store::http::HttpBuilder;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
 
-use super::http::{Access, Connector};
+use super::credentials::{Access, Connector};
 use super::limits::{connect_timeout, option, request_timeout, retry_timeout};
 
 /// URL schemes read as remote objects.
@@ -67,18 +67,40 @@ fn retry() -> RetryConfig {
     }
 }
 
+/// Why no store can be built for a URL.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The URL does not parse.
+    #[error("not a valid URL: {0}")]
+    Url(#[from] url::ParseError),
+    /// The URL's path is no object path.
+    #[error("not a valid object path: {0}")]
+    Path(#[from] object_store::path::Error),
+    /// The URL's path is empty.
+    #[error("names no object (the path is empty)")]
+    NoObject,
+    /// A scheme other than `http(s)`, `s3`, `gs` and `az`.
+    #[error("URL scheme {0}:// is not one ptefs reads")]
+    Scheme(String),
+    /// The object store's client refused its configuration.
+    #[error("{0}")]
+    Client(#[from] object_store::Error),
+}
+
 /// The store holding the object `url` names, and the object's path in it.
 /// An `http(s)` URL is connected through `access`: its URL without user
-/// info, and the headers that go to its origin (see [`super::http`]).
-pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>, Path), String> {
+/// info, and the headers that go to its origin (see [`super::credentials`]).
+pub fn store(
+    url: &str,
+    access: Option<&Access>,
+) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
     let parsed = match access {
         Some(a) => a.url.clone(),
-        None => url::Url::parse(url).map_err(|e| format!("not a valid URL: {e}"))?,
+        None => url::Url::parse(url)?,
     };
-    let path =
-        Path::from_url_path(parsed.path()).map_err(|e| format!("not a valid object path: {e}"))?;
+    let path = Path::from_url_path(parsed.path())?;
     if path.as_ref().is_empty() {
-        return Err("names no object (the path is empty)".into());
+        return Err(StoreError::NoObject);
     }
     let timeout = |key| [(key, option(request_timeout()))];
     let store: Arc<dyn ObjectStore> = match parsed.scheme() {
@@ -99,7 +121,7 @@ pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>
             if let Some(a) = access.filter(|a| !a.headers.is_empty()) {
                 b = b.with_http_connector(Connector::new(a));
             }
-            Arc::new(b.build().map_err(|e| e.to_string())?)
+            Arc::new(b.build()?)
         }
         "s3" => {
             let mut b = AmazonS3Builder::from_env()
@@ -112,7 +134,7 @@ pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>
                 AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
                 option(connect_timeout()),
             );
-            Arc::new(b.build().map_err(|e| e.to_string())?)
+            Arc::new(b.build()?)
         }
         "gs" => {
             let mut b = GoogleCloudStorageBuilder::from_env()
@@ -121,7 +143,7 @@ pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>
             for (k, v) in timeout(ClientConfigKey::Timeout) {
                 b = b.with_config(GoogleConfigKey::Client(k), v);
             }
-            Arc::new(b.build().map_err(|e| e.to_string())?)
+            Arc::new(b.build()?)
         }
         "az" => {
             let mut b = MicrosoftAzureBuilder::from_env()
@@ -130,9 +152,9 @@ pub fn store(url: &str, access: Option<&Access>) -> Result<(Arc<dyn ObjectStore>
             for (k, v) in timeout(ClientConfigKey::Timeout) {
                 b = b.with_config(AzureConfigKey::Client(k), v);
             }
-            Arc::new(b.build().map_err(|e| e.to_string())?)
+            Arc::new(b.build()?)
         }
-        other => return Err(format!("URL scheme {other}:// is not one ptefs reads")),
+        other => return Err(StoreError::Scheme(other.to_owned())),
     };
     Ok((store, path))
 }
@@ -170,8 +192,10 @@ mod tests {
     #[test]
     fn bad_urls_are_refused_with_a_reason() {
         let e = store("http://host", None).err().unwrap();
-        assert!(e.contains("names no object"), "{e}");
+        assert!(matches!(e, StoreError::NoObject), "{e:?}");
+        assert!(e.to_string().contains("names no object"), "{e}");
         let e = store("http://[bad/x.pte", None).err().unwrap();
-        assert!(e.contains("not a valid URL"), "{e}");
+        assert!(matches!(e, StoreError::Url(_)), "{e:?}");
+        assert!(e.to_string().contains("not a valid URL"), "{e}");
     }
 }

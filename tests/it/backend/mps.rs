@@ -294,11 +294,7 @@ fn weights_are_the_stored_bytes_wherever_they_are() {
 fn inspect_shows_ops_and_constant_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_file(dir.path(), "m.pte", &program(payload()));
-    let out = std::process::Command::new(ptefs_bin())
-        .arg("inspect")
-        .arg(&p)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("inspect").arg(&p).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");

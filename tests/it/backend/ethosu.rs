@@ -281,7 +281,7 @@ fn hostile_payloads_are_reported_with_offsets() {
 
 #[test]
 fn inspect_shows_the_command_stream_and_weights() {
-    let out = std::process::Command::new(ptefs_bin())
+    let out = ptefs()
         .arg("inspect")
         .arg(backend_fixture("ethosu85_conv_extweights.pte"))
         .output()

@@ -283,7 +283,7 @@ fn diff_pairs_constants_in_named_data_by_their_use() {
         )],
     );
     let b = write_file(dir.path(), "b.pte", &changed);
-    let out = std::process::Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["diff", "--stat"])
         .args([&a, &b])
         .output()

@@ -7,6 +7,7 @@
 use crate::common;
 use crate::writer;
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use common::flatc::same;
@@ -294,17 +295,11 @@ fn names_with_quotes_and_line_breaks_still_render() {
 
 #[test]
 fn inspect_shows_the_graph_summary() {
-    let out = std::process::Command::new(ptefs_bin())
-        .args(["inspect", "--json"])
-        .arg(fixture(FIXTURE))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = ptefs_json([
+        OsStr::new("inspect"),
+        OsStr::new("--json"),
+        fixture(FIXTURE).as_os_str(),
+    ]);
     let s = &r["program"]["delegates"][0]["decoded"];
     assert_eq!(s["backend"], "TOSABackend");
     assert_eq!(s["nodes"], 15);
@@ -319,7 +314,7 @@ fn inspect_shows_the_graph_summary() {
     assert_eq!(s["ops"], serde_json::to_value(&ops).unwrap());
     assert_eq!(s["constant_bytes"]["FP32"], 2048 + 128 + 1024 + 32 + 4 * 4);
     assert_eq!(s["constant_bytes"]["SHAPE"], 32 + 16);
-    let text = std::process::Command::new(ptefs_bin())
+    let text = ptefs()
         .arg("inspect")
         .arg(fixture(FIXTURE))
         .output()

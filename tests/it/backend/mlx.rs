@@ -258,11 +258,7 @@ fn code_and_graph_show_every_instruction() {
 
 #[test]
 fn inspect_shows_ops_and_constant_bytes() {
-    let out = std::process::Command::new(ptefs_bin())
-        .arg("inspect")
-        .arg(pte())
-        .output()
-        .unwrap();
+    let out = ptefs().arg("inspect").arg(pte()).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("forward #0 MLXBackend: 1104 bytes"), "{text}");
@@ -409,12 +405,7 @@ fn diff_names_a_changed_constant_by_its_weight_file() {
     changed[at] ^= 0x40;
     let dir = tempfile::tempdir().unwrap();
     let b = write_file(dir.path(), "b.pte", &changed);
-    let out = std::process::Command::new(ptefs_bin())
-        .arg("diff")
-        .arg(pte())
-        .arg(&b)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("diff").arg(pte()).arg(&b).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(

@@ -6,6 +6,8 @@
 //! rendering, `inspect`'s summary, the fetch plan, a real mount, and
 //! hostile payloads that leave the rest intact and say what is wrong.
 
+use std::ffi::OsStr;
+
 use crate::common;
 use crate::writer;
 
@@ -296,17 +298,11 @@ fn names_with_quotes_and_line_breaks_still_render() {
 
 #[test]
 fn inspect_shows_the_summary() {
-    let out = std::process::Command::new(ptefs_bin())
-        .args(["inspect", "--json"])
-        .arg(fixture(MLP))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = ptefs_json([
+        OsStr::new("inspect"),
+        OsStr::new("--json"),
+        fixture(MLP).as_os_str(),
+    ]);
     let s = &r["program"]["delegates"][0]["decoded"];
     assert_eq!(s["backend"], "VgfBackend");
     assert_eq!(s["nodes"], 1, "segments");
@@ -316,11 +312,7 @@ fn inspect_shows_the_summary() {
         s["constant_bytes"],
         serde_json::json!({"VK_FORMAT_R32_SFLOAT": 2048 + 128 + 1024})
     );
-    let text = std::process::Command::new(ptefs_bin())
-        .arg("inspect")
-        .arg(fixture(MLP))
-        .output()
-        .unwrap();
+    let text = ptefs().arg("inspect").arg(fixture(MLP)).output().unwrap();
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("forward #0 VgfBackend: 6040 bytes"), "{text}");
     assert!(text.contains("1 nodes, 5 values"), "{text}");

@@ -1,5 +1,5 @@
 //! XNNPACK delegates decoded: every fixture's `xnnpack/` against the
-//! independent oracle in `tests/fixtures/expected/xnnpack/`, `graph.json`
+//! independent oracle beside it (`<fixture>.xnnpack.oracle.jsonl`), `graph.json`
 //! against flatc's own rendering of the payload, and payloads the writer
 //! makes for what no fixture has (payload constant data, old
 //! `constant_buffer` weights, 4-bit weights, hostile bytes).
@@ -14,7 +14,7 @@ use common::*;
 use serde_json::Value;
 
 fn oracle(model: &str) -> Vec<Value> {
-    let path = fixture(&format!("expected/xnnpack/{model}.jsonl"));
+    let path = fixture(&format!("{model}.xnnpack.oracle.jsonl"));
     let text = std::fs::read_to_string(path).unwrap();
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())

@@ -36,42 +36,79 @@ const MAX_REDIRECTS: usize = 10;
 /// source the process opens.
 static GIVEN: Mutex<Vec<(HeaderName, HeaderValue)>> = Mutex::new(Vec::new());
 
+/// Why a header given for `http(s)` sources, or a source's URL, cannot be
+/// used.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// A header without the colon between its name and value.
+    #[error("a header is written `Name: value`")]
+    NoColon,
+    /// A header name with characters no header name may hold.
+    #[error("{0:?} is not a valid header name")]
+    Name(String),
+    /// A header value with characters no header value may hold.
+    #[error("the value of {0} holds characters a header cannot")]
+    Value(HeaderName),
+    /// A bad header of `--header`.
+    #[error("--header: {0}")]
+    Given(Box<CredentialsError>),
+    /// [`HEADERS_VAR`] is not UTF-8.
+    #[error("{HEADERS_VAR}: is not valid UTF-8")]
+    VarNotUtf8,
+    /// A bad header on `line` (from 1) of [`HEADERS_VAR`].
+    #[error("{HEADERS_VAR}: line {line}: {error}")]
+    Var {
+        /// The line, counted from 1.
+        line: usize,
+        /// What is wrong with its header.
+        error: Box<CredentialsError>,
+    },
+    /// The source's URL does not parse.
+    #[error("not a valid URL: {0}")]
+    Url(#[from] url::ParseError),
+}
+
 /// One `Name: value` header, checked.
-pub fn parse_header(line: &str) -> Result<(HeaderName, HeaderValue), String> {
+pub fn parse_header(line: &str) -> Result<(HeaderName, HeaderValue), CredentialsError> {
     let Some((name, value)) = line.split_once(':') else {
-        return Err("a header is written `Name: value`".into());
+        return Err(CredentialsError::NoColon);
     };
     let name = HeaderName::from_bytes(name.trim().as_bytes())
-        .map_err(|_| format!("{:?} is not a valid header name", name.trim()))?;
-    let mut value = HeaderValue::from_str(value.trim())
-        .map_err(|_| format!("the value of {name} holds characters a header cannot"))?;
+        .map_err(|_| CredentialsError::Name(name.trim().to_owned()))?;
+    let mut value =
+        HeaderValue::from_str(value.trim()).map_err(|_| CredentialsError::Value(name.clone()))?;
     value.set_sensitive(true);
     Ok((name, value))
 }
 
 /// Sets the headers given on the command line (`Name: value` each) for
 /// every `http(s)` source opened after.
-pub fn set_given_headers(lines: &[String]) -> Result<(), String> {
+pub fn set_given_headers(lines: &[String]) -> Result<(), CredentialsError> {
     let parsed = lines
         .iter()
-        .map(|l| parse_header(l).map_err(|e| format!("--header: {e}")))
+        .map(|l| parse_header(l).map_err(|e| CredentialsError::Given(Box::new(e))))
         .collect::<Result<Vec<_>, _>>()?;
     *GIVEN.lock().unwrap_or_else(|e| e.into_inner()) = parsed;
     Ok(())
 }
 
 /// The headers of [`HEADERS_VAR`]: one per line, blank lines skipped.
-fn env_headers() -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+fn env_headers() -> Result<Vec<(HeaderName, HeaderValue)>, CredentialsError> {
     let Some(text) = std::env::var_os(HEADERS_VAR) else {
         return Ok(Vec::new());
     };
     let text = text
         .into_string()
-        .map_err(|_| format!("{HEADERS_VAR}: is not valid UTF-8"))?;
+        .map_err(|_| CredentialsError::VarNotUtf8)?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| parse_header(l).map_err(|e| format!("{HEADERS_VAR}: line {}: {e}", i + 1)))
+        .map(|(i, l)| {
+            parse_header(l).map_err(|e| CredentialsError::Var {
+                line: i + 1,
+                error: Box::new(e),
+            })
+        })
         .collect()
 }
 
@@ -101,9 +138,9 @@ impl std::fmt::Debug for Access {
 
 impl Access {
     /// The credentials for `url` (see the module's documentation).
-    pub fn of(url: &str) -> Result<Access, String> {
+    pub fn of(url: &str) -> Result<Access, CredentialsError> {
         let mut secrets = Secrets::of_url(url);
-        let mut parsed = url::Url::parse(url).map_err(|e| format!("not a valid URL: {e}"))?;
+        let mut parsed = url::Url::parse(url)?;
         let user = percent_decode(parsed.username()).into_owned();
         let password = parsed.password().map(|p| percent_decode(p).into_owned());
         let from_url = (!user.is_empty() || password.is_some())
@@ -221,20 +258,20 @@ fn netrc_login(host: &str) -> Option<(String, String)> {
 /// spaces, `macdef` bodies run to a blank line).
 fn netrc_lookup(text: &str, host: &str) -> Option<(String, String)> {
     #[derive(Default)]
-    struct Entry {
+    struct NetrcEntry {
         machine: Option<String>,
         login: Option<String>,
         password: Option<String>,
     }
-    let mut entries: Vec<Entry> = Vec::new();
+    let mut entries: Vec<NetrcEntry> = Vec::new();
     let mut tokens = netrc_tokens(text).into_iter();
     while let Some(t) = tokens.next() {
         match t.as_str() {
-            "machine" => entries.push(Entry {
+            "machine" => entries.push(NetrcEntry {
                 machine: Some(tokens.next().unwrap_or_default()),
-                ..Entry::default()
+                ..NetrcEntry::default()
             }),
-            "default" => entries.push(Entry::default()),
+            "default" => entries.push(NetrcEntry::default()),
             "login" | "password" | "account" => {
                 let value = tokens.next().unwrap_or_default();
                 if let Some(e) = entries.last_mut() {
@@ -248,7 +285,7 @@ fn netrc_lookup(text: &str, host: &str) -> Option<(String, String)> {
             _ => {}
         }
     }
-    let found = |e: &&Entry| {
+    let found = |e: &&NetrcEntry| {
         e.machine
             .as_deref()
             .is_some_and(|m| m.eq_ignore_ascii_case(host))
@@ -347,7 +384,7 @@ impl Connector {
 impl HttpConnector for Connector {
     fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
         // The limits the object store's own client would have (see
-        // `super::url::store`), and no redirects of its own.
+        // `super::store::store`), and no redirects of its own.
         let client = reqwest::Client::builder()
             .user_agent(concat!("ptefs/", env!("CARGO_PKG_VERSION")))
             .timeout(request_timeout())

@@ -7,6 +7,7 @@
 use crate::common;
 use crate::writer;
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use common::*;
@@ -143,11 +144,7 @@ fn code_and_graph_show_every_layer() {
 
 #[test]
 fn inspect_counts_the_weights_as_weights() {
-    let out = std::process::Command::new(ptefs_bin())
-        .arg("inspect")
-        .arg(pte())
-        .output()
-        .unwrap();
+    let out = ptefs().arg("inspect").arg(pte()).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("6 nodes, 5 values"), "{text}");
@@ -161,12 +158,7 @@ fn inspect_counts_the_weights_as_weights() {
         text.contains("delegate blobs                     3481 bytes"),
         "{text}"
     );
-    let out = std::process::Command::new(ptefs_bin())
-        .args(["inspect", "--json"])
-        .arg(pte())
-        .output()
-        .unwrap();
-    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = ptefs_json([OsStr::new("inspect"), "--json".as_ref(), pte().as_os_str()]);
     let total: u64 = j["composition"]
         .as_array()
         .unwrap()

@@ -329,7 +329,7 @@ fn inspect_reports_the_model_and_diff_names_weights() {
             "main.006-linear.bias"
         ]
     );
-    let out = std::process::Command::new(ptefs_bin())
+    let out = ptefs()
         .arg("inspect")
         .arg(fixture_path("coreml_mlp.pte"))
         .output()
