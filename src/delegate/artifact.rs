@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::layout::{File, Layout, Paths, Weight, Weights};
+use super::folder::{File, Layout, Paths, Weight, Weights};
 use super::{Bytes, Decoded, Rendered, Summary, WeightName};
 use crate::format::Span;
 
@@ -200,7 +200,7 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                     bytes: w.bytes.clone(),
                     dtype: w.dtype,
                     dims: w.dims.clone(),
-                    npy: w.descr.map(|descr| super::layout::Npy {
+                    npy: w.descr.map(|descr| super::folder::Npy {
                         descr,
                         shape: w.dims.iter().map(|&d| d.max(0) as u64).collect(),
                         nbytes: w.npy_bytes,
@@ -208,7 +208,7 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                     }),
                     id: u32::try_from(i).unwrap_or(u32::MAX),
                     value: Some(i),
-                    entry: super::layout::Fields::new(|put| {
+                    entry: super::folder::Fields::new(|put| {
                         w.entry.iter().for_each(|(k, v)| put(k, v.clone()))
                     }),
                     parts: Vec::new(),

@@ -3,19 +3,19 @@
 //! slots ([`graph`], [`operands`]), and a data segment; constants live in
 //! named data, keyed by their named slots ([`constants`]).
 
+mod backend;
 pub mod constants;
 pub mod graph;
 pub mod header;
-mod layout;
 pub mod operands;
 pub mod render;
 
 use std::collections::{BTreeMap, HashSet};
 
+pub use backend::Mlx;
 pub use constants::Constant;
 pub use graph::Instr;
 pub use header::Header;
-pub use layout::Mlx;
 
 use crate::delegate::Lookup;
 use crate::format::{Result, scalar};

@@ -4,17 +4,17 @@
 //! constant data the values' segment offsets point into ([`constants`]).
 //! Constants never live in named data.
 
+mod backend;
 pub mod constants;
 pub mod header;
-mod layout;
 pub mod nodes;
 pub mod render;
 
 use std::collections::BTreeMap;
 
+pub use backend::Mps;
 pub use constants::Constant;
 pub use header::Header;
-pub use layout::Mps;
 pub use nodes::Node;
 
 use crate::delegate::{Bytes, flatbuffer};

@@ -4,9 +4,9 @@
 //! 16-byte aligned, and size; 8 reserved bytes), the metadata JSON, and
 //! the serialized engine.
 
-mod layout;
+mod backend;
 
-pub use layout::TensorRt;
+pub use backend::TensorRt;
 
 /// The backend id this module decodes.
 pub const BACKEND_ID: &str = "TensorRTBackend";

@@ -3,7 +3,7 @@
 //! served as byte ranges of the source.
 
 use super::{Attached, Builder, Dir, Origin};
-use crate::delegate::layout::Npy;
+use crate::delegate::folder::Npy;
 use crate::delegate::{Bytes, Lookup};
 use crate::format::{ProgramFile, Span};
 use crate::tree::render::npy;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{Constant, Payload, graph, header};
 use crate::delegate::artifact::Specs;
 use crate::delegate::dot;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
+use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -166,7 +166,7 @@ impl Payload<'_> {
 }
 
 /// One constant's files and `index.json` entry.
-fn constant<'s>(c: &'s Constant<'_>) -> layout::Weight<'s> {
+fn constant<'s>(c: &'s Constant<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("value_id", json!(c.value_id));
         put("constant_id", json!(c.constant_id));
@@ -179,7 +179,7 @@ fn constant<'s>(c: &'s Constant<'_>) -> layout::Weight<'s> {
         put("key", json!(c.key));
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.name.clone(),
         bytes: c.bytes.clone(),
         dtype: c.datatype.variant_name().unwrap_or("unknown"),

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{Payload, Scales, Weight, datatype, header};
 use crate::delegate::artifact::Specs;
 use crate::delegate::dot;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
+use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -172,7 +172,7 @@ const PACKED: &str = "two 4-bit values per byte along the last dimension: elemen
 
 /// One constant: its files' stem, bytes and NumPy view, and what its
 /// `index.json` entry says.
-fn weight<'s>(w: &'s Weight<'_>) -> layout::Weight<'s> {
+fn weight<'s>(w: &'s Weight<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("value_id", json!(w.value_id));
         put("value_index", json!(w.value_index));
@@ -204,7 +204,7 @@ fn weight<'s>(w: &'s Weight<'_>) -> layout::Weight<'s> {
         .as_ref()
         .map(|s| vec![("scales", scales(&w.name, w.value_id, s))])
         .unwrap_or_default();
-    layout::Weight {
+    folder::Weight {
         stem: w.name.clone(),
         bytes: w.bytes.clone(),
         dtype: w.datatype.variant_name().unwrap_or("unknown"),
@@ -224,10 +224,10 @@ fn scales<'s>(
     name: &str,
     id: u32,
     s: &'s std::result::Result<Scales<'_>, String>,
-) -> layout::Weight<'s> {
+) -> folder::Weight<'s> {
     let stem = format!("{name}.scale");
     let Ok(s) = s else {
-        return layout::Weight {
+        return folder::Weight {
             stem,
             bytes: Err(s.as_ref().err().cloned().unwrap_or_default()),
             dtype: "float32",
@@ -249,7 +249,7 @@ fn scales<'s>(
         put("buffer_index", json!(s.buffer_index));
         put("key", json!(s.bytes.key()));
     });
-    layout::Weight {
+    folder::Weight {
         stem,
         bytes: Ok(s.bytes),
         dtype: stored,

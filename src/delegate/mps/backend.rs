@@ -1,48 +1,44 @@
-//! `mlx/` in an MLX delegate's directory: the backend behind the seam, and
+//! `mps/` in an MPS delegate's directory: the backend behind the seam, and
 //! what its folder shows: `header.json`, `graph.json`, `code.txt`,
-//! `graph.dot`, `data_segment.bin` when it has bytes, and `weights/` with
-//! each constant's files.
+//! `graph.dot`, and `weights/` with each constant's files.
 
 use std::ops::Range;
 
 use serde_json::{Value, json};
 
-use super::{Constant, Payload, render};
+use super::constants::{Constant, dtype_name};
+use super::{Payload, render};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Paths, Weights};
+use crate::delegate::folder::{self, Fields, File, Layout, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
-use crate::format::{Result, scalar};
+use crate::format::Result;
 
-/// `MLXBackend`.
-pub struct Mlx;
+/// `MPSBackend`.
+pub struct Mps;
 
-impl Backend for Mlx {
+impl Backend for Mps {
     fn id(&self) -> &'static str {
         super::BACKEND_ID
     }
 
     fn folder(&self) -> &'static str {
-        "mlx"
+        "mps"
     }
 
     fn decode<'a>(
         &self,
         payload: &'a [u8],
         _specs: Specs<'_, 'a>,
-        named: &dyn Lookup<'a>,
+        _named: &dyn Lookup<'a>,
     ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload, named)?))
+        Ok(Box::new(super::decode(payload)?))
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
         super::header::json(payload, at)
     }
 
-    fn named_keys<'a>(&self, payload: &'a [u8], _specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
-        super::named_keys(payload)
-    }
-
-    /// The header, then the graph it locates; never the data segment.
+    /// The header, then the graph it locates; never the constant data.
     fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
         let head = 0..(payload.len() as u64).min(super::header::LEN);
         if !have(&head) {
@@ -56,17 +52,12 @@ impl Backend for Mlx {
     }
 }
 
-fn dtype_name(c: &Constant<'_>) -> String {
-    c.dtype.map_or_else(|| "unknown".to_owned(), scalar::name)
-}
-
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
         let mut s = Summary {
             backend: super::BACKEND_ID.to_owned(),
-            nodes: self.instrs.len(),
-            values: usize::try_from(self.tensor_slots() + u64::from(self.graph.num_values()))
-                .unwrap_or(usize::MAX),
+            nodes: self.nodes.len(),
+            values: self.graph.mps_values().map_or(0, |v| v.len()),
             ops: self.op_counts(),
             ..Summary::default()
         };
@@ -81,16 +72,16 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 let first = c.users.first();
                 let name = WeightName {
                     name: c.stem.clone(),
-                    layer: first.map(|u| u.layer.clone()),
-                    role: first.map_or_else(|| "unused".to_owned(), |u| u.field.clone()),
-                    value_id: c.tid,
-                    datatype: dtype_name(c),
+                    layer: first.map(|u| format!("{:03}-{}", u.node, u.op)),
+                    role: first.map_or_else(|| "unused".to_owned(), |u| u.role.clone()),
+                    value_id: c.id,
+                    datatype: dtype_name(c.dtype),
                     dims: c
                         .dims
                         .iter()
                         .map(|&d| u32::try_from(d).unwrap_or(u32::MAX))
                         .collect(),
-                    key: Some(c.key.to_owned()),
+                    key: None,
                 };
                 (name, c.bytes.as_ref().ok().copied())
             })
@@ -98,16 +89,10 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn layout(&self) -> Layout<'_> {
-        let mut files: Vec<File<'a>> = ["graph.json", "code.txt", "graph.dot"]
+        let files: Vec<File<'a>> = ["graph.json", "code.txt", "graph.dot"]
             .into_iter()
             .map(|p| File::Rendered { path: p.into() })
             .collect();
-        if self.header.data_segment.len != 0 {
-            files.push(File::Bytes {
-                path: "data_segment.bin".into(),
-                bytes: Bytes::Payload(self.header.data_segment),
-            });
-        }
         Layout {
             files,
             weights: Some(Weights {
@@ -119,7 +104,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
                     .map(|(k, c)| constant(k, c))
                     .collect(),
             }),
-            errors: Vec::new(),
+            errors: self.errors.clone(),
         }
     }
 
@@ -134,26 +119,38 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// Constant `k`'s files and `index.json` entry.
-fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
+fn constant<'s>(k: usize, c: &'s Constant<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
-        put("tid", json!(c.tid));
-        put("key", json!(c.key));
-        put("dtype", json!(dtype_name(c)));
-        put("shape", json!(c.dims));
-        put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
+        put("value_id", json!(c.id));
+        put("listed", json!(c.listed));
         put(
-            "offset",
+            "layer",
+            json!(c.users.first().map(|u| format!("{:03}-{}", u.node, u.op))),
+        );
+        put(
+            "role",
+            json!(c.users.first().map_or("unused", |u| u.role.as_str())),
+        );
+        put("dtype", json!(dtype_name(c.dtype)));
+        put("dims", json!(c.dims));
+        put("numpy_dtype", json!(c.npy.as_ref().map(|n| n.descr)));
+        put("stored_in", json!(c.store));
+        put("segment_offset", json!(c.segment_offset));
+        put("constant_buffer_size", json!(c.size));
+        put(
+            "payload_offset",
             json!(c.bytes.as_ref().ok().map(|b| b.span().offset)),
         );
+        put("key", Value::Null);
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.stem.clone(),
         bytes: c.bytes.clone(),
-        dtype: c.dtype.and_then(|t| t.variant_name()).unwrap_or("unknown"),
+        dtype: c.dtype.variant_name().unwrap_or("unknown"),
         dims: c.dims.clone(),
         npy: c.npy.clone(),
-        id: c.tid,
+        id: c.id,
         value: Some(k),
         entry,
         parts: Vec::new(),

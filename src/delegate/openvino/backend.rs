@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Const, Payload, obfuscation, render};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Paths, Weights};
+use crate::delegate::folder::{self, Fields, File, Layout, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -158,7 +158,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// One `Const` layer's files and `index.json` entry.
-fn constant<'s>(c: &'s Const<'_>) -> layout::Weight<'s> {
+fn constant<'s>(c: &'s Const<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("layer", json!(c.layer));
         put("element_type", json!(c.element_type));
@@ -172,7 +172,7 @@ fn constant<'s>(c: &'s Const<'_>) -> layout::Weight<'s> {
         );
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.stem.clone(),
         bytes: c.bytes.clone(),
         dtype: dtype_name(&c.element_type),

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Constant, Payload, dtype, graph};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
+use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -133,7 +133,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// One constant's files and `index.json` entry.
-fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> layout::Weight<'s> {
+fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         let block = p.blocks.get(c.block);
         put("tensor", json!(c.tensor));
@@ -153,7 +153,7 @@ fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> layout::Weight<'s> {
         put("role", json!(c.role()));
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.name.clone(),
         bytes: c.bytes.clone(),
         dtype: c.dtype.variant_name().unwrap_or("unknown"),

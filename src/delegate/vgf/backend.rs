@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Constant, Payload, constants, header, tables, vulkan};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
+use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -221,7 +221,7 @@ fn weight<'s>(
     p: &'s Payload<'_>,
     c: &'s Constant<'_>,
     users: Option<Vec<String>>,
-) -> layout::Weight<'s> {
+) -> folder::Weight<'s> {
     let r = p.resource(c.mrt_index);
     let format = r.map(|r| r.vk_format());
     let dims = shape(p, c);
@@ -256,7 +256,7 @@ fn weight<'s>(
         );
         put("users", json!(users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: stem(c),
         bytes: c.bytes.clone(),
         dtype: format.and_then(vulkan::format_name).unwrap_or("unknown"),

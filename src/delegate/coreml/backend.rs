@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::weights::Stored;
 use super::{Payload, Weight, blob, flattened, mil, reference};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
+use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -157,7 +157,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 }
 
 /// One weight's files and `index.json` entry.
-fn weight<'s>(k: usize, w: &'s Weight<'_>) -> layout::Weight<'s> {
+fn weight<'s>(k: usize, w: &'s Weight<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("function", json!(w.function));
         put("op_index", json!(w.op_index));
@@ -215,7 +215,7 @@ fn weight<'s>(k: usize, w: &'s Weight<'_>) -> layout::Weight<'s> {
             widen,
         })
     });
-    layout::Weight {
+    folder::Weight {
         stem: w.stem.clone(),
         bytes: w.bytes.clone(),
         dtype: dtype_static(w.dtype),
