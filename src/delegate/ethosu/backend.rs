@@ -108,16 +108,14 @@ impl<'a> Decoded<'a> for Payload<'a> {
         if self.stream.block("cmd_data").is_some() {
             ops.insert("ethos-u command stream".to_owned(), 1);
         }
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: ops.len(),
-            values: self.inputs.len() + self.outputs.len(),
-            ops,
-            ..Summary::default()
-        };
         let weights = self.weights().into_iter();
-        s.count_constants(weights.filter_map(|(_, b)| Some((WEIGHT_STREAM.to_owned(), b?))));
-        s
+        Summary::graph(
+            super::BACKEND_ID,
+            ops.len(),
+            self.inputs.len() + self.outputs.len(),
+            ops,
+            weights.filter_map(|(_, b)| Some((WEIGHT_STREAM.to_owned(), b?))),
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {

@@ -36,7 +36,7 @@ pub struct Header {
 
 /// Reads the header fields, `None` when the payload is shorter.
 pub fn header(payload: &[u8]) -> Option<Header> {
-    use crate::delegate::artifact::{array, u32_at, u64_at};
+    use crate::format::le::{array, u32_at, u64_at};
     Some(Header {
         magic: array(payload, 0)?,
         metadata_offset: u32_at(payload, 4)?,
