@@ -33,7 +33,8 @@ pub mod xnnpack;
 pub use backend::{Backend, Decoded, Rendered};
 pub use bytes::{Bytes, Lookup, NoNamed};
 pub use program::{
-    NamedData, ProgramDelegate, decode_program, delegate_named_keys, referenced_named_keys,
+    NamedData, ProgramDelegate, decode_program, delegate_named_keys, named_index,
+    referenced_named_keys,
 };
 
 use std::collections::BTreeMap;
