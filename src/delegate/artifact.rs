@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::layout::{File, Layout, Paths, Weight, Weights};
+use super::folder::{File, Layout, Paths, Weight, Weights};
 use super::{Bytes, Decoded, Rendered, Summary, WeightName};
 use crate::format::Span;
 
@@ -200,7 +200,7 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                     bytes: w.bytes.clone(),
                     dtype: w.dtype,
                     dims: w.dims.clone(),
-                    npy: w.descr.map(|descr| super::layout::Npy {
+                    npy: w.descr.map(|descr| super::folder::Npy {
                         descr,
                         shape: w.dims.iter().map(|&d| d.max(0) as u64).collect(),
                         nbytes: w.npy_bytes,
@@ -208,7 +208,7 @@ impl<'a> Decoded<'a> for Artifact<'a> {
                     }),
                     id: u32::try_from(i).unwrap_or(u32::MAX),
                     value: Some(i),
-                    entry: super::layout::Fields::new(|put| {
+                    entry: super::folder::Fields::new(|put| {
                         w.entry.iter().for_each(|(k, v)| put(k, v.clone()))
                     }),
                     parts: Vec::new(),
@@ -243,49 +243,6 @@ impl<'a> Decoded<'a> for Artifact<'a> {
     fn facts(&self) -> Vec<(String, String)> {
         self.facts.clone()
     }
-}
-
-/// Little-endian reads that say `None` past the end.
-pub fn u8_at(b: &[u8], at: u64) -> Option<u8> {
-    b.get(usize::try_from(at).ok()?).copied()
-}
-
-/// A little-endian u16 at `at`.
-pub fn u16_at(b: &[u8], at: u64) -> Option<u16> {
-    Some(u16::from_le_bytes(array(b, at)?))
-}
-
-/// A little-endian u32 at `at`.
-pub fn u32_at(b: &[u8], at: u64) -> Option<u32> {
-    Some(u32::from_le_bytes(array(b, at)?))
-}
-
-/// A little-endian i32 at `at`.
-pub fn i32_at(b: &[u8], at: u64) -> Option<i32> {
-    Some(i32::from_le_bytes(array(b, at)?))
-}
-
-/// A little-endian u64 at `at`.
-pub fn u64_at(b: &[u8], at: u64) -> Option<u64> {
-    Some(u64::from_le_bytes(array(b, at)?))
-}
-
-/// A little-endian i64 at `at`.
-pub fn i64_at(b: &[u8], at: u64) -> Option<i64> {
-    Some(i64::from_le_bytes(array(b, at)?))
-}
-
-/// `N` bytes at `at`.
-pub fn array<const N: usize>(b: &[u8], at: u64) -> Option<[u8; N]> {
-    let start = usize::try_from(at).ok()?;
-    b.get(start..start.checked_add(N)?)?.try_into().ok()
-}
-
-/// `len` bytes at `at`.
-pub fn slice(b: &[u8], at: u64, len: u64) -> Option<&[u8]> {
-    let start = usize::try_from(at).ok()?;
-    let end = start.checked_add(usize::try_from(len).ok()?)?;
-    b.get(start..end)
 }
 
 /// A header field in `header.json`: its file offset and value.
@@ -349,13 +306,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_stop_at_the_end_and_sums_do_not_wrap() {
-        let b = [1u8, 0, 0, 0, 2];
-        assert_eq!(u32_at(&b, 0), Some(1));
-        assert_eq!(u32_at(&b, 2), None);
-        assert_eq!(u64_at(&b, u64::MAX), None);
-        assert_eq!(slice(&b, 4, 1), Some(&[2u8][..]));
-        assert_eq!(slice(&b, 4, u64::MAX), None);
+    fn sums_do_not_wrap() {
         assert!(fits("x", 1, 4, 5).is_ok());
         assert!(fits("x", 2, 4, 5).unwrap_err().contains("end at 6"));
         assert!(fits("x", 8, u64::MAX, 5).unwrap_err().contains("wrap"));

@@ -10,7 +10,7 @@ use std::ops::Range;
 use serde_json::Value;
 
 use super::artifact::Specs;
-use super::layout::{Layout, Paths};
+use super::folder::{Layout, Paths};
 use super::{Bytes, Lookup, Summary, WeightName};
 use crate::format::Result;
 

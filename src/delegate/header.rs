@@ -25,33 +25,33 @@ pub struct Fields {
     pub constant_data_size: u64,
 }
 
-fn u32_at(b: &[u8], at: usize) -> u64 {
-    u64::from(le::u32_at(b, at))
-}
-
 /// Reads the fields of `payload`'s header, checking that the header length
 /// covers them and that the flatbuffer lies inside the payload.
 pub fn read(payload: &[u8]) -> Result<Fields> {
     let total = payload.len() as u64;
-    if payload.len() < usize::from(KNOWN_LEN) {
-        return Err(Error::new(format!(
+    let short = || {
+        Error::new(format!(
             "payload header: payload is {total} bytes, the header needs {KNOWN_LEN}"
-        )));
+        ))
+    };
+    if payload.len() < usize::from(KNOWN_LEN) {
+        return Err(short());
     }
-    let length = le::u16_at(payload, 8);
+    let u32_at = |at| le::u32_at(payload, at).map(u64::from).ok_or_else(short);
+    let length = le::u16_at(payload, 8).ok_or_else(short)?;
     if length < KNOWN_LEN {
         return Err(Error::new(format!(
             "payload header at offset 8: header length {length} is below {KNOWN_LEN}"
         )));
     }
-    let flatbuffer = Span::checked(u32_at(payload, 10), u32_at(payload, 14), total, || {
+    let flatbuffer = Span::checked(u32_at(10)?, u32_at(14)?, total, || {
         "payload header (offsets 10..18): flatbuffer".to_owned()
     })?;
     Ok(Fields {
         length,
         flatbuffer,
-        constant_data_offset: u32_at(payload, 18),
-        constant_data_size: le::u64_at(payload, 22),
+        constant_data_offset: u32_at(18)?,
+        constant_data_size: le::u64_at(payload, 22).ok_or_else(short)?,
     })
 }
 

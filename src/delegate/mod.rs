@@ -11,8 +11,9 @@ pub mod coreml;
 pub mod dot;
 pub mod ethosu;
 pub mod flatbuffer;
+pub mod folder;
+pub mod graph_files;
 pub mod header;
-pub mod layout;
 pub mod mediatek;
 pub mod mlx;
 pub mod mps;
@@ -21,6 +22,7 @@ pub mod openvino;
 pub mod payload_fetch;
 mod program;
 pub mod qnn;
+pub mod segment_header;
 pub mod strided;
 pub mod tensorrt;
 pub mod tosa;
@@ -31,7 +33,8 @@ pub mod xnnpack;
 pub use backend::{Backend, Decoded, Rendered};
 pub use bytes::{Bytes, Lookup, NoNamed};
 pub use program::{
-    NamedData, ProgramDelegate, decode_program, delegate_named_keys, referenced_named_keys,
+    NamedData, ProgramDelegate, decode_program, delegate_named_keys, named_index,
+    referenced_named_keys,
 };
 
 use std::collections::BTreeMap;
@@ -154,18 +157,33 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl Summary {
-    /// Sets `constant_bytes` and `shared_values` from each value's
-    /// datatype name and stored bytes: a range several values share is
-    /// counted once, under the datatype of the first.
-    pub fn count_constants<'a>(&mut self, stored: impl IntoIterator<Item = (String, Bytes<'a>)>) {
+    /// The summary of a graph of `nodes` nodes (`ops` counts them per
+    /// operator) and `values` values, whose constants are `stored`: each
+    /// value's datatype name and stored bytes. A range several values
+    /// share is counted once, under the datatype of the first.
+    pub fn graph<'a>(
+        backend: &str,
+        nodes: usize,
+        values: usize,
+        ops: BTreeMap<String, usize>,
+        stored: impl IntoIterator<Item = (String, Bytes<'a>)>,
+    ) -> Summary {
+        let mut s = Summary {
+            backend: backend.to_owned(),
+            nodes,
+            values,
+            ops,
+            ..Summary::default()
+        };
         let mut seen = std::collections::HashSet::new();
         for (dtype, bytes) in stored {
             if !seen.insert(bytes) {
-                self.shared_values += 1;
+                s.shared_values += 1;
                 continue;
             }
-            *self.constant_bytes.entry(dtype).or_default() += bytes.len();
+            *s.constant_bytes.entry(dtype).or_default() += bytes.len();
         }
+        s
     }
 }
 

@@ -64,3 +64,23 @@ fn payload(
         }
     }
 }
+
+/// What a payload that is a header locating one region (its flatbuffer or
+/// model) needs: its first `head` bytes, then the region `region` reads
+/// from them; never what follows. An invalid header needs nothing more:
+/// decoding reports it.
+pub fn header_then(
+    payload: &[u8],
+    have: &dyn Fn(&Range<u64>) -> bool,
+    head: u64,
+    region: impl FnOnce(&[u8]) -> Option<Span>,
+) -> Vec<Range<u64>> {
+    let head = 0..(payload.len() as u64).min(head);
+    if !have(&head) {
+        return vec![head];
+    }
+    region(payload)
+        .map(|r| r.offset..r.end())
+        .into_iter()
+        .collect()
+}

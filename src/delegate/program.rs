@@ -1,33 +1,49 @@
 //! Every delegate of a program decoded at once, for reports (`inspect`,
 //! `diff`) that start from parsed files rather than from the tree.
 
-use std::collections::HashMap;
-
 use super::{Decoded, Lookup, WeightName, decode, text_specs};
-use crate::format::{DataFile, Name, ProgramFile, Result};
+use crate::format::{DataFile, Name, ProgramFile, Result, Span};
 
-/// Named-data blobs by key: the program's own first, then each attached
-/// data file's, as the runtime looks them up.
+/// Named-data entries by key, as the runtime looks them up: the
+/// program's own first, then each data file's in the order of `data`; a
+/// key found again later is shadowed. `entry` makes what is kept of each
+/// from the data file it is in (`None`: the program; `Some(i)`:
+/// `data[i]`), its span in that file and its bytes.
+pub fn named_index<'a, V>(
+    program: &ProgramFile<'a>,
+    data: &[&DataFile<'a>],
+    mut entry: impl FnMut(Option<usize>, Span, &'a [u8]) -> V,
+) -> foldhash::HashMap<&'a [u8], V> {
+    let mut by_key = foldhash::HashMap::default();
+    for n in &program.named {
+        let bytes = n.span.bytes(program.bytes);
+        by_key
+            .entry(n.key.bytes())
+            .or_insert_with(|| entry(None, n.span, bytes));
+    }
+    for (i, d) in data.iter().enumerate() {
+        for e in &d.entries {
+            let bytes = e.span.bytes(d.bytes);
+            by_key
+                .entry(e.key.bytes())
+                .or_insert_with(|| entry(Some(i), e.span, bytes));
+        }
+    }
+    by_key
+}
+
+/// Named-data blobs by key ([`named_index`]).
 #[derive(Debug, Default)]
 pub struct NamedData<'a> {
-    by_key: HashMap<&'a [u8], &'a [u8]>,
+    by_key: foldhash::HashMap<&'a [u8], &'a [u8]>,
 }
 
 impl<'a> NamedData<'a> {
     /// The blobs of `program` and of `data`, in that order of precedence.
     pub fn of(program: &ProgramFile<'a>, data: &[&DataFile<'a>]) -> NamedData<'a> {
-        let mut by_key = HashMap::new();
-        for n in &program.named {
-            by_key
-                .entry(n.key.bytes())
-                .or_insert(n.span.bytes(program.bytes));
+        NamedData {
+            by_key: named_index(program, data, |_, _, bytes| bytes),
         }
-        for d in data {
-            for e in &d.entries {
-                by_key.entry(e.key.bytes()).or_insert(e.span.bytes(d.bytes));
-            }
-        }
-        NamedData { by_key }
     }
 
     /// The blob stored under `key`.

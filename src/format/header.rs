@@ -1,12 +1,18 @@
 //! The fixed headers at the start of `.pte` and `.ptd` files.
 
-pub(super) use super::le::{u32_at, u64_at};
+use super::le;
 use super::{Error, Result};
 
-fn magic_at(bytes: &[u8], at: usize) -> [u8; 4] {
-    let mut b = [0; 4];
-    b.copy_from_slice(&bytes[at..at + 4]);
-    b
+/// The header of `what` cut off at `at`, `n` bytes short of a field: what
+/// a read past the file says (the length checks come first, so it is
+/// never seen).
+fn cut_off(what: &'static str, bytes: &[u8], at: u64, n: u64) -> Error {
+    Error::CutOff {
+        what,
+        at,
+        len: bytes.len() as u64,
+        needed: at + n,
+    }
 }
 
 /// Four magic bytes as text if printable, else as hex.
@@ -78,6 +84,7 @@ const PTE_EXT_MIN: u32 = 0x18;
 impl PteHeader {
     /// Parses the header of a file whose magic says it is a program.
     pub fn parse(bytes: &[u8]) -> Result<PteHeader> {
+        let cut = |at, n| cut_off("program header", bytes, at, n);
         let size = bytes.len() as u64;
         if bytes.len() < 8 {
             return Err(Error::TooShort {
@@ -86,8 +93,8 @@ impl PteHeader {
                 needed: "its header (8 bytes)",
             });
         }
-        let root_offset = u32_at(bytes, 0);
-        let magic = magic_at(bytes, 4);
+        let root_offset = le::u32_at(bytes, 0).ok_or_else(|| cut(0, 4))?;
+        let magic = le::array(bytes, 4).ok_or_else(|| cut(4, 4))?;
         let extended = if bytes.len() >= 12 && &bytes[8..10] == b"eh" {
             if bytes.len() < 8 + PTE_EXT_MIN as usize {
                 return Err(Error::CutOff {
@@ -97,7 +104,7 @@ impl PteHeader {
                     needed: 8 + u64::from(PTE_EXT_MIN),
                 });
             }
-            let length = u32_at(bytes, 12);
+            let length = le::u32_at(bytes, 12).ok_or_else(|| cut(12, 4))?;
             if length < PTE_EXT_MIN {
                 return Err(field(
                     "extended header length (bytes 12..16)",
@@ -115,9 +122,13 @@ impl PteHeader {
                     ),
                 ));
             }
-            let program_size = u64_at(bytes, 16);
-            let segment_base_offset = u64_at(bytes, 24);
-            let segment_data_size = (length >= 0x20).then(|| u64_at(bytes, 32));
+            let program_size = le::u64_at(bytes, 16).ok_or_else(|| cut(16, 8))?;
+            let segment_base_offset = le::u64_at(bytes, 24).ok_or_else(|| cut(24, 8))?;
+            let segment_data_size = if length >= 0x20 {
+                Some(le::u64_at(bytes, 32).ok_or_else(|| cut(32, 8))?)
+            } else {
+                None
+            };
             if program_size > size {
                 return Err(field(
                     PROGRAM_SIZE,
@@ -158,7 +169,7 @@ impl PteHeader {
                 )?;
             }
             Some(PteExtendedHeader {
-                magic: magic_at(bytes, 8),
+                magic: le::array(bytes, 8).ok_or_else(|| cut(8, 4))?,
                 length,
                 program_size,
                 segment_base_offset,
@@ -211,6 +222,7 @@ const PTD_EXT_MIN: u32 = 40;
 impl PtdHeader {
     /// Parses the header of a file whose magic says it is a data file.
     pub fn parse(bytes: &[u8]) -> Result<PtdHeader> {
+        let cut = |at, n| cut_off("data file header", bytes, at, n);
         let size = bytes.len() as u64;
         if bytes.len() < 8 + PTD_EXT_MIN as usize {
             return Err(Error::TooShort {
@@ -219,7 +231,7 @@ impl PtdHeader {
                 needed: "the data file header (48 bytes)",
             });
         }
-        let header_magic = magic_at(bytes, 8);
+        let header_magic = le::array(bytes, 8).ok_or_else(|| cut(8, 4))?;
         if &header_magic[..2] != b"FH" {
             return Err(Error::HeaderField {
                 field: "data file header magic (bytes 8..12)",
@@ -227,7 +239,7 @@ impl PtdHeader {
                 problem: "expected \"FH01\"".to_owned(),
             });
         }
-        let length = u32_at(bytes, 12);
+        let length = le::u32_at(bytes, 12).ok_or_else(|| cut(12, 4))?;
         if length < PTD_EXT_MIN {
             return Err(field(
                 "data file header length (bytes 12..16)",
@@ -236,14 +248,14 @@ impl PtdHeader {
             ));
         }
         let h = PtdHeader {
-            root_offset: u32_at(bytes, 0),
-            magic: magic_at(bytes, 4),
+            root_offset: le::u32_at(bytes, 0).ok_or_else(|| cut(0, 4))?,
+            magic: le::array(bytes, 4).ok_or_else(|| cut(4, 4))?,
             header_magic,
             length,
-            padded_header_size: u64_at(bytes, 16),
-            flatbuffer_size: u64_at(bytes, 24),
-            segment_base_offset: u64_at(bytes, 32),
-            segment_data_size: u64_at(bytes, 40),
+            padded_header_size: le::u64_at(bytes, 16).ok_or_else(|| cut(16, 8))?,
+            flatbuffer_size: le::u64_at(bytes, 24).ok_or_else(|| cut(24, 8))?,
+            segment_base_offset: le::u64_at(bytes, 32).ok_or_else(|| cut(32, 8))?,
+            segment_data_size: le::u64_at(bytes, 40).ok_or_else(|| cut(40, 8))?,
         };
         let fb_end = sum_within(
             "data file header: flatbuffer end (bytes 16..24 + bytes 24..32)",

@@ -6,7 +6,8 @@
 
 use serde_json::{Value, json};
 
-use crate::delegate::artifact::{field, i32_at, i64_at, region, slice, u32_at, u64_at};
+use crate::delegate::artifact::{field, region};
+use crate::format::le::{i32_at, i64_at, slice, u32_at, u64_at};
 use crate::format::{Error, Result};
 
 /// A read manifest.
@@ -113,13 +114,8 @@ pub fn read(b: &[u8]) -> Result<Manifest<'_>> {
         let dims = u64::from(ndim);
         let all = slice(b, c.at, dims * 16)
             .ok_or_else(|| c.fail(&format!("weight {i}'s sizes and strides")))?;
-        let read = |k: u64| {
-            i64::from_le_bytes(
-                all[(8 * k) as usize..(8 * k + 8) as usize]
-                    .try_into()
-                    .unwrap_or([0; 8]),
-            )
-        };
+        // In `all`: it holds `dims` sizes and as many strides.
+        let read = |k: u64| i64_at(all, 8 * k).unwrap_or(0);
         let sizes: Vec<i64> = (0..dims).map(read).collect();
         let strides: Vec<i64> = (dims..2 * dims).map(read).collect();
         c.at += dims * 16;

@@ -5,7 +5,7 @@
 //! data, each 64-byte aligned. A MIL `blobFileValue` gives the offset of a
 //! blob's metadata record.
 
-use crate::format::le::{u32_at, u64_at};
+use crate::format::le;
 use crate::format::{Error, Result, Span};
 
 /// Size of the file header and of each metadata record.
@@ -55,7 +55,11 @@ pub fn dtype_name(code: u32) -> String {
 pub fn at(file: &[u8], offset: u64, name: &str) -> Result<Blob> {
     let len = file.len() as u64;
     let head = Span::checked(0, RECORD, len, || format!("{name}: blob storage header"))?;
-    let version = u32_at(file, head.offset as usize + 4);
+    // Inside the file: the spans were checked against it.
+    let cut = |at| Error::new(format!("{name}: cut off at offset {at}"));
+    let u32_at = |at| le::u32_at(file, at).ok_or_else(|| cut(at));
+    let u64_at = |at| le::u64_at(file, at).ok_or_else(|| cut(at));
+    let version = u32_at(head.offset + 4)?;
     if version != 2 {
         return Err(Error::new(format!(
             "{name} offset 4: blob storage version is {version}, expected 2"
@@ -69,16 +73,16 @@ pub fn at(file: &[u8], offset: u64, name: &str) -> Result<Blob> {
     let meta = Span::checked(offset, RECORD, len, || {
         format!("{name}: blob metadata record at offset {offset}")
     })?;
-    let at = meta.offset as usize;
-    let sentinel = u32_at(file, at);
+    let at = meta.offset;
+    let sentinel = u32_at(at)?;
     if sentinel != SENTINEL {
         return Err(Error::new(format!(
             "{name} offset {offset}: blob metadata sentinel is {sentinel:#010x}, expected 0xdeadbeef"
         )));
     }
-    let dtype = u32_at(file, at + 4);
-    let size = u64_at(file, at + 8);
-    let data_offset = u64_at(file, at + 16);
+    let dtype = u32_at(at + 4)?;
+    let size = u64_at(at + 8)?;
+    let data_offset = u64_at(at + 16)?;
     let data = Span::checked(data_offset, size, len, || {
         format!(
             "{name}: blob data of the record at offset {offset} (fields at {})",
@@ -94,7 +98,10 @@ pub fn at(file: &[u8], offset: u64, name: &str) -> Result<Blob> {
 
 /// The storage header's blob count and version, when the file has one.
 pub fn header(file: &[u8]) -> Option<(u32, u32)> {
-    (file.len() as u64 >= RECORD).then(|| (u32_at(file, 0), u32_at(file, 4)))
+    if (file.len() as u64) < RECORD {
+        return None;
+    }
+    Some((le::u32_at(file, 0)?, le::u32_at(file, 4)?))
 }
 
 #[cfg(test)]

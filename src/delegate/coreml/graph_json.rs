@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::{Payload, mil};
-use crate::delegate::layout::Paths;
+use crate::delegate::folder::Paths;
 use crate::schema::coreml as pb;
 
 /// The value of `graph.json`.

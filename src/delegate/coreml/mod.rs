@@ -5,20 +5,20 @@
 //! named-data entry holding that directory. The package's `model.mlmodel`
 //! is decoded as an ML Program (MIL) and its weight-file blobs located.
 
+mod backend;
 pub mod blob;
 mod code;
 mod dot;
 pub mod flattened;
 mod graph_json;
-mod layout;
 pub mod mil;
 pub mod reference;
 pub mod weights;
 
 use std::collections::{BTreeMap, HashSet};
 
+pub use backend::CoreMl;
 pub use flattened::Directory;
-pub use layout::CoreMl;
 pub use reference::Reference;
 pub use weights::Weight;
 

@@ -5,6 +5,8 @@
 
 use serde::Serialize;
 
+use crate::format::le;
+
 /// Number of shape entries each tensor has.
 const DIMS: usize = 6;
 /// Bytes of one tensor's description.
@@ -28,15 +30,10 @@ pub struct Io {
     pub nbytes: Option<i64>,
 }
 
-fn i32_at(b: &[u8], at: usize) -> Option<i32> {
-    let w = b.get(at..at.checked_add(4)?)?;
-    Some(i32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-}
-
 /// The tensors of an `inputs`/`outputs` block `data` (at payload offset
 /// `at`, named `what`), or what is wrong with it.
 pub fn parse(data: &[u8], at: u64, what: &str) -> Result<Vec<Io>, String> {
-    let count = i32_at(data, 0).ok_or_else(|| {
+    let count = le::i32_at(data, 0).ok_or_else(|| {
         format!(
             "{what} block at payload offset {at}: {} bytes, too short for its count",
             data.len()
@@ -58,7 +55,8 @@ pub fn parse(data: &[u8], at: u64, what: &str) -> Result<Vec<Io>, String> {
     let mut out = Vec::with_capacity(n);
     for index in 0..n {
         let base = 4 + index * IO_LEN;
-        let field = |k: usize| i32_at(data, base + 4 * k).unwrap_or(0);
+        // In the block: `fits` checked all `count` records.
+        let field = |k: usize| le::i32_at(data, (base + 4 * k) as u64).unwrap_or(0);
         let mut shape = [0i32; DIMS];
         for (k, s) in shape.iter_mut().enumerate() {
             *s = field(k);
@@ -86,8 +84,8 @@ pub fn parse(data: &[u8], at: u64, what: &str) -> Result<Vec<Io>, String> {
 /// The scratch size a `scratch_size` block `data` (at payload offset `at`)
 /// holds.
 pub fn scratch_size(data: &[u8], at: u64) -> Result<u32, String> {
-    match data.get(..4) {
-        Some(w) => Ok(u32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+    match le::u32_at(data, 0) {
+        Some(size) => Ok(size),
         None => Err(format!(
             "scratch_size block at payload offset {at}: {} bytes, a u32 needs 4",
             data.len()

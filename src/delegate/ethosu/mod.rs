@@ -4,12 +4,12 @@
 //! data), the scratch size and the inputs' and outputs' places in the
 //! scratch memory ([`io`]).
 
+mod backend;
 pub mod io;
-mod layout;
 pub mod stream;
 
+pub use backend::EthosU;
 pub use io::Io;
-pub use layout::EthosU;
 pub use stream::{Block, Stream};
 
 use crate::delegate::{Bytes, Lookup};

@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use crate::format::Span;
+use crate::format::{Span, le};
 
 /// Bytes of a block header.
 pub const HEADER_LEN: u64 = 32;
@@ -147,12 +147,13 @@ pub fn fetch(payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u6
 /// The block whose header is at `at`, and where the next one starts.
 fn block(payload: &[u8], index: usize, at: u64) -> Result<(Block<'_>, u64), String> {
     let total = payload.len() as u64;
-    let head = Span::checked(at, HEADER_LEN, total, String::new).map_err(|_| {
+    let short = || {
         format!(
             "vela block {index} at payload offset {at}: its header needs {HEADER_LEN} bytes, {} remain",
             total - at
         )
-    })?;
+    };
+    let head = Span::checked(at, HEADER_LEN, total, String::new).map_err(|_| short())?;
     let h = head.bytes(payload);
     let raw = &h[..NAME_LEN];
     let name_end = raw.iter().position(|&c| c == 0).unwrap_or(NAME_LEN);
@@ -163,7 +164,7 @@ fn block(payload: &[u8], index: usize, at: u64) -> Result<(Block<'_>, u64), Stri
             "vela block 0 at payload offset 0: name {name:?}, the stream must open with {START:?}"
         ));
     }
-    let size = u64::from(u32::from_le_bytes([h[16], h[17], h[18], h[19]]));
+    let size = le::u32_at(h, 16).map(u64::from).ok_or_else(short)?;
     let external = h[20];
     let data = Span::checked(head.end(), size, total, || {
         format!(

@@ -7,8 +7,9 @@ use std::ops::Range;
 
 use serde_json::{Value, json};
 
-use crate::delegate::artifact::{Artifact, Specs, field, fits, region, spec, u8_at, u32_at};
+use crate::delegate::artifact::{Artifact, Specs, field, fits, region, spec};
 use crate::delegate::{Backend, Decoded, Lookup};
+use crate::format::le::{u8_at, u32_at};
 use crate::format::{Error, Result};
 
 /// The backend id this module decodes.

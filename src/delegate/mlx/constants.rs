@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::graph::{self, Instr};
 use super::operands::{self, is_output};
-use crate::delegate::layout::Npy;
+use crate::delegate::folder::Npy;
 use crate::delegate::{Bytes, Lookup};
 use crate::format::scalar;
 use crate::schema::ScalarType;

@@ -1,28 +1,36 @@
-//! The MLX delegate payload (`MLXBackend`): a 24-byte `MLX0` [`header`],
+//! The MLX delegate payload (`MLXBackend`): a 24-byte `MLX0` header ([`HEADER`]),
 //! an `MLXGraph` flatbuffer of instruction chains over tensor and value
 //! slots ([`graph`], [`operands`]), and a data segment; constants live in
 //! named data, keyed by their named slots ([`constants`]).
 
+mod backend;
 pub mod constants;
 pub mod graph;
-pub mod header;
-mod layout;
 pub mod operands;
 pub mod render;
 
 use std::collections::{BTreeMap, HashSet};
 
+pub use backend::Mlx;
 pub use constants::Constant;
 pub use graph::Instr;
-pub use header::Header;
-pub use layout::Mlx;
 
 use crate::delegate::Lookup;
+use crate::delegate::segment_header::{Format, Header};
 use crate::format::{Result, scalar};
 use crate::schema::mlx as fb;
 
 /// The backend id this module decodes.
 pub const BACKEND_ID: &str = "MLXBackend";
+
+/// The header: the segment after the graph is a data segment (empty in
+/// what ExecuTorch 1.5.1 writes).
+pub const HEADER: Format = Format {
+    name: "MLX",
+    magic: b"MLX0",
+    segment: "data segment",
+    bare: None,
+};
 
 /// A decoded payload.
 #[derive(Debug)]
@@ -41,7 +49,7 @@ pub struct Payload<'a> {
 
 /// Decodes `payload`, finding constants in `named`.
 pub fn decode<'a>(payload: &'a [u8], named: &dyn Lookup<'a>) -> Result<Payload<'a>> {
-    let header = header::parse(payload)?;
+    let header = HEADER.parse(payload)?;
     let graph = graph::verify(payload, header.flatbuffer)?;
     let instrs = graph::instructions(graph);
     let constants = constants::collect(graph, &instrs, named);
@@ -56,7 +64,7 @@ pub fn decode<'a>(payload: &'a [u8], named: &dyn Lookup<'a>) -> Result<Payload<'
 
 /// The named-data keys of `payload`'s constants, each once.
 pub fn named_keys(payload: &[u8]) -> Result<Vec<&str>> {
-    let header = header::parse(payload)?;
+    let header = HEADER.parse(payload)?;
     let g = graph::verify(payload, header.flatbuffer)?;
     let mut seen = HashSet::new();
     Ok(g.named_slots()

@@ -16,7 +16,7 @@ use super::Payload;
 use super::constants::layer;
 use super::graph::{self, Instr};
 use super::operands::{self, Operand, is_output};
-use crate::delegate::layout::Paths;
+use crate::delegate::folder::Paths;
 use crate::escape::dot_quote as quote;
 
 /// Most list items shown per field.

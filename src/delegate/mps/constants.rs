@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::nodes::Node;
 use crate::delegate::Bytes;
-use crate::delegate::layout::Npy;
+use crate::delegate::folder::Npy;
 use crate::format::Span;
 use crate::schema::mps as fb;
 

@@ -1,28 +1,36 @@
 //! The MPS delegate payload (`MPSBackend`, Apple's Metal Performance
-//! Shaders): a 24-byte `MP00` [`header`], an `MPSGraph` flatbuffer
+//! Shaders): a 24-byte `MP00` header ([`HEADER`]), an `MPSGraph` flatbuffer
 //! (identifier `MP00`) of nodes over tensor values ([`nodes`]), then the
 //! constant data the values' segment offsets point into ([`constants`]).
 //! Constants never live in named data.
 
+mod backend;
 pub mod constants;
-pub mod header;
-mod layout;
 pub mod nodes;
 pub mod render;
 
 use std::collections::BTreeMap;
 
+pub use backend::Mps;
 pub use constants::Constant;
-pub use header::Header;
-pub use layout::Mps;
 pub use nodes::Node;
 
+use crate::delegate::segment_header::{Format, Header};
 use crate::delegate::{Bytes, flatbuffer};
 use crate::format::{Error, Result, Span};
 use crate::schema::mps as fb;
 
 /// The backend id this module decodes (the name the runtime registers).
 pub const BACKEND_ID: &str = "MPSBackend";
+
+/// The header: the segment after the graph is the constant data, and
+/// leading bytes that are not zero suggest a graph written bare.
+pub const HEADER: Format = Format {
+    name: "MPS",
+    magic: b"MP00",
+    segment: "constant data",
+    bare: Some("an MPSGraph flatbuffer without the MP00 header?"),
+};
 
 /// A decoded payload.
 #[derive(Debug)]
@@ -58,7 +66,7 @@ pub fn verify(payload: &[u8], span: Span) -> Result<fb::MPSGraph<'_>> {
 
 /// Decodes `payload`.
 pub fn decode(payload: &[u8]) -> Result<Payload<'_>> {
-    let header = header::parse(payload)?;
+    let header = HEADER.parse(payload)?;
     let graph = verify(payload, header.flatbuffer)?;
     let nodes: Vec<Node> = graph
         .mps_nodes()
@@ -67,7 +75,7 @@ pub fn decode(payload: &[u8]) -> Result<Payload<'_>> {
         .enumerate()
         .map(|(i, n)| nodes::node(i, n))
         .collect();
-    let (constants, errors) = constants::collect(payload, graph, header.constant_data, &nodes);
+    let (constants, errors) = constants::collect(payload, graph, header.segment, &nodes);
     Ok(Payload {
         bytes: payload,
         header,

@@ -13,7 +13,7 @@ use super::Payload;
 use super::constants::dtype_name;
 use super::nodes::{self, Node, enum_json};
 use crate::delegate::dot;
-use crate::delegate::layout::Paths;
+use crate::delegate::folder::Paths;
 use crate::schema::mps as fb;
 
 /// Most list items shown per attribute or shape.

@@ -12,8 +12,9 @@ use std::ops::Range;
 use serde_json::{Value, json};
 
 use crate::delegate::artifact::Specs;
-use crate::delegate::artifact::{Artifact, field, fits, region, slice, u8_at, u32_at};
+use crate::delegate::artifact::{Artifact, field, fits, region};
 use crate::delegate::{Backend, Decoded, Lookup};
+use crate::format::le::{slice, u8_at, u32_at};
 use crate::format::{Error, Result};
 
 /// The backend id this module decodes.

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::ir::{Layer, Model};
 use crate::delegate::Bytes;
-use crate::delegate::layout::Npy;
+use crate::delegate::folder::Npy;
 use crate::format::Span;
 
 /// One `Const` layer's weight.

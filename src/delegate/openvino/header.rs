@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::format::{Error, Result, Span};
+use crate::format::{Error, Result, Span, le};
 
 /// Bytes of the header.
 pub const LEN: usize = 48;
@@ -33,27 +33,20 @@ pub struct Header {
     pub model: Span,
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    if let Some(s) = b.get(at..at + 8) {
-        w.copy_from_slice(s);
-    }
-    u64::from_le_bytes(w)
-}
-
 /// The fields of `payload`'s header, or why there is none.
 pub fn fields(payload: &[u8]) -> Result<Fields> {
-    if payload.len() < LEN {
-        return Err(Error::new(format!(
+    let short = || {
+        Error::new(format!(
             "OpenVINO header: payload is {} bytes, the header needs {LEN}",
             payload.len()
-        )));
-    }
-    let pair = |at: usize| (u64_at(payload, at), u64_at(payload, at + 8));
+        ))
+    };
+    let u64_at = |at| le::u64_at(payload, at).ok_or_else(short);
+    let pair = |at| Ok((u64_at(at)?, u64_at(at + 8)?));
     Ok(Fields {
-        custom_data: pair(0),
-        consts: pair(16),
-        model: pair(32),
+        custom_data: pair(0)?,
+        consts: pair(16)?,
+        model: pair(32)?,
     })
 }
 

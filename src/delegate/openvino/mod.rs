@@ -4,17 +4,17 @@
 //! stored XOR-obfuscated by the CPU plugin: [`obfuscation`]). The IR's
 //! `Const` layers point into the weights ([`consts`]).
 
+mod backend;
 pub mod consts;
 pub mod header;
 pub mod ir;
-mod layout;
 pub mod obfuscation;
 pub mod render;
 
+pub use backend::Openvino;
 pub use consts::Const;
 pub use header::Header;
 pub use ir::Model;
-pub use layout::Openvino;
 
 use crate::format::Result;
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::Payload;
 use super::ir::{Model, Port};
-use crate::delegate::layout::Paths;
+use crate::delegate::folder::Paths;
 use crate::escape::dot_quote as quote;
 
 /// Most dims shown per port, so a line does not grow with a hostile rank.

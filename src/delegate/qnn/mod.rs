@@ -12,10 +12,9 @@ use std::ops::Range;
 
 use serde_json::{Value, json};
 
-use crate::delegate::artifact::{
-    Artifact, Specs, field, fits, hex, i64_at, region, spec, u32_at, u64_at,
-};
+use crate::delegate::artifact::{Artifact, Specs, field, fits, hex, region, spec};
 use crate::delegate::{Backend, Decoded, Lookup};
+use crate::format::le::{i64_at, u32_at, u64_at};
 use crate::format::{Error, Result};
 
 /// The backend id this module decodes.

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::delegate::artifact::{i32_at, slice, u8_at, u16_at, u32_at};
+use crate::format::le::{i32_at, slice, u8_at, u16_at, u32_at};
 
 /// A table of the flatbuffer: its position and its vtable's.
 #[derive(Clone, Copy)]

@@ -4,9 +4,9 @@
 //! 16-byte aligned, and size; 8 reserved bytes), the metadata JSON, and
 //! the serialized engine.
 
-mod layout;
+mod backend;
 
-pub use layout::TensorRt;
+pub use backend::TensorRt;
 
 /// The backend id this module decodes.
 pub const BACKEND_ID: &str = "TensorRTBackend";
@@ -36,7 +36,7 @@ pub struct Header {
 
 /// Reads the header fields, `None` when the payload is shorter.
 pub fn header(payload: &[u8]) -> Option<Header> {
-    use crate::delegate::artifact::{array, u32_at, u64_at};
+    use crate::format::le::{array, u32_at, u64_at};
     Some(Header {
         magic: array(payload, 0)?,
         metadata_offset: u32_at(payload, 4)?,

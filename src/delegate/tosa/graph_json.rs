@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::attributes;
 use super::graph::Block;
-use crate::delegate::layout::Paths;
+use crate::delegate::folder::Paths;
 use crate::schema::tosa as fb;
 
 /// Most bytes of a tensor's `data` printed; a longer one is left out

@@ -4,19 +4,19 @@
 //! values kept inside the flatbuffer as the bytes of their tensors.
 
 pub mod attributes;
+mod backend;
 pub mod code;
 pub mod constants;
 pub mod dot;
 pub mod dtype;
 pub mod graph;
 pub mod graph_json;
-mod layout;
 
 use std::collections::BTreeMap;
 
+pub use backend::Tosa;
 pub use constants::{Constant, Use};
 pub use graph::Block;
-pub use layout::Tosa;
 
 use crate::format::Result;
 use crate::schema::tosa as fb;

@@ -75,7 +75,8 @@ fn raw(bytes: &[u8], span: Span) -> Result<Vec<Constant<'static>>> {
             bytes.len()
         )));
     }
-    let count = le::u64_at(bytes, 8);
+    let short = || Error::new(format!("constants section at payload offset {at}: cut off"));
+    let count = le::u64_at(bytes, 8).ok_or_else(short)?;
     let records = count
         .checked_mul(RECORD)
         .filter(|n| *n <= span.len - HEAD)
@@ -93,18 +94,20 @@ fn raw(bytes: &[u8], span: Span) -> Result<Vec<Constant<'static>>> {
     let mut out = Vec::new();
     for i in 0..count {
         // In range: the records fit in the section.
-        let r = (HEAD + i * RECORD) as usize;
-        let (offset, size) = (le::u64_at(bytes, r + 16), le::u64_at(bytes, r + 8));
+        let r = HEAD + i * RECORD;
+        let u32_at = |at| le::u32_at(bytes, at).ok_or_else(short);
+        let u64_at = |at| le::u64_at(bytes, at).ok_or_else(short);
+        let (offset, size) = (u64_at(r + 16)?, u64_at(r + 8)?);
         let index = i as usize;
         out.push(Constant {
             index,
-            mrt_index: le::u32_at(bytes, r),
-            sparsity_dimension: i64::from(le::u32_at(bytes, r + 4) as i32),
+            mrt_index: u32_at(r)?,
+            sparsity_dimension: i64::from(u32_at(r + 4)? as i32),
             bytes: data
                 .sub(offset, size, || {
                     format!(
                         "constants[{i}] (record at payload offset {}): data offset and size",
-                        at + r as u64
+                        at + r
                     )
                 })
                 .map(Bytes::Payload)
@@ -127,12 +130,11 @@ pub fn fetch(
         return std::iter::once(head).collect();
     }
     let bytes = span.bytes(payload);
-    if !bytes.starts_with(VERSION) || bytes.len() < HEAD as usize {
+    let count = le::u64_at(bytes, 8).filter(|_| bytes.starts_with(VERSION));
+    let (Some(count), true) = (count, bytes.len() >= HEAD as usize) else {
         return std::iter::once(span.offset..span.end()).collect();
-    }
-    let records = le::u64_at(bytes, 8)
-        .saturating_mul(RECORD)
-        .min(span.len - HEAD);
+    };
+    let records = count.saturating_mul(RECORD).min(span.len - HEAD);
     vec![head, span.offset + HEAD..span.offset + HEAD + records]
 }
 

@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Payload, category, module_type, tables, vulkan};
-use crate::delegate::layout::Paths;
+use crate::delegate::folder::Paths;
 use crate::schema::vgf as fb;
 
 /// The whole file as `vgf_dump` shows it, with the additions.

@@ -82,21 +82,28 @@ impl Header {
 /// `VGF1` (or the old numeric magic) first; a section that does not lie
 /// inside the payload is not an error here but a section that says why.
 pub fn parse(payload: &[u8]) -> Result<Header> {
-    if payload.len() < LEN {
-        return Err(Error::new(format!(
+    let short = || {
+        Error::new(format!(
             "payload is {} bytes, the VGF header needs {LEN}",
             payload.len()
-        )));
+        ))
+    };
+    if payload.len() < LEN {
+        return Err(short());
     }
-    let magic = [payload[0], payload[1], payload[2], payload[3]];
-    if &magic != MAGIC && le::u32_at(payload, 0) != OLD_MAGIC {
+    let magic: [u8; 4] = le::array(payload, 0).ok_or_else(short)?;
+    if &magic != MAGIC && u32::from_le_bytes(magic) != OLD_MAGIC {
         return Err(Error::new(format!(
             "payload offset 0: magic is \"{}\", expected VGF1",
             magic.escape_ascii()
         )));
     }
     let total = payload.len() as u64;
-    let fields = SECTIONS.map(|(_, at)| (le::u64_at(payload, at), le::u64_at(payload, at + 8)));
+    let u64_at = |at: usize| le::u64_at(payload, at as u64).ok_or_else(short);
+    let mut fields = [(0, 0); SECTIONS.len()];
+    for (f, (_, at)) in fields.iter_mut().zip(SECTIONS) {
+        *f = (u64_at(at)?, u64_at(at + 8)?);
+    }
     let sections = std::array::from_fn(|i| {
         let (name, at) = SECTIONS[i];
         let (offset, size) = fields[i];
@@ -112,8 +119,8 @@ pub fn parse(payload: &[u8]) -> Result<Header> {
     });
     Ok(Header {
         magic,
-        vk_header_version: le::u16_at(payload, 4),
-        version: [payload[8], payload[9], payload[10]],
+        vk_header_version: le::u16_at(payload, 4).ok_or_else(short)?,
+        version: le::array(payload, 8).ok_or_else(short)?,
         fields,
         sections,
     })

@@ -5,20 +5,20 @@
 //! tensor's Vulkan format and shape) and the constants. Each section is
 //! read on its own, so a damaged one leaves the rest shown.
 
+mod backend;
 pub mod code;
 pub mod constants;
 pub mod dot;
 pub mod dump;
 pub mod header;
-mod layout;
 pub mod tables;
 pub mod vulkan;
 
 use std::collections::BTreeMap;
 
+pub use backend::Vgf;
 pub use constants::Constant;
 pub use header::Header;
-pub use layout::Vgf;
 
 use crate::format::Result;
 use crate::schema::vgf as fb;

@@ -3,18 +3,18 @@
 //! name over a table of values, and constant bytes, with constants often
 //! kept in named data instead.
 
+mod backend;
 pub mod constants;
 pub mod graph;
 pub mod graph_json;
 pub mod header;
-mod layout;
 
 use std::collections::BTreeMap;
 
+pub use backend::Vulkan;
 pub use constants::{Constant, Use};
 pub use graph::Call;
 pub use header::Header;
-pub use layout::Vulkan;
 
 use crate::delegate::Lookup;
 use crate::format::Result;

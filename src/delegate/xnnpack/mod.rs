@@ -2,12 +2,12 @@
 //! header, an `XNNGraph` flatbuffer (identifier `XN01` or `XN00`) and
 //! constant data, with weights often kept in named data instead.
 
+mod backend;
 pub mod code;
 pub mod datatype;
 pub mod graph;
 pub mod graph_json;
 pub mod header;
-mod layout;
 pub mod nodes;
 pub mod profile;
 pub mod weight_names;
@@ -15,9 +15,9 @@ pub mod weights;
 
 use std::collections::BTreeMap;
 
+pub use backend::Xnnpack;
 pub use graph::Value;
 pub use header::Header;
-pub use layout::Xnnpack;
 pub use nodes::{Field, Node};
 pub use weight_names::{Layout, Use};
 pub use weights::{Quant, Scales, Weight};

@@ -211,7 +211,7 @@ pub struct ArtifactChange {
 type Vendor<'a> = (BTreeMap<String, String>, BTreeMap<String, Option<&'a [u8]>>);
 
 fn vendor<'a>(p: &ProgramFile<'a>, d: Option<&crate::format::Delegate<'a>>) -> Option<Vendor<'a>> {
-    use crate::delegate::layout::File;
+    use crate::delegate::folder::File;
     let d = d?;
     let (id, span) = d.id.as_str().zip(d.processed)?;
     let payload = span.bytes(p.bytes);

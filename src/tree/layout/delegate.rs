@@ -3,8 +3,8 @@
 //! served as byte ranges of the source.
 
 use super::{Attached, Builder, Dir, Origin};
-use crate::delegate::layout::Npy;
-use crate::delegate::{Bytes, Lookup};
+use crate::delegate::folder::Npy;
+use crate::delegate::{self, Bytes, Lookup};
 use crate::format::{ProgramFile, Span};
 use crate::tree::render::npy;
 use crate::tree::{Content, Dtype};
@@ -23,26 +23,18 @@ impl<'d> NamedIndex<'d> {
         origin: Origin,
         data: &'d [Attached<'d, '_>],
     ) -> Self {
-        let mut by_key = foldhash::HashMap::default();
-        for n in &p.named {
-            by_key
-                .entry(n.key.bytes())
-                .or_insert((origin, n.span, None, n.span.bytes(p.bytes)));
-        }
-        for d in data {
-            let o = Origin {
-                source: d.source,
-                shift: 0,
-            };
-            for e in &d.file.entries {
-                by_key.entry(e.key.bytes()).or_insert((
-                    o,
-                    e.span,
-                    Some(d.name),
-                    e.span.bytes(d.file.bytes),
-                ));
+        let files: Vec<_> = data.iter().map(|d| d.file).collect();
+        let by_key = delegate::named_index(p, &files, |file, span, bytes| match file {
+            None => (origin, span, None, bytes),
+            Some(i) => {
+                let d = &data[i];
+                let o = Origin {
+                    source: d.source,
+                    shift: 0,
+                };
+                (o, span, Some(d.name), bytes)
             }
-        }
+        });
         NamedIndex { by_key }
     }
 }

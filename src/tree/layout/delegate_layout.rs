@@ -1,5 +1,5 @@
 //! The folder of a decoded delegate (`xnnpack/`, `vulkan/`, …), laid out
-//! from what its backend says it shows ([`crate::delegate::layout`]):
+//! from what its backend says it shows ([`crate::delegate::folder`]):
 //! `header.json`, files served as byte ranges of the source, generated
 //! files, files rendered when first read, `weights/` with each weight's
 //! `.bin`, `.npy` and `index.json` entry, and `ERROR.txt` for a payload
@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use super::delegate::{Located, NamedIndex, Place, found, located};
 use super::index_entry::Source;
 use super::{Builder, Dir};
-use crate::delegate::layout::{File, Layout, Paths, Weight, Weights};
+use crate::delegate::folder::{File, Layout, Paths, Weight, Weights};
 use crate::delegate::strided::Strided;
 use crate::delegate::{self, Backend, Decoded, Lookup, Rendered};
 use crate::format::Span;

@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 
 use super::{BACKEND_ID, HEADER_LEN, header};
 use crate::delegate::artifact::Specs;
-use crate::delegate::artifact::{Artifact, field, fits, hex, region, slice};
+use crate::delegate::artifact::{Artifact, field, fits, hex, region};
 use crate::delegate::{Backend, Decoded, Lookup};
+use crate::format::le::slice;
 use crate::format::{Error, Result};
 
 /// `TensorRTBackend`.

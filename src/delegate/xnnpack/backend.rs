@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 
 use super::{Payload, Scales, Weight, datatype, header};
 use crate::delegate::artifact::Specs;
-use crate::delegate::dot;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::delegate::folder::{self, Fields, Layout, Npy, Paths, Weights};
+use crate::delegate::{
+    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, dot, graph_files, payload_fetch,
+};
 use crate::format::Result;
 
 /// `XnnpackBackend`.
@@ -56,29 +57,20 @@ impl Backend for Xnnpack {
     /// The header, then the flatbuffer it locates; never the constant data
     /// after it.
     fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
-        let head = 0..(payload.len() as u64).min(HEAD);
-        if !have(&head) {
-            return std::iter::once(head).collect();
-        }
-        // An invalid header needs nothing more: decoding reports it.
-        header::parse(payload)
-            .map(|h| h.flatbuffer.offset..h.flatbuffer.end())
-            .into_iter()
-            .collect()
+        let region = |p: &[u8]| header::parse(p).ok().map(|h| h.flatbuffer);
+        payload_fetch::header_then(payload, have, HEAD, region)
     }
 }
 
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: self.nodes.len(),
-            values: self.values.len(),
-            ops: self.op_counts(),
-            ..Summary::default()
-        };
-        s.count_constants(self.stored());
-        s
+        Summary::graph(
+            super::BACKEND_ID,
+            self.nodes.len(),
+            self.values.len(),
+            self.op_counts(),
+            self.stored(),
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -102,17 +94,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
     fn layout(&self) -> Layout<'_> {
         let items = self.weights.iter().map(weight).collect();
         Layout {
-            files: vec![
-                File::Rendered {
-                    path: "graph.json".into(),
-                },
-                File::Rendered {
-                    path: "code.txt".into(),
-                },
-                File::Rendered {
-                    path: "graph.dot".into(),
-                },
-            ],
+            files: graph_files::files().collect(),
             weights: Some(Weights {
                 lacking: "weights lack files for their bytes or scales",
                 items,
@@ -122,15 +104,15 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
-        match path {
-            "graph.json" => Rendered::Json(Box::new(super::graph_json::Graph {
+        graph_files::render(
+            path,
+            || super::graph_json::Graph {
                 payload: self,
                 paths,
-            })),
-            "code.txt" => Rendered::text(super::code::render(self)),
-            "graph.dot" => Rendered::text(self.dot().render()),
-            _ => Rendered::None,
-        }
+            },
+            || super::code::render(self),
+            || self.dot().render(),
+        )
     }
 }
 
@@ -172,7 +154,7 @@ const PACKED: &str = "two 4-bit values per byte along the last dimension: elemen
 
 /// One constant: its files' stem, bytes and NumPy view, and what its
 /// `index.json` entry says.
-fn weight<'s>(w: &'s Weight<'_>) -> layout::Weight<'s> {
+fn weight<'s>(w: &'s Weight<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("value_id", json!(w.value_id));
         put("value_index", json!(w.value_index));
@@ -204,7 +186,7 @@ fn weight<'s>(w: &'s Weight<'_>) -> layout::Weight<'s> {
         .as_ref()
         .map(|s| vec![("scales", scales(&w.name, w.value_id, s))])
         .unwrap_or_default();
-    layout::Weight {
+    folder::Weight {
         stem: w.name.clone(),
         bytes: w.bytes.clone(),
         dtype: w.datatype.variant_name().unwrap_or("unknown"),
@@ -224,10 +206,10 @@ fn scales<'s>(
     name: &str,
     id: u32,
     s: &'s std::result::Result<Scales<'_>, String>,
-) -> layout::Weight<'s> {
+) -> folder::Weight<'s> {
     let stem = format!("{name}.scale");
     let Ok(s) = s else {
-        return layout::Weight {
+        return folder::Weight {
             stem,
             bytes: Err(s.as_ref().err().cloned().unwrap_or_default()),
             dtype: "float32",
@@ -249,7 +231,7 @@ fn scales<'s>(
         put("buffer_index", json!(s.buffer_index));
         put("key", json!(s.bytes.key()));
     });
-    layout::Weight {
+    folder::Weight {
         stem,
         bytes: Ok(s.bytes),
         dtype: stored,

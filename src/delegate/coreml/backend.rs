@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 use super::weights::Stored;
 use super::{Payload, Weight, blob, flattened, mil, reference};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
+use crate::delegate::{
+    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files,
+};
 use crate::format::Result;
 
 /// `CoreMLBackend`.
@@ -71,19 +73,15 @@ impl Backend for CoreMl {
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
         let ops = self.op_counts();
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: ops.values().sum(),
-            values: self.value_count(),
+        Summary::graph(
+            super::BACKEND_ID,
+            ops.values().sum(),
+            self.value_count(),
             ops,
-            ..Summary::default()
-        };
-        s.count_constants(
             self.weights()
                 .into_iter()
                 .filter_map(|(n, b)| Some((n.datatype, b?))),
-        );
-        s
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -147,17 +145,17 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
-        match path {
-            "code.txt" => Rendered::text(super::code::render(self)),
-            "graph.json" => Rendered::Json(Box::new(super::graph_json::render(self, paths))),
-            "graph.dot" => Rendered::text(super::dot::render(self)),
-            _ => Rendered::None,
-        }
+        graph_files::render(
+            path,
+            || super::graph_json::render(self, paths),
+            || super::code::render(self),
+            || super::dot::render(self),
+        )
     }
 }
 
 /// One weight's files and `index.json` entry.
-fn weight<'s>(k: usize, w: &'s Weight<'_>) -> layout::Weight<'s> {
+fn weight<'s>(k: usize, w: &'s Weight<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("function", json!(w.function));
         put("op_index", json!(w.op_index));
@@ -215,7 +213,7 @@ fn weight<'s>(k: usize, w: &'s Weight<'_>) -> layout::Weight<'s> {
             widen,
         })
     });
-    layout::Weight {
+    folder::Weight {
         stem: w.stem.clone(),
         bytes: w.bytes.clone(),
         dtype: dtype_static(w.dtype),

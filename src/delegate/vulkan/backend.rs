@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 
 use super::{Constant, Payload, graph, header};
 use crate::delegate::artifact::Specs;
-use crate::delegate::dot;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::delegate::folder::{self, Fields, Layout, Npy, Paths, Weights};
+use crate::delegate::{
+    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, dot, graph_files,
+};
 use crate::format::Result;
 
 /// `VulkanBackend`.
@@ -56,15 +57,13 @@ impl Backend for Vulkan {
 
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: self.calls.len(),
-            values: self.graph.values().map_or(0, |v| v.len()),
-            ops: self.op_counts(),
-            ..Summary::default()
-        };
-        s.count_constants(self.stored());
-        s
+        Summary::graph(
+            super::BACKEND_ID,
+            self.calls.len(),
+            self.graph.values().map_or(0, |v| v.len()),
+            self.op_counts(),
+            self.stored(),
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -87,17 +86,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
 
     fn layout(&self) -> Layout<'_> {
         Layout {
-            files: vec![
-                File::Rendered {
-                    path: "graph.json".into(),
-                },
-                File::Rendered {
-                    path: "code.txt".into(),
-                },
-                File::Rendered {
-                    path: "graph.dot".into(),
-                },
-            ],
+            files: graph_files::files().collect(),
             weights: Some(Weights {
                 lacking: "constants lack files for their bytes",
                 items: self.constants.iter().map(constant).collect(),
@@ -107,14 +96,12 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
-        match path {
-            "graph.json" => {
-                Rendered::Json(Box::new(super::graph_json::graph_json(self.graph, paths)))
-            }
-            "code.txt" => Rendered::text(self.code()),
-            "graph.dot" => Rendered::text(self.dot().render()),
-            _ => Rendered::None,
-        }
+        graph_files::render(
+            path,
+            || super::graph_json::graph_json(self.graph, paths),
+            || self.code(),
+            || self.dot().render(),
+        )
     }
 }
 
@@ -166,7 +153,7 @@ impl Payload<'_> {
 }
 
 /// One constant's files and `index.json` entry.
-fn constant<'s>(c: &'s Constant<'_>) -> layout::Weight<'s> {
+fn constant<'s>(c: &'s Constant<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("value_id", json!(c.value_id));
         put("constant_id", json!(c.constant_id));
@@ -179,7 +166,7 @@ fn constant<'s>(c: &'s Constant<'_>) -> layout::Weight<'s> {
         put("key", json!(c.key));
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.name.clone(),
         bytes: c.bytes.clone(),
         dtype: c.datatype.variant_name().unwrap_or("unknown"),

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Block, Payload, WEIGHTS, stream};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
+use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
 use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
 use crate::format::Result;
 
@@ -108,16 +108,14 @@ impl<'a> Decoded<'a> for Payload<'a> {
         if self.stream.block("cmd_data").is_some() {
             ops.insert("ethos-u command stream".to_owned(), 1);
         }
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: ops.len(),
-            values: self.inputs.len() + self.outputs.len(),
-            ops,
-            ..Summary::default()
-        };
         let weights = self.weights().into_iter();
-        s.count_constants(weights.filter_map(|(_, b)| Some((WEIGHT_STREAM.to_owned(), b?))));
-        s
+        Summary::graph(
+            super::BACKEND_ID,
+            ops.len(),
+            self.inputs.len() + self.outputs.len(),
+            ops,
+            weights.filter_map(|(_, b)| Some((WEIGHT_STREAM.to_owned(), b?))),
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -164,7 +162,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 "outputs": self.outputs,
             }),
         });
-        let items: Vec<layout::Weight<'_>> =
+        let items: Vec<folder::Weight<'_>> =
             self.weight_blocks().map(|(b, r)| weight(b, r)).collect();
         Layout {
             files,
@@ -199,7 +197,7 @@ impl<'a> Payload<'a> {
 fn weight<'s>(
     b: &'s Block<'_>,
     bytes: &'s std::result::Result<Bytes<'_>, String>,
-) -> layout::Weight<'s> {
+) -> folder::Weight<'s> {
     let len = bytes.as_ref().map_or(0, |b| b.len());
     let entry = Fields::new(move |put| {
         put("block", json!(b.name));
@@ -210,7 +208,7 @@ fn weight<'s>(
         put("key", json!(b.key));
         put("users", json!(["cmd_data"]));
     });
-    layout::Weight {
+    folder::Weight {
         stem: stem(b),
         bytes: bytes.clone(),
         dtype: "uint8",

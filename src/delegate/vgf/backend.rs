@@ -11,8 +11,10 @@ use serde_json::{Value, json};
 
 use super::{Constant, Payload, constants, header, tables, vulkan};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
+use crate::delegate::{
+    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files,
+};
 use crate::format::Result;
 
 /// `VgfBackend`.
@@ -73,15 +75,13 @@ const PARTS: [&str; 4] = [
 
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: self.segments().len(),
-            values: self.resource_count(),
-            ops: self.op_counts(),
-            ..Summary::default()
-        };
-        s.count_constants(self.stored());
-        s
+        Summary::graph(
+            super::BACKEND_ID,
+            self.segments().len(),
+            self.resource_count(),
+            self.op_counts(),
+            self.stored(),
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -126,9 +126,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 });
             }
         }
-        for p in ["graph.json", "code.txt", "graph.dot"] {
-            files.push(File::Rendered { path: p.into() });
-        }
+        files.extend(graph_files::files());
         // The parts are small, and made now: each lazily rendered file
         // decodes the payload again when read.
         let no_paths = Paths::new();
@@ -160,13 +158,12 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
-        let json = |v: Value| Rendered::Json(Box::new(v));
-        match path {
-            "graph.json" => json(super::dump::graph(self, paths)),
-            "code.txt" => Rendered::text(super::code::render(self)),
-            "graph.dot" => Rendered::text(super::dot::render(self)),
-            _ => Rendered::None,
-        }
+        graph_files::render(
+            path,
+            || super::dump::graph(self, paths),
+            || super::code::render(self),
+            || super::dot::render(self),
+        )
     }
 }
 
@@ -221,7 +218,7 @@ fn weight<'s>(
     p: &'s Payload<'_>,
     c: &'s Constant<'_>,
     users: Option<Vec<String>>,
-) -> layout::Weight<'s> {
+) -> folder::Weight<'s> {
     let r = p.resource(c.mrt_index);
     let format = r.map(|r| r.vk_format());
     let dims = shape(p, c);
@@ -256,7 +253,7 @@ fn weight<'s>(
         );
         put("users", json!(users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: stem(c),
         bytes: c.bytes.clone(),
         dtype: format.and_then(vulkan::format_name).unwrap_or("unknown"),

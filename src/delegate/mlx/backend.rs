@@ -9,8 +9,11 @@ use serde_json::{Value, json};
 
 use super::{Constant, Payload, render};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::delegate::folder::{self, Fields, File, Layout, Paths, Weights};
+use crate::delegate::{
+    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files, payload_fetch,
+    segment_header,
+};
 use crate::format::{Result, scalar};
 
 /// `MLXBackend`.
@@ -35,7 +38,7 @@ impl Backend for Mlx {
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
-        super::header::json(payload, at)
+        super::HEADER.json(payload, at)
     }
 
     fn named_keys<'a>(&self, payload: &'a [u8], _specs: Specs<'_, 'a>) -> Result<Vec<&'a str>> {
@@ -44,15 +47,8 @@ impl Backend for Mlx {
 
     /// The header, then the graph it locates; never the data segment.
     fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
-        let head = 0..(payload.len() as u64).min(super::header::LEN);
-        if !have(&head) {
-            return vec![head];
-        }
-        // An invalid header needs nothing more: decoding reports it.
-        super::header::parse(payload)
-            .map(|h| h.flatbuffer.offset..h.flatbuffer.end())
-            .into_iter()
-            .collect()
+        let region = |p: &[u8]| super::HEADER.parse(p).ok().map(|h| h.flatbuffer);
+        payload_fetch::header_then(payload, have, segment_header::LEN, region)
     }
 }
 
@@ -62,16 +58,14 @@ fn dtype_name(c: &Constant<'_>) -> String {
 
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: self.instrs.len(),
-            values: usize::try_from(self.tensor_slots() + u64::from(self.graph.num_values()))
+        Summary::graph(
+            super::BACKEND_ID,
+            self.instrs.len(),
+            usize::try_from(self.tensor_slots() + u64::from(self.graph.num_values()))
                 .unwrap_or(usize::MAX),
-            ops: self.op_counts(),
-            ..Summary::default()
-        };
-        s.count_constants(self.stored());
-        s
+            self.op_counts(),
+            self.stored(),
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -98,14 +92,11 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn layout(&self) -> Layout<'_> {
-        let mut files: Vec<File<'a>> = ["graph.json", "code.txt", "graph.dot"]
-            .into_iter()
-            .map(|p| File::Rendered { path: p.into() })
-            .collect();
-        if self.header.data_segment.len != 0 {
+        let mut files: Vec<File<'a>> = graph_files::files().collect();
+        if self.header.segment.len != 0 {
             files.push(File::Bytes {
                 path: "data_segment.bin".into(),
-                bytes: Bytes::Payload(self.header.data_segment),
+                bytes: Bytes::Payload(self.header.segment),
             });
         }
         Layout {
@@ -124,17 +115,17 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
-        match path {
-            "graph.json" => Rendered::Json(Box::new(render::graph_json(self, paths))),
-            "code.txt" => Rendered::text(render::code(self)),
-            "graph.dot" => Rendered::text(render::dot(self)),
-            _ => Rendered::None,
-        }
+        graph_files::render(
+            path,
+            || render::graph_json(self, paths),
+            || render::code(self),
+            || render::dot(self),
+        )
     }
 }
 
 /// Constant `k`'s files and `index.json` entry.
-fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
+fn constant<'s>(k: usize, c: &'s Constant<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("tid", json!(c.tid));
         put("key", json!(c.key));
@@ -147,7 +138,7 @@ fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
         );
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.stem.clone(),
         bytes: c.bytes.clone(),
         dtype: c.dtype.and_then(|t| t.variant_name()).unwrap_or("unknown"),

@@ -7,9 +7,11 @@ use serde_json::{Value, json};
 
 use super::{Constant, Payload, dtype, graph};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Npy, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
-use crate::format::Result;
+use crate::delegate::folder::{self, Fields, Layout, Npy, Paths, Weights};
+use crate::delegate::{
+    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files,
+};
+use crate::format::{Result, le};
 
 /// `TOSABackend`.
 pub struct Tosa;
@@ -36,9 +38,7 @@ impl Backend for Tosa {
     /// root offset and identifier, and the versions the graph states when
     /// it verifies.
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
-        let root = payload
-            .get(..4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let root = le::u32_at(payload, 0);
         let id = payload.get(4..8);
         let mut h = json!({
             "format": "TOSA flatbuffer",
@@ -67,15 +67,13 @@ impl Backend for Tosa {
 
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: self.operators(),
-            values: self.values(),
-            ops: self.op_counts(),
-            ..Summary::default()
-        };
-        s.count_constants(self.stored());
-        s
+        Summary::graph(
+            super::BACKEND_ID,
+            self.operators(),
+            self.values(),
+            self.op_counts(),
+            self.stored(),
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -101,10 +99,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn layout(&self) -> Layout<'_> {
-        let files = ["graph.json", "code.txt", "graph.dot"]
-            .into_iter()
-            .map(|p| File::Rendered { path: p.into() })
-            .collect();
+        let files = graph_files::files().collect();
         Layout {
             files,
             weights: Some(Weights {
@@ -116,24 +111,20 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
-        match path {
-            "graph.json" => {
+        graph_files::render(
+            path,
+            || {
                 let at = super::graph_json::constant_paths(&self.constants, paths);
-                Rendered::Json(Box::new(super::graph_json::graph_json(
-                    self.graph,
-                    &self.blocks,
-                    &at,
-                )))
-            }
-            "code.txt" => Rendered::text(super::code::render(self)),
-            "graph.dot" => Rendered::text(super::dot::render(self)),
-            _ => Rendered::None,
-        }
+                super::graph_json::graph_json(self.graph, &self.blocks, &at)
+            },
+            || super::code::render(self),
+            || super::dot::render(self),
+        )
     }
 }
 
 /// One constant's files and `index.json` entry.
-fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> layout::Weight<'s> {
+fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         let block = p.blocks.get(c.block);
         put("tensor", json!(c.tensor));
@@ -153,7 +144,7 @@ fn constant<'s>(p: &'s Payload<'_>, c: &'s Constant<'_>) -> layout::Weight<'s> {
         put("role", json!(c.role()));
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.name.clone(),
         bytes: c.bytes.clone(),
         dtype: c.dtype.variant_name().unwrap_or("unknown"),

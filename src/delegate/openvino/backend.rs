@@ -11,8 +11,10 @@ use serde_json::{Value, json};
 
 use super::{Const, Payload, obfuscation, render};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::delegate::folder::{self, Fields, File, Layout, Paths, Weights};
+use crate::delegate::{
+    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files, payload_fetch,
+};
 use crate::format::Result;
 
 /// `OpenvinoBackend`.
@@ -48,15 +50,8 @@ impl Backend for Openvino {
 
     /// The header, then the IR it locates; never the weights.
     fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
-        let head = 0..(payload.len() as u64).min(super::header::LEN as u64);
-        if !have(&head) {
-            return vec![head];
-        }
-        // An invalid header needs nothing more: decoding reports it.
-        super::header::parse(payload)
-            .map(|h| h.model.offset..h.model.end())
-            .into_iter()
-            .collect()
+        let region = |p: &[u8]| super::header::parse(p).ok().map(|h| h.model);
+        payload_fetch::header_then(payload, have, super::header::LEN as u64, region)
     }
 }
 
@@ -71,18 +66,14 @@ impl<'a> Decoded<'a> for Payload<'a> {
                 values += l.outputs.len();
             }
         }
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
+        let consts = self.consts.iter();
+        Summary::graph(
+            super::BACKEND_ID,
             nodes,
             values,
             ops,
-            ..Summary::default()
-        };
-        let consts = self.consts.iter();
-        s.count_constants(
             consts.filter_map(|c| Some((c.element_type.clone(), *c.bytes.as_ref().ok()?))),
-        );
-        s
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -132,9 +123,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
             });
         }
         if self.model.is_some() {
-            for path in ["graph.json", "code.txt", "graph.dot"] {
-                files.push(File::Rendered { path: path.into() });
-            }
+            files.extend(graph_files::files());
         }
         Layout {
             files,
@@ -149,16 +138,19 @@ impl<'a> Decoded<'a> for Payload<'a> {
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
         match (path, &self.model) {
             ("model.xml", _) => self.xml.clone().map_or(Rendered::None, Rendered::Bytes),
-            ("graph.json", Some(m)) => Rendered::Json(Box::new(render::graph_json(self, m, paths))),
-            ("code.txt", Some(m)) => Rendered::text(render::code(m, self.consts.len())),
-            ("graph.dot", Some(m)) => Rendered::text(render::dot(m)),
+            (_, Some(m)) => graph_files::render(
+                path,
+                || render::graph_json(self, m, paths),
+                || render::code(m, self.consts.len()),
+                || render::dot(m),
+            ),
             _ => Rendered::None,
         }
     }
 }
 
 /// One `Const` layer's files and `index.json` entry.
-fn constant<'s>(c: &'s Const<'_>) -> layout::Weight<'s> {
+fn constant<'s>(c: &'s Const<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("layer", json!(c.layer));
         put("element_type", json!(c.element_type));
@@ -172,7 +164,7 @@ fn constant<'s>(c: &'s Const<'_>) -> layout::Weight<'s> {
         );
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.stem.clone(),
         bytes: c.bytes.clone(),
         dtype: dtype_name(&c.element_type),

@@ -9,8 +9,11 @@ use serde_json::{Value, json};
 use super::constants::{Constant, dtype_name};
 use super::{Payload, render};
 use crate::delegate::artifact::Specs;
-use crate::delegate::layout::{self, Fields, File, Layout, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::delegate::folder::{self, Fields, File, Layout, Paths, Weights};
+use crate::delegate::{
+    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files, payload_fetch,
+    segment_header,
+};
 use crate::format::Result;
 
 /// `MPSBackend`.
@@ -35,34 +38,25 @@ impl Backend for Mps {
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {
-        super::header::json(payload, at)
+        super::HEADER.json(payload, at)
     }
 
     /// The header, then the graph it locates; never the constant data.
     fn fetch(&self, payload: &[u8], have: &dyn Fn(&Range<u64>) -> bool) -> Vec<Range<u64>> {
-        let head = 0..(payload.len() as u64).min(super::header::LEN);
-        if !have(&head) {
-            return vec![head];
-        }
-        // An invalid header needs nothing more: decoding reports it.
-        super::header::parse(payload)
-            .map(|h| h.flatbuffer.offset..h.flatbuffer.end())
-            .into_iter()
-            .collect()
+        let region = |p: &[u8]| super::HEADER.parse(p).ok().map(|h| h.flatbuffer);
+        payload_fetch::header_then(payload, have, segment_header::LEN, region)
     }
 }
 
 impl<'a> Decoded<'a> for Payload<'a> {
     fn summary(&self) -> Summary {
-        let mut s = Summary {
-            backend: super::BACKEND_ID.to_owned(),
-            nodes: self.nodes.len(),
-            values: self.graph.mps_values().map_or(0, |v| v.len()),
-            ops: self.op_counts(),
-            ..Summary::default()
-        };
-        s.count_constants(self.stored());
-        s
+        Summary::graph(
+            super::BACKEND_ID,
+            self.nodes.len(),
+            self.graph.mps_values().map_or(0, |v| v.len()),
+            self.op_counts(),
+            self.stored(),
+        )
     }
 
     fn weights(&self) -> Vec<(WeightName, Option<Bytes<'a>>)> {
@@ -89,10 +83,7 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn layout(&self) -> Layout<'_> {
-        let files: Vec<File<'a>> = ["graph.json", "code.txt", "graph.dot"]
-            .into_iter()
-            .map(|p| File::Rendered { path: p.into() })
-            .collect();
+        let files: Vec<File<'a>> = graph_files::files().collect();
         Layout {
             files,
             weights: Some(Weights {
@@ -109,17 +100,17 @@ impl<'a> Decoded<'a> for Payload<'a> {
     }
 
     fn render<'r>(&'r self, path: &str, paths: &'r Paths) -> Rendered<'r> {
-        match path {
-            "graph.json" => Rendered::Json(Box::new(render::graph_json(self, paths))),
-            "code.txt" => Rendered::text(render::code(self)),
-            "graph.dot" => Rendered::text(render::dot(self)),
-            _ => Rendered::None,
-        }
+        graph_files::render(
+            path,
+            || render::graph_json(self, paths),
+            || render::code(self),
+            || render::dot(self),
+        )
     }
 }
 
 /// Constant `k`'s files and `index.json` entry.
-fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
+fn constant<'s>(k: usize, c: &'s Constant<'_>) -> folder::Weight<'s> {
     let entry = Fields::new(move |put| {
         put("value_id", json!(c.id));
         put("listed", json!(c.listed));
@@ -144,7 +135,7 @@ fn constant<'s>(k: usize, c: &'s Constant<'_>) -> layout::Weight<'s> {
         put("key", Value::Null);
         put("users", json!(c.users));
     });
-    layout::Weight {
+    folder::Weight {
         stem: c.stem.clone(),
         bytes: c.bytes.clone(),
         dtype: c.dtype.variant_name().unwrap_or("unknown"),
