@@ -13,6 +13,7 @@ pub mod memory_plan;
 pub mod oplist;
 pub mod ops;
 pub mod profile_join;
+pub mod profile_modules;
 pub mod schemas;
 pub mod training;
 pub mod users;

@@ -113,6 +113,8 @@ pub struct Instruction {
     pub kernel: Option<String>,
     /// The durations of `timed_by`, in ticks, in file order.
     pub durations: Vec<u64>,
+    /// The run data block of each of `durations`.
+    pub runs: Vec<usize>,
 }
 
 /// A delegate's debug id.
@@ -420,8 +422,9 @@ pub fn without_program(profile: &ProfileFile<'_>) -> Join {
 /// outputs) and the debug id of a delegate logging its own.
 type LoggedAt = (usize, Option<(usize, usize)>, Option<DelegateId>);
 
-/// Durations per event name, names in first-seen order.
-type ByName = Vec<(String, Vec<u64>)>;
+/// Durations per event name, names in first-seen order, with the run of
+/// each.
+type ByName = Vec<(String, Vec<u64>, Vec<usize>)>;
 
 type Collected = (
     Vec<Instruction>,
@@ -517,9 +520,12 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
                     match id.clone() {
                         None => {
                             let names = per.entry((c, i)).or_default();
-                            match names.iter_mut().find(|(n, _)| *n == name) {
-                                Some((_, ds)) => ds.push(d),
-                                None => names.push((name, vec![d])),
+                            match names.iter_mut().find(|(n, _, _)| *n == name) {
+                                Some((_, ds, rs)) => {
+                                    ds.push(d);
+                                    rs.push(r);
+                                }
+                                None => names.push((name, vec![d], vec![r])),
                             }
                         }
                         Some(id) => {
@@ -631,16 +637,20 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
         let names = per.remove(&(c, i)).unwrap_or_default();
         let outer = names
             .iter()
-            .position(|(n, _)| n == OPERATOR_CALL || n == DELEGATE_CALL)
+            .position(|(n, _, _)| n == OPERATOR_CALL || n == DELEGATE_CALL)
             .or(if names.is_empty() { None } else { Some(0) });
         let kernel = names
             .iter()
             .enumerate()
             .find(|(k, _)| Some(*k) != outer)
-            .map(|(_, (n, _))| n.clone());
-        let (timed_by, durations) = match outer {
-            Some(k) => (Some(names[k].0.clone()), names[k].1.clone()),
-            None => (None, Vec::new()),
+            .map(|(_, (n, _, _))| n.clone());
+        let (timed_by, durations, runs) = match outer {
+            Some(k) => (
+                Some(names[k].0.clone()),
+                names[k].1.clone(),
+                names[k].2.clone(),
+            ),
+            None => (None, Vec::new(), Vec::new()),
         };
         let does = does.unwrap_or_else(|| {
             Does::Recorded(
@@ -657,6 +667,7 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
             timed_by,
             kernel,
             durations,
+            runs,
         });
     }
     (

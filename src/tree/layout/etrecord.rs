@@ -30,12 +30,21 @@ impl Builder {
         &self,
         method: &str,
     ) -> Option<std::sync::Arc<std::collections::HashMap<u64, String>>> {
-        let bytes = self.source_bytes.get(&self.etrecord?)?;
-        let r = EtRecordFile::parse((**bytes).as_ref()).ok()?;
-        let rows = crate::meta::etrecord_join::rows(&r, method).ok()?;
+        let rows = self.source_rows(method)?;
         Some(std::sync::Arc::new(crate::meta::etrecord_join::code_notes(
             &rows,
         )))
+    }
+
+    /// The ETRecord joined with the programs, for `method`; none without
+    /// one, or when it records no program for the method.
+    pub(super) fn source_rows(
+        &self,
+        method: &str,
+    ) -> Option<Vec<crate::meta::etrecord_join::SourceRow>> {
+        let bytes = self.source_bytes.get(&self.etrecord?)?;
+        let r = EtRecordFile::parse((**bytes).as_ref()).ok()?;
+        crate::meta::etrecord_join::rows(&r, method).ok()
     }
 
     pub(super) fn etrecord(&mut self, root: &mut Dir, origin: Origin, r: &EtRecordFile<'_>) {

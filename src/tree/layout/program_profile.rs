@@ -12,6 +12,7 @@ use super::{Builder, Dir, Origin};
 use crate::format::etdump::{ProfileFile, TICK};
 use crate::format::{MethodInfo, ProgramFile, scalar};
 use crate::meta::profile_join::{self, DelegateId, Does, Join, Logged, Stats};
+use crate::meta::{etrecord_join, profile_modules};
 use crate::tree::file_names::{encode, padded};
 use crate::tree::render::{code_txt, profile_tsv};
 
@@ -108,11 +109,31 @@ impl Builder {
                 "tick": TICK,
             }),
         );
+        let rows = self.source_rows(&join.method);
+        let sources: HashMap<usize, (String, String)> = (rows.iter().flatten())
+            .filter(|r| r.kind == "instruction")
+            .filter_map(|r| Some((r.id.parse().ok()?, etrecord_join::source_columns(r))))
+            .collect();
         self.generated(
             &mut dir,
             "ops.tsv",
-            profile_tsv::ops(join).into_bytes().into(),
+            profile_tsv::ops(join, &sources).into_bytes().into(),
         );
+        if let Some(rows) = &rows {
+            let stacks = profile_modules::stacks(rows);
+            self.generated(
+                &mut dir,
+                "by_module.tsv",
+                profile_modules::by_module_tsv(join, &stacks)
+                    .into_bytes()
+                    .into(),
+            );
+            self.generated(
+                &mut dir,
+                "modules.folded",
+                profile_modules::folded(join, &stacks).into_bytes().into(),
+            );
+        }
         self.generated(
             &mut dir,
             "by-operator.tsv",

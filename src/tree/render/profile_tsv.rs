@@ -45,21 +45,30 @@ fn stats(s: Option<Stats>) -> String {
     }
 }
 
-/// `ops.tsv`: one row per instruction of the method, recorded or not.
-pub fn ops(j: &Join) -> String {
-    let mut o = format!("chain\tindex\toperator\tevent\tkernel_event\t{STATS}\tshare_pct\n");
+/// `ops.tsv`: one row per instruction of the method, recorded or not,
+/// ending with its module paths and source lines from `sources` (by
+/// instruction index; empty without an ETRecord).
+pub fn ops(j: &Join, sources: &HashMap<usize, (String, String)>) -> String {
+    let mut o = format!(
+        "chain\tindex\toperator\tevent\tkernel_event\t{STATS}\tshare_pct\tmodule_hierarchy\tstack_frame\n"
+    );
     for i in &j.instructions {
         let s = Stats::of(&i.durations);
+        let (modules, frames) = sources
+            .get(&i.index)
+            .map_or(("", ""), |(m, f)| (m.as_str(), f.as_str()));
         let _ = writeln!(
             o,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             i.chain,
             i.index,
             escape(&i.does.label()),
             escape(i.timed_by.as_deref().unwrap_or("")),
             escape(i.kernel.as_deref().unwrap_or("")),
             stats(s),
-            s.map_or_else(String::new, |s| pct(j.share(s.total)))
+            s.map_or_else(String::new, |s| pct(j.share(s.total))),
+            escape(modules),
+            escape(frames)
         );
     }
     o
