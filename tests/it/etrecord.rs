@@ -657,3 +657,40 @@ fn folded_stacks_sum_the_instructions_and_render_as_a_flame_graph() {
         );
     }
 }
+
+#[test]
+fn trace_events_carry_the_modules_and_lines_inspector_gives_them() {
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("etdump/portable_mlp.etdp")],
+        etrecord: Some(fixture("etrecord/portable_mlp.etrecord")),
+        ..Default::default()
+    })
+    .unwrap();
+    let trace: Value = serde_json::from_slice(&crate::common::read(&v, "trace.json")).unwrap();
+    let (_, _, oracle) = open("portable_mlp");
+    let inspector = oracle["inspector_events"].as_array().unwrap();
+    let mut checked = 0;
+    for e in trace["traceEvents"].as_array().unwrap() {
+        if e["ph"] != "X" || e["args"]["chain_index"].as_i64().unwrap() < 0 {
+            assert!(e["args"].get("module_hierarchy").is_none(), "{e}");
+            continue;
+        }
+        let want = (inspector.iter())
+            .find(|i| i["name"] == e["name"] && i["instruction_id"] == e["args"]["instruction_id"])
+            .unwrap_or_else(|| panic!("Inspector has no event like {e}"));
+        let split = |col: &str| {
+            let mut v: Vec<String> = (e["args"][col].as_str().unwrap().split(';'))
+                .map(str::to_owned)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            (split("module_hierarchy"), split("stack_frame")),
+            inspector_sources(want),
+            "{e}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 30, "ten events in each of three runs");
+}

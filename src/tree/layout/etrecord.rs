@@ -47,6 +47,41 @@ impl Builder {
         crate::meta::etrecord_join::rows(&r, method).ok()
     }
 
+    /// The module paths and source lines of the instructions of the
+    /// method `profile` ran, from the ETRecord shown with it, by
+    /// instruction: the method a run data block names, else the only one
+    /// the debug-handle map lists, else `forward`. Empty without an
+    /// ETRecord.
+    pub(super) fn trace_sources(
+        &self,
+        profile: &crate::format::etdump::ProfileFile<'_>,
+    ) -> std::collections::HashMap<usize, (String, String)> {
+        let Some(r) = (self.etrecord)
+            .and_then(|e| self.source_bytes.get(&e))
+            .and_then(|b| EtRecordFile::parse((**b).as_ref()).ok())
+        else {
+            return Default::default();
+        };
+        let methods: Vec<String> = (r.map_bytes(0))
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+            .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect()))
+            .unwrap_or_default();
+        let named = (profile.runs.iter())
+            .filter_map(|run| run.name.map(|n| n.show().into_owned()))
+            .find(|n| methods.contains(n));
+        let method = named
+            .or_else(|| (methods.len() == 1).then(|| methods[0].clone()))
+            .unwrap_or_else(|| "forward".to_owned());
+        let rows = crate::meta::etrecord_join::rows(&r, &method).unwrap_or_default();
+        (rows.iter())
+            .filter(|r| r.kind == "instruction")
+            .filter_map(|r| {
+                let id = r.id.parse().ok()?;
+                Some((id, crate::meta::etrecord_join::source_columns(r)))
+            })
+            .collect()
+    }
+
     pub(super) fn etrecord(&mut self, root: &mut Dir, origin: Origin, r: &EtRecordFile<'_>) {
         self.json(
             root,
