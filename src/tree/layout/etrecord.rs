@@ -31,7 +31,7 @@ impl Builder {
         method: &str,
     ) -> Option<std::sync::Arc<std::collections::HashMap<u64, String>>> {
         let rows = self.source_rows(method)?;
-        Some(std::sync::Arc::new(crate::meta::etrecord_join::code_notes(
+        Some(std::sync::Arc::new(crate::join::etrecord::code_notes(
             &rows,
         )))
     }
@@ -41,10 +41,10 @@ impl Builder {
     pub(super) fn source_rows(
         &self,
         method: &str,
-    ) -> Option<Vec<crate::meta::etrecord_join::SourceRow>> {
+    ) -> Option<Vec<crate::join::etrecord::SourceRow>> {
         let bytes = self.source_bytes.get(&self.etrecord?)?;
         let r = EtRecordFile::parse((**bytes).as_ref()).ok()?;
-        crate::meta::etrecord_join::rows(&r, method).ok()
+        crate::join::etrecord::rows(&r, method).ok()
     }
 
     /// The module paths and source lines of the instructions of the
@@ -72,12 +72,12 @@ impl Builder {
         let method = named
             .or_else(|| (methods.len() == 1).then(|| methods[0].clone()))
             .unwrap_or_else(|| "forward".to_owned());
-        let rows = crate::meta::etrecord_join::rows(&r, &method).unwrap_or_default();
+        let rows = crate::join::etrecord::rows(&r, &method).unwrap_or_default();
         (rows.iter())
             .filter(|r| r.kind == "instruction")
             .filter_map(|r| {
                 let id = r.id.parse().ok()?;
-                Some((id, crate::meta::etrecord_join::source_columns(r)))
+                Some((id, crate::join::etrecord::source_columns(r)))
             })
             .collect()
     }

@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use crate::delegate::ProfileNodes;
 use crate::escape::escape;
-use crate::meta::profile_join::{DelegateEvents, Join, Stats};
+use crate::join::profile::{DelegateEvents, Join, Stats};
 
 /// Ticks as milliseconds, a tick taken as 1 ns, to the nanosecond.
 fn ms(ticks: f64) -> String {
@@ -123,11 +123,11 @@ pub fn nodes(j: &Join, delegate: usize, matched: Option<&ProfileNodes>) -> Strin
                 i.durations.iter().fold(0u64, |a, &x| a.saturating_add(x))
             });
         let node = match &e.id {
-            crate::meta::profile_join::DelegateId::Str(id) => string_ids
+            crate::join::profile::DelegateId::Str(id) => string_ids
                 .iter()
                 .position(|x| x == id)
                 .and_then(|k| matched?.nodes.get(k)?.as_ref()),
-            crate::meta::profile_join::DelegateId::Int(_) => None,
+            crate::join::profile::DelegateId::Int(_) => None,
         };
         let (index, op, how) = match node {
             Some(n) => (n.index.to_string(), n.op.clone(), n.how),
@@ -157,7 +157,7 @@ pub fn nodes(j: &Join, delegate: usize, matched: Option<&ProfileNodes>) -> Strin
 pub fn string_ids<'e>(events: &[&'e DelegateEvents]) -> Vec<&'e str> {
     let mut out: Vec<&str> = Vec::new();
     for e in events {
-        if let crate::meta::profile_join::DelegateId::Str(s) = &e.id
+        if let crate::join::profile::DelegateId::Str(s) = &e.id
             && !out.contains(&s.as_str())
         {
             out.push(s);

@@ -7,9 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
-use super::etrecord_graph::Module;
-use super::etrecord_join::SourceRow;
-use super::profile_join::Join;
+use super::etrecord::SourceRow;
+use super::profile::Join;
+use crate::meta::etrecord_graph::Module;
 
 /// The modules an instruction runs in, outermost first, one per module
 /// path (a stack may name one module under several keys): those every

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value as Json;
 
-use super::etrecord_graph::{self, Node};
 use crate::format::etrecord::{DEBUG_HANDLE_MAP, DELEGATE_MAP, EtRecordFile};
+use crate::meta::etrecord_graph::{self, Node};
 
 /// One row of `source.tsv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
