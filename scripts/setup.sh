@@ -4,8 +4,9 @@
 # graph.dot files render), nginx (an HTTP server with range support for the
 # remote-source tests), openssl (their htpasswd lines), Chromium and
 # websockets (to open the report page in a browser), NumPy, PyYAML and
-# moto's S3 server (with boto3), and maturin and pytest for the Python
-# package.
+# moto's S3 server (with boto3), maturin and pytest for the Python
+# package, and inferno (inferno-flamegraph, to check that modules.folded
+# renders).
 # Idempotent.
 set -euo pipefail
 need=()
@@ -39,6 +40,10 @@ fi
 if ! command -v moto_server >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
   echo "setup: pip install 'moto[server]'" >&2
   python3 -m pip install --quiet 'moto[server]'
+fi
+if ! command -v inferno-flamegraph >/dev/null; then
+  echo "setup: cargo install inferno" >&2
+  cargo install --quiet --locked inferno --no-default-features --features cli
 fi
 if ! command -v maturin >/dev/null || ! python3 -c "import pytest" 2>/dev/null; then
   echo "setup: pip install maturin pytest" >&2

@@ -250,7 +250,7 @@ pub fn find_profile(program: &Path) -> Option<(PathBuf, String)> {
     let Ok(Parsed::Profile(e)) = format::parse(profile.bytes()) else {
         return None;
     };
-    let join = crate::meta::profile_join::join(&p, &e)?;
+    let join = crate::join::profile::join(&p, &e)?;
     let timed = join
         .instructions
         .iter()

@@ -6,13 +6,11 @@
 pub mod checkpoint;
 pub mod dataflow;
 pub mod etrecord_graph;
-pub mod etrecord_join;
 pub mod external;
 pub mod io;
 pub mod memory_plan;
 pub mod oplist;
 pub mod ops;
-pub mod profile_join;
 pub mod schemas;
 pub mod training;
 pub mod users;

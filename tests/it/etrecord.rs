@@ -456,3 +456,241 @@ fn code_txt_lines_end_with_the_module_and_source_line_inspector_gives() {
     }
     assert_eq!(checked, 5);
 }
+
+/// `program` shown with its profile and its ETRecord.
+fn profiled(program: &str, profile: &str, etrecord: &str) -> ptefs::view::View {
+    ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture(program)],
+        profile: Some(fixture(profile)),
+        etrecord: Some(fixture(etrecord)),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// The rows of a TSV file of `v`, by column name.
+fn tsv_rows(v: &ptefs::view::View, path: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = String::from_utf8(crate::common::read(v, path)).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split('\t').collect();
+            assert_eq!(cells.len(), head.len(), "{path}: {l}");
+            head.iter()
+                .zip(cells)
+                .map(|(h, c)| ((*h).to_owned(), c.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+/// The modules (`path (class)`, the innermost of each stack) and first
+/// frames Inspector gives an event, one per node.
+fn inspector_sources(e: &Value) -> (Vec<String>, Vec<String>) {
+    let mut modules: Vec<String> = (e["module_hierarchy"].as_object().unwrap().values())
+        .map(|stack| {
+            let stack = stack.as_object().unwrap();
+            let path = (stack.values().map(|v| v[0].as_str().unwrap()))
+                .rfind(|p| !p.is_empty())
+                .unwrap_or(".");
+            let class = stack.values().next_back().unwrap()[1].as_str().unwrap();
+            format!("{path} ({class})")
+        })
+        .collect();
+    let mut frames: Vec<String> = (e["stack_traces"].as_object().unwrap().values())
+        .map(|t| first_frame(t.as_str().unwrap()))
+        .collect();
+    modules.sort();
+    frames.sort();
+    (modules, frames)
+}
+
+#[test]
+fn profile_ops_name_each_events_modules_and_lines_as_inspector_does() {
+    let v = profiled(
+        "etdump/portable_mlp.pte",
+        "etdump/portable_mlp.etdp",
+        "etrecord/portable_mlp.etrecord",
+    );
+    let ops = tsv_rows(&v, "methods/forward/profile/ops.tsv");
+    let (_, _, oracle) = open("portable_mlp");
+    let mut checked = 0;
+    for e in oracle["inspector_events"].as_array().unwrap() {
+        // Method-level events (Method::execute) time no instruction.
+        if e["block"] != "Execute" || e["name"].as_str().unwrap().starts_with("Method::") {
+            continue;
+        }
+        let id = e["instruction_id"].as_u64().unwrap().to_string();
+        let row = ops.iter().find(|r| r["index"] == id).unwrap();
+        let mut modules: Vec<String> = row["module_hierarchy"]
+            .split(';')
+            .map(str::to_owned)
+            .collect();
+        let mut frames: Vec<String> = row["stack_frame"].split(';').map(str::to_owned).collect();
+        modules.sort();
+        frames.sort();
+        assert_eq!(
+            (modules, frames),
+            inspector_sources(e),
+            "event {}",
+            e["name"]
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} events checked");
+}
+
+/// Ticks as `by_module.tsv` and `ops.tsv` write them.
+fn ticks(row: &std::collections::BTreeMap<String, String>, col: &str) -> u64 {
+    row[col].parse().unwrap()
+}
+
+#[test]
+fn time_per_module_is_the_time_of_the_instructions_inspector_puts_in_it() {
+    let v = profiled(
+        "etdump/portable_mlp.pte",
+        "etdump/portable_mlp.etdp",
+        "etrecord/portable_mlp.etrecord",
+    );
+    let ops = tsv_rows(&v, "methods/forward/profile/ops.tsv");
+    let by = tsv_rows(&v, "methods/forward/profile/by_module.tsv");
+    let (_, _, oracle) = open("portable_mlp");
+    // Each instruction's innermost module, as Inspector's module_hierarchy
+    // has it.
+    let mut module_of: std::collections::BTreeMap<String, String> = Default::default();
+    for e in oracle["inspector_events"].as_array().unwrap() {
+        if e["block"] == "Execute" && !e["name"].as_str().unwrap().starts_with("Method::") {
+            let (modules, _) = inspector_sources(e);
+            let path = modules[0].split(' ').next().unwrap().to_owned();
+            assert!(modules.iter().all(|m| m.starts_with(&format!("{path} "))));
+            module_of.insert(e["instruction_id"].to_string(), path);
+        }
+    }
+    let runs: std::collections::BTreeSet<&str> = by.iter().map(|r| r["run"].as_str()).collect();
+    assert_eq!(runs.len(), 3, "three timed runs");
+    for module in [".", "l1", "l2"] {
+        let rows: Vec<_> = by.iter().filter(|r| r["module"] == module).collect();
+        assert_eq!(rows.len(), 3, "{module}: one row per run");
+        let own: u64 = (ops.iter())
+            .filter(|r| module_of[&r["index"]] == module)
+            .map(|r| ticks(r, "total_ticks"))
+            .sum();
+        let self_ticks: u64 = rows.iter().map(|r| ticks(r, "self_ticks")).sum();
+        assert_eq!(self_ticks, own, "{module}");
+        let instructions = (ops.iter())
+            .filter(|r| module_of[&r["index"]] == module)
+            .count();
+        assert!(
+            rows.iter()
+                .all(|r| r["instructions"] == instructions.to_string())
+        );
+    }
+    // The model holds every instruction: its total is all of each run.
+    for run in runs {
+        let in_run: Vec<_> = by.iter().filter(|r| r["run"] == run).collect();
+        let all: u64 = in_run.iter().map(|r| ticks(r, "self_ticks")).sum();
+        let root = in_run.iter().find(|r| r["module"] == ".").unwrap();
+        assert_eq!(ticks(root, "total_ticks"), all, "run {run}");
+        assert_eq!(root["class"], "__main__.MLP");
+        for r in &in_run {
+            if r["module"] != "." {
+                assert_eq!(r["self_ticks"], r["total_ticks"], "a leaf module");
+            }
+        }
+    }
+    let total: u64 = ops.iter().map(|r| ticks(r, "total_ticks")).sum();
+    let roots: u64 = (by.iter().filter(|r| r["module"] == "."))
+        .map(|r| ticks(r, "total_ticks"))
+        .sum();
+    assert_eq!(roots, total);
+}
+
+#[test]
+fn folded_stacks_sum_the_instructions_and_render_as_a_flame_graph() {
+    let v = profiled(
+        "etdump/portable_mlp.pte",
+        "etdump/portable_mlp.etdp",
+        "etrecord/portable_mlp.etrecord",
+    );
+    let ops = tsv_rows(&v, "methods/forward/profile/ops.tsv");
+    let folded = crate::common::read(&v, "methods/forward/profile/modules.folded");
+    let text = String::from_utf8(folded.clone()).unwrap();
+    let mut sums: std::collections::BTreeMap<String, u64> = Default::default();
+    for line in text.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        let frames: Vec<&str> = stack.split(';').collect();
+        assert_eq!(frames[..2], ["forward", "MLP"], "{line}");
+        *sums.entry(frames.last().unwrap().to_string()).or_default() += n.parse::<u64>().unwrap();
+    }
+    assert!(text.contains("forward;MLP;l1 (Linear);aten::addmm.out "));
+    assert!(text.contains("forward;MLP;aten::relu.out "));
+    let mut by_op: std::collections::BTreeMap<String, u64> = Default::default();
+    for r in &ops {
+        *by_op.entry(r["operator"].clone()).or_default() += ticks(r, "total_ticks");
+    }
+    assert_eq!(sums, by_op);
+
+    let test = "folded_stacks_sum_the_instructions_and_render_as_a_flame_graph";
+    let Some(flamegraph) = crate::common::required::tool_or_skip(
+        test,
+        "inferno-flamegraph",
+        "scripts/setup.sh (cargo install inferno)",
+    ) else {
+        return;
+    };
+    use std::io::Write;
+    let mut child = std::process::Command::new(flamegraph)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&folded).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let svg = String::from_utf8(out.stdout).unwrap();
+    assert!(svg.starts_with("<?xml"), "{}", &svg[..svg.len().min(200)]);
+    for frame in ["MLP", "l1 (Linear)", "l2 (Linear)", "aten::addmm.out"] {
+        assert!(
+            svg.contains(&format!("<title>{frame} (")),
+            "{frame} not drawn"
+        );
+    }
+}
+
+#[test]
+fn trace_events_carry_the_modules_and_lines_inspector_gives_them() {
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("etdump/portable_mlp.etdp")],
+        etrecord: Some(fixture("etrecord/portable_mlp.etrecord")),
+        ..Default::default()
+    })
+    .unwrap();
+    let trace: Value = serde_json::from_slice(&crate::common::read(&v, "trace.json")).unwrap();
+    let (_, _, oracle) = open("portable_mlp");
+    let inspector = oracle["inspector_events"].as_array().unwrap();
+    let mut checked = 0;
+    for e in trace["traceEvents"].as_array().unwrap() {
+        if e["ph"] != "X" || e["args"]["chain_index"].as_i64().unwrap() < 0 {
+            assert!(e["args"].get("module_hierarchy").is_none(), "{e}");
+            continue;
+        }
+        let want = (inspector.iter())
+            .find(|i| i["name"] == e["name"] && i["instruction_id"] == e["args"]["instruction_id"])
+            .unwrap_or_else(|| panic!("Inspector has no event like {e}"));
+        let split = |col: &str| {
+            let mut v: Vec<String> = (e["args"][col].as_str().unwrap().split(';'))
+                .map(str::to_owned)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            (split("module_hierarchy"), split("stack_frame")),
+            inspector_sources(want),
+            "{e}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 30, "ten events in each of three runs");
+}

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::escape::escape;
 use crate::format::{ProfileFile, ProgramFile};
-use crate::meta::profile_join::{self, Join, METHOD_EXECUTE, Stats};
+use crate::join::profile::{self as profile_join, Join, METHOD_EXECUTE, Stats};
 
 /// The threshold `diff` uses unless told: 10 %.
 pub const DEFAULT_THRESHOLD: f64 = 0.10;

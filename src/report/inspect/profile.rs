@@ -279,7 +279,7 @@ pub fn join_program(
     program: &crate::format::ProgramFile<'_>,
     profile: &ProfileFile<'_>,
 ) {
-    let Some(j) = crate::meta::profile_join::join(program, profile) else {
+    let Some(j) = crate::join::profile::join(program, profile) else {
         return;
     };
     for t in &mut s.top_instructions {

@@ -30,12 +30,56 @@ impl Builder {
         &self,
         method: &str,
     ) -> Option<std::sync::Arc<std::collections::HashMap<u64, String>>> {
-        let bytes = self.source_bytes.get(&self.etrecord?)?;
-        let r = EtRecordFile::parse((**bytes).as_ref()).ok()?;
-        let rows = crate::meta::etrecord_join::rows(&r, method).ok()?;
-        Some(std::sync::Arc::new(crate::meta::etrecord_join::code_notes(
+        let rows = self.source_rows(method)?;
+        Some(std::sync::Arc::new(crate::join::etrecord::code_notes(
             &rows,
         )))
+    }
+
+    /// The ETRecord joined with the programs, for `method`; none without
+    /// one, or when it records no program for the method.
+    pub(super) fn source_rows(
+        &self,
+        method: &str,
+    ) -> Option<Vec<crate::join::etrecord::SourceRow>> {
+        let bytes = self.source_bytes.get(&self.etrecord?)?;
+        let r = EtRecordFile::parse((**bytes).as_ref()).ok()?;
+        crate::join::etrecord::rows(&r, method).ok()
+    }
+
+    /// The module paths and source lines of the instructions of the
+    /// method `profile` ran, from the ETRecord shown with it, by
+    /// instruction: the method a run data block names, else the only one
+    /// the debug-handle map lists, else `forward`. Empty without an
+    /// ETRecord.
+    pub(super) fn trace_sources(
+        &self,
+        profile: &crate::format::etdump::ProfileFile<'_>,
+    ) -> std::collections::HashMap<usize, (String, String)> {
+        let Some(r) = (self.etrecord)
+            .and_then(|e| self.source_bytes.get(&e))
+            .and_then(|b| EtRecordFile::parse((**b).as_ref()).ok())
+        else {
+            return Default::default();
+        };
+        let methods: Vec<String> = (r.map_bytes(0))
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+            .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect()))
+            .unwrap_or_default();
+        let named = (profile.runs.iter())
+            .filter_map(|run| run.name.map(|n| n.show().into_owned()))
+            .find(|n| methods.contains(n));
+        let method = named
+            .or_else(|| (methods.len() == 1).then(|| methods[0].clone()))
+            .unwrap_or_else(|| "forward".to_owned());
+        let rows = crate::join::etrecord::rows(&r, &method).unwrap_or_default();
+        (rows.iter())
+            .filter(|r| r.kind == "instruction")
+            .filter_map(|r| {
+                let id = r.id.parse().ok()?;
+                Some((id, crate::join::etrecord::source_columns(r)))
+            })
+            .collect()
     }
 
     pub(super) fn etrecord(&mut self, root: &mut Dir, origin: Origin, r: &EtRecordFile<'_>) {

@@ -109,12 +109,13 @@ impl Builder {
         }
         // The one file as large as all the runs together: rendered when
         // first looked at, from the ETDump parsed again.
+        let sources = self.trace_sources(p);
         self.lazy(
             root,
             "trace.json",
             origin.source,
-            Box::new(|bytes, out| match ProfileFile::parse(bytes) {
-                Ok(p) => crate::tree::render::json_to(out, &Trace(&p)),
+            Box::new(move |bytes, out| match ProfileFile::parse(bytes) {
+                Ok(p) => crate::tree::render::json_to(out, &Trace(&p, &sources)),
                 Err(e) => writeln!(out, "cannot render: {e}"),
             }),
         );
@@ -369,8 +370,14 @@ fn hex(b: &[u8]) -> String {
 /// microseconds from the earliest start in the file. Each run data block
 /// is a process; in it, the method-level events (chain -1) are one thread
 /// and each chain another, where a delegate's events nest inside the
-/// instruction that called it. Events are made as they are written.
-pub struct Trace<'p, 'a>(pub &'p ProfileFile<'a>);
+/// instruction that called it. An instruction's events carry in `args`
+/// the module paths and source lines the second field gives by
+/// instruction (from an ETRecord; empty without one). Events are made as
+/// they are written.
+pub struct Trace<'p, 'a>(
+    pub &'p ProfileFile<'a>,
+    pub &'p std::collections::HashMap<usize, (String, String)>,
+);
 
 impl Serialize for Trace<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -386,7 +393,12 @@ impl Serialize for Trace<'_, '_> {
             .min()
             .unwrap_or(0);
         let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("traceEvents", &TraceEvents { p: self.0, t0 })?;
+        let te = TraceEvents {
+            p: self.0,
+            t0,
+            sources: self.1,
+        };
+        map.serialize_entry("traceEvents", &te)?;
         map.serialize_entry("displayTimeUnit", "ns")?;
         map.serialize_entry("otherData", &json!({"tick": TICK, "origin_ticks": t0}))?;
         map.end()
@@ -397,6 +409,7 @@ impl Serialize for Trace<'_, '_> {
 struct TraceEvents<'p, 'a> {
     p: &'p ProfileFile<'a>,
     t0: u64,
+    sources: &'p std::collections::HashMap<usize, (String, String)>,
 }
 
 impl Serialize for TraceEvents<'_, '_> {
@@ -434,6 +447,23 @@ impl Serialize for TraceEvents<'_, '_> {
                     }
                     (None, None) => "(unnamed)".to_owned(),
                 };
+                let mut args = json!({
+                    "event": i,
+                    "instruction_id": ev.instruction_id,
+                    "chain_index": ev.chain_index,
+                    "delegate_debug_id_int": id_int(ev.delegate_debug_id_int),
+                    "delegate_debug_id_str": ev.delegate_debug_id_str,
+                    "start_ticks": ev.start,
+                    "end_ticks": ev.end,
+                });
+                let source = (ev.chain_index >= 0)
+                    .then(|| usize::try_from(ev.instruction_id).ok())
+                    .flatten()
+                    .and_then(|i| self.sources.get(&i));
+                if let Some((modules, frames)) = source {
+                    args["module_hierarchy"] = json!(modules);
+                    args["stack_frame"] = json!(frames);
+                }
                 seq.serialize_element(&json!({
                     "name": label,
                     "cat": if ev.is_delegated() { "delegate" } else { "runtime" },
@@ -442,15 +472,7 @@ impl Serialize for TraceEvents<'_, '_> {
                     "dur": dur as f64 / 1e3,
                     "pid": r,
                     "tid": tid,
-                    "args": {
-                        "event": i,
-                        "instruction_id": ev.instruction_id,
-                        "chain_index": ev.chain_index,
-                        "delegate_debug_id_int": id_int(ev.delegate_debug_id_int),
-                        "delegate_debug_id_str": ev.delegate_debug_id_str,
-                        "start_ticks": ev.start,
-                        "end_ticks": ev.end,
-                    },
+                    "args": args,
                 }))?;
             }
             for (tid, name) in threads {

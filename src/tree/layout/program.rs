@@ -76,9 +76,9 @@ impl Builder {
                     Some(m) => {
                         let code = code_txt::render_with_dirs(m.plan, &dirs);
                         match &notes {
-                            Some(n) => out.write_all(
-                                crate::meta::etrecord_join::annotate(&code, n).as_bytes(),
-                            ),
+                            Some(n) => {
+                                out.write_all(crate::join::etrecord::annotate(&code, n).as_bytes())
+                            }
                             None => out.write_all(code.as_bytes()),
                         }
                     }
@@ -95,11 +95,11 @@ impl Builder {
                     Box::new(move |bytes, out| {
                         let rows = crate::format::EtRecordFile::parse(bytes)
                             .map_err(|e| e.to_string())
-                            .and_then(|r| crate::meta::etrecord_join::rows(&r, &method));
+                            .and_then(|r| crate::join::etrecord::rows(&r, &method));
                         match rows {
-                            Ok(rows) => out.write_all(
-                                crate::meta::etrecord_join::source_tsv(&rows).as_bytes(),
-                            ),
+                            Ok(rows) => {
+                                out.write_all(crate::join::etrecord::source_tsv(&rows).as_bytes())
+                            }
                             Err(e) => writeln!(out, "cannot render: {e}"),
                         }
                     }),

@@ -1,6 +1,6 @@
 //! `methods/<m>/profile/` of a program shown with its profile (an ETDump
 //! given with `--profile` or found beside it): the profile's events joined
-//! with the method's instructions ([`crate::meta::profile_join`]) as
+//! with the method's instructions ([`crate::join::profile`]) as
 //! tables, a summary and an annotated `code.txt`.
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use super::{Builder, Dir, Origin};
 use crate::format::etdump::{ProfileFile, TICK};
 use crate::format::{MethodInfo, ProgramFile, scalar};
-use crate::meta::profile_join::{self, DelegateId, Does, Join, Logged, Stats};
+use crate::join::profile::{self as profile_join, DelegateId, Does, Join, Logged, Stats};
+use crate::join::{etrecord, modules};
 use crate::tree::file_names::{encode, padded};
 use crate::tree::render::{code_txt, profile_tsv};
 
@@ -108,11 +109,29 @@ impl Builder {
                 "tick": TICK,
             }),
         );
+        let rows = self.source_rows(&join.method);
+        let sources: HashMap<usize, (String, String)> = (rows.iter().flatten())
+            .filter(|r| r.kind == "instruction")
+            .filter_map(|r| Some((r.id.parse().ok()?, etrecord::source_columns(r))))
+            .collect();
         self.generated(
             &mut dir,
             "ops.tsv",
-            profile_tsv::ops(join).into_bytes().into(),
+            profile_tsv::ops(join, &sources).into_bytes().into(),
         );
+        if let Some(rows) = &rows {
+            let stacks = modules::stacks(rows);
+            self.generated(
+                &mut dir,
+                "by_module.tsv",
+                modules::by_module_tsv(join, &stacks).into_bytes().into(),
+            );
+            self.generated(
+                &mut dir,
+                "modules.folded",
+                modules::folded(join, &stacks).into_bytes().into(),
+            );
+        }
         self.generated(
             &mut dir,
             "by-operator.tsv",

@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use crate::delegate::ProfileNodes;
 use crate::escape::escape;
-use crate::meta::profile_join::{DelegateEvents, Join, Stats};
+use crate::join::profile::{DelegateEvents, Join, Stats};
 
 /// Ticks as milliseconds, a tick taken as 1 ns, to the nanosecond.
 fn ms(ticks: f64) -> String {
@@ -45,21 +45,30 @@ fn stats(s: Option<Stats>) -> String {
     }
 }
 
-/// `ops.tsv`: one row per instruction of the method, recorded or not.
-pub fn ops(j: &Join) -> String {
-    let mut o = format!("chain\tindex\toperator\tevent\tkernel_event\t{STATS}\tshare_pct\n");
+/// `ops.tsv`: one row per instruction of the method, recorded or not,
+/// ending with its module paths and source lines from `sources` (by
+/// instruction index; empty without an ETRecord).
+pub fn ops(j: &Join, sources: &HashMap<usize, (String, String)>) -> String {
+    let mut o = format!(
+        "chain\tindex\toperator\tevent\tkernel_event\t{STATS}\tshare_pct\tmodule_hierarchy\tstack_frame\n"
+    );
     for i in &j.instructions {
         let s = Stats::of(&i.durations);
+        let (modules, frames) = sources
+            .get(&i.index)
+            .map_or(("", ""), |(m, f)| (m.as_str(), f.as_str()));
         let _ = writeln!(
             o,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             i.chain,
             i.index,
             escape(&i.does.label()),
             escape(i.timed_by.as_deref().unwrap_or("")),
             escape(i.kernel.as_deref().unwrap_or("")),
             stats(s),
-            s.map_or_else(String::new, |s| pct(j.share(s.total)))
+            s.map_or_else(String::new, |s| pct(j.share(s.total))),
+            escape(modules),
+            escape(frames)
         );
     }
     o
@@ -114,11 +123,11 @@ pub fn nodes(j: &Join, delegate: usize, matched: Option<&ProfileNodes>) -> Strin
                 i.durations.iter().fold(0u64, |a, &x| a.saturating_add(x))
             });
         let node = match &e.id {
-            crate::meta::profile_join::DelegateId::Str(id) => string_ids
+            crate::join::profile::DelegateId::Str(id) => string_ids
                 .iter()
                 .position(|x| x == id)
                 .and_then(|k| matched?.nodes.get(k)?.as_ref()),
-            crate::meta::profile_join::DelegateId::Int(_) => None,
+            crate::join::profile::DelegateId::Int(_) => None,
         };
         let (index, op, how) = match node {
             Some(n) => (n.index.to_string(), n.op.clone(), n.how),
@@ -148,7 +157,7 @@ pub fn nodes(j: &Join, delegate: usize, matched: Option<&ProfileNodes>) -> Strin
 pub fn string_ids<'e>(events: &[&'e DelegateEvents]) -> Vec<&'e str> {
     let mut out: Vec<&str> = Vec::new();
     for e in events {
-        if let crate::meta::profile_join::DelegateId::Str(s) = &e.id
+        if let crate::join::profile::DelegateId::Str(s) = &e.id
             && !out.contains(&s.as_str())
         {
             out.push(s);

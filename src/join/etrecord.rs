@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value as Json;
 
-use super::etrecord_graph::{self, Node};
 use crate::format::etrecord::{DEBUG_HANDLE_MAP, DELEGATE_MAP, EtRecordFile};
+use crate::meta::etrecord_graph::{self, Node};
 
 /// One row of `source.tsv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,18 +100,37 @@ pub fn rows(r: &EtRecordFile<'_>, method: &str) -> Result<Vec<SourceRow>, String
     Ok(out)
 }
 
+/// A row's module paths with classes and its source lines, one per node,
+/// `;` between nodes: the `module_hierarchy` and `stack_frame` columns of
+/// `source.tsv` and of a joined profile's `ops.tsv`.
+pub fn source_columns(r: &SourceRow) -> (String, String) {
+    let clean = |s: String| s.replace(['\t', '\n'], " ");
+    let join =
+        |f: &dyn Fn(&Node) -> String| clean(r.nodes.iter().map(f).collect::<Vec<_>>().join(";"));
+    (
+        join(&|n| {
+            let path = n.shown_module_path();
+            let class = n.module().map_or("", |m| m.class.as_str());
+            format!("{path} ({class})")
+        }),
+        join(&|n| n.source_line().unwrap_or_default()),
+    )
+}
+
 /// `source.tsv`: one line per instruction or delegate: its debug handles,
 /// node names, module paths with classes, and source lines (`;` between
 /// nodes).
 pub fn source_tsv(rows: &[SourceRow]) -> String {
-    let clean = |s: String| s.replace(['\t', '\n'], " ");
     let mut o = String::from("kind\tid\tdebug_handles\tnodes\tmodule_hierarchy\tstack_frame\n");
     for r in rows {
-        let join = |f: &dyn Fn(&Node) -> String| {
-            clean(r.nodes.iter().map(f).collect::<Vec<_>>().join(";"))
-        };
+        let names: Vec<String> = r
+            .nodes
+            .iter()
+            .map(|n| n.name.replace(['\t', '\n'], " "))
+            .collect();
+        let (modules, frames) = source_columns(r);
         o.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\n",
+            "{}\t{}\t{}\t{}\t{modules}\t{frames}\n",
             r.kind,
             r.id,
             r.handles
@@ -119,13 +138,7 @@ pub fn source_tsv(rows: &[SourceRow]) -> String {
                 .map(i64::to_string)
                 .collect::<Vec<_>>()
                 .join(","),
-            join(&|n| n.name.clone()),
-            join(&|n| {
-                let path = n.shown_module_path();
-                let class = n.module().map_or("", |m| m.class.as_str());
-                format!("{path} ({class})")
-            }),
-            join(&|n| n.source_line().unwrap_or_default()),
+            names.join(";"),
         ));
     }
     o

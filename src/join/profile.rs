@@ -113,6 +113,8 @@ pub struct Instruction {
     pub kernel: Option<String>,
     /// The durations of `timed_by`, in ticks, in file order.
     pub durations: Vec<u64>,
+    /// The run data block of each of `durations`.
+    pub runs: Vec<usize>,
 }
 
 /// A delegate's debug id.
@@ -420,8 +422,9 @@ pub fn without_program(profile: &ProfileFile<'_>) -> Join {
 /// outputs) and the debug id of a delegate logging its own.
 type LoggedAt = (usize, Option<(usize, usize)>, Option<DelegateId>);
 
-/// Durations per event name, names in first-seen order.
-type ByName = Vec<(String, Vec<u64>)>;
+/// Durations per event name, names in first-seen order, with the run of
+/// each.
+type ByName = Vec<(String, Vec<u64>, Vec<usize>)>;
 
 type Collected = (
     Vec<Instruction>,
@@ -431,20 +434,41 @@ type Collected = (
     Vec<Logged>,
 );
 
-/// The events of `profile` per instruction of `method` (what each
-/// instruction of each chain does, and the method's name), or, without
-/// one, per instruction recorded.
-fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> Collected {
-    // Per instruction: durations per event name, names in first-seen order.
-    let mut per: BTreeMap<(usize, usize), ByName> = BTreeMap::new();
-    let mut method_events: Vec<(String, Vec<u64>)> = Vec::new();
-    let mut delegate_events: Vec<DelegateEvents> = Vec::new();
-    let mut unmatched = Vec::new();
-    let mut logged: Vec<Logged> = Vec::new();
-    // Values logged so far per run, instruction and delegate debug id.
-    let mut positions: BTreeMap<LoggedAt, usize> = BTreeMap::new();
-    let locate = |chain: i128, instruction: i64| -> Result<(usize, usize), String> {
-        let Some((does, name)) = method else {
+/// What each instruction of each chain does, and the method's name.
+type Method<'m> = Option<(&'m [Vec<Does>], &'m str)>;
+
+/// The events of a profile gathered, one event at a time, per
+/// instruction of a method (or, without one, per instruction recorded):
+/// a method per event kind, then [`Collector::finish`].
+struct Collector<'m> {
+    method: Method<'m>,
+    /// Per instruction: durations per event name.
+    per: BTreeMap<(usize, usize), ByName>,
+    method_events: Vec<(String, Vec<u64>)>,
+    delegate_events: Vec<DelegateEvents>,
+    unmatched: Vec<Unmatched>,
+    logged: Vec<Logged>,
+    /// Values logged so far per run, instruction and delegate debug id.
+    positions: BTreeMap<LoggedAt, usize>,
+}
+
+impl<'m> Collector<'m> {
+    fn new(method: Method<'m>) -> Self {
+        Collector {
+            method,
+            per: BTreeMap::new(),
+            method_events: Vec::new(),
+            delegate_events: Vec::new(),
+            unmatched: Vec::new(),
+            logged: Vec::new(),
+            positions: BTreeMap::new(),
+        }
+    }
+
+    /// The instruction (chain, index) an event names, or why it names
+    /// none of the method's.
+    fn locate(&self, chain: i128, instruction: i64) -> Result<(usize, usize), String> {
+        let Some((does, name)) = self.method else {
             return match (usize::try_from(chain), usize::try_from(instruction)) {
                 (Ok(c), Ok(i)) => Ok((c, i)),
                 _ => Err(format!(
@@ -471,201 +495,226 @@ fn collect(profile: &ProfileFile<'_>, method: Option<(&[Vec<Does>], &str)>) -> C
                 )
             })?;
         Ok((c, i))
+    }
+
+    /// A profile event: a method-level span, an instruction's, or a
+    /// delegate's own.
+    fn profile(&mut self, r: usize, ei: usize, p: &crate::format::etdump::ProfileEvent<'_>) {
+        let id = delegate_id(p.delegate_debug_id_int, p.delegate_debug_id_str);
+        let name = p
+            .name
+            .map(|n| n.show().into_owned())
+            .or_else(|| id.as_ref().map(|i| i.to_string()))
+            .unwrap_or_default();
+        let miss = |why: String| Unmatched {
+            run: r,
+            event: ei,
+            kind: "profile",
+            name: name.clone(),
+            chain: i128::from(p.chain_index),
+            instruction: i64::from(p.instruction_id),
+            delegate_id: id.clone(),
+            duration: p.duration(),
+            why,
+        };
+        let Some(d) = p.duration() else {
+            self.unmatched.push(miss(format!(
+                "it ends (tick {}) before it starts (tick {})",
+                p.end, p.start
+            )));
+            return;
+        };
+        if p.chain_index == -1 && id.is_none() {
+            match self.method_events.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, ds)) => ds.push(d),
+                None => self.method_events.push((name, vec![d])),
+            }
+            return;
+        }
+        let (c, i) = match self.locate(p.chain_index.into(), p.instruction_id.into()) {
+            Ok(at) => at,
+            Err(why) => {
+                self.unmatched.push(miss(why));
+                return;
+            }
+        };
+        let Some(id) = id.clone() else {
+            let names = self.per.entry((c, i)).or_default();
+            match names.iter_mut().find(|(n, _, _)| *n == name) {
+                Some((_, ds, rs)) => {
+                    ds.push(d);
+                    rs.push(r);
+                }
+                None => names.push((name, vec![d], vec![r])),
+            }
+            return;
+        };
+        let delegate = match self.method {
+            None => None,
+            Some((does, _)) => match does[c][i] {
+                Does::Delegate { index, .. } => Some(index),
+                _ => {
+                    self.unmatched.push(miss(format!(
+                        "a delegate's event, but instruction {i} of chain {c} calls no delegate"
+                    )));
+                    return;
+                }
+            },
+        };
+        match (self.delegate_events.iter_mut())
+            .find(|x| x.chain == c && x.instruction == i && x.id == id)
+        {
+            Some(x) => x.durations.push(d),
+            None => self.delegate_events.push(DelegateEvents {
+                chain: c,
+                instruction: i,
+                delegate,
+                id,
+                durations: vec![d],
+            }),
+        }
+    }
+
+    /// A debug event: the values an instruction (or the method, at its
+    /// end) logged.
+    fn debug(&mut self, r: usize, ei: usize, dbg: &crate::format::etdump::DebugEvent<'_>) {
+        let chain = i128::from(dbg.chain_index);
+        let id = delegate_id(dbg.delegate_debug_id_int, dbg.delegate_debug_id_str);
+        // All ones: a method output, which no instruction owns.
+        let at = match dbg.chain_index {
+            u64::MAX => None,
+            _ => match self.locate(chain, dbg.instruction_id.into()) {
+                Ok(at) => Some(at),
+                Err(why) => {
+                    self.unmatched.push(Unmatched {
+                        run: r,
+                        event: ei,
+                        kind: "debug",
+                        name: (dbg.name.map(|n| n.show().into_owned())).unwrap_or_default(),
+                        chain,
+                        instruction: dbg.instruction_id.into(),
+                        delegate_id: id,
+                        duration: None,
+                        why,
+                    });
+                    return;
+                }
+            },
+        };
+        // Every value takes a position, a tensor or not.
+        let count = self.positions.entry((r, at, id.clone())).or_insert(0);
+        let position = *count;
+        *count += 1;
+        let (tensors, list) = match &dbg.value {
+            Value::Tensor(t) => (std::slice::from_ref(t), false),
+            Value::TensorList(ts) => (ts.as_slice(), true),
+            _ => (&[][..], false),
+        };
+        for (k, t) in tensors.iter().enumerate() {
+            self.logged.push(Logged {
+                run: r,
+                event: ei,
+                at,
+                delegate_id: id.clone(),
+                position,
+                of: 0,
+                item: list.then_some(k),
+                tensor: t.clone(),
+            });
+        }
+    }
+
+    /// Every instruction of the method (or every one recorded) with the
+    /// event that times it, and the rest as gathered.
+    fn finish(mut self) -> Collected {
+        for l in &mut self.logged {
+            l.of = (self.positions.get(&(l.run, l.at, l.delegate_id.clone())))
+                .copied()
+                .unwrap_or(0);
+        }
+        let shape: Vec<((usize, usize), Option<Does>)> = match self.method {
+            Some((does, _)) => does
+                .iter()
+                .enumerate()
+                .flat_map(|(c, chain)| {
+                    chain
+                        .iter()
+                        .enumerate()
+                        .map(move |(i, d)| ((c, i), Some(d.clone())))
+                })
+                .collect(),
+            None => self.per.keys().map(|&k| (k, None)).collect(),
+        };
+        let mut instructions = Vec::new();
+        for ((c, i), does) in shape {
+            let names = self.per.remove(&(c, i)).unwrap_or_default();
+            instructions.push(instruction(c, i, does, names));
+        }
+        (
+            instructions,
+            self.method_events,
+            self.delegate_events,
+            self.unmatched,
+            self.logged,
+        )
+    }
+}
+
+/// Instruction `i` of chain `c`, timed by its outer event
+/// (`OPERATOR_CALL`, `DELEGATE_CALL`, or the only one recorded), with
+/// its kernel's own event; named by its events without a program.
+fn instruction(c: usize, i: usize, does: Option<Does>, names: ByName) -> Instruction {
+    let outer = names
+        .iter()
+        .position(|(n, _, _)| n == OPERATOR_CALL || n == DELEGATE_CALL)
+        .or(if names.is_empty() { None } else { Some(0) });
+    let kernel = names
+        .iter()
+        .enumerate()
+        .find(|(k, _)| Some(*k) != outer)
+        .map(|(_, (n, _, _))| n.clone());
+    let (timed_by, durations, runs) = match outer {
+        Some(k) => (
+            Some(names[k].0.clone()),
+            names[k].1.clone(),
+            names[k].2.clone(),
+        ),
+        None => (None, Vec::new(), Vec::new()),
     };
+    let does = does.unwrap_or_else(|| {
+        Does::Recorded(
+            kernel
+                .clone()
+                .or_else(|| timed_by.clone())
+                .unwrap_or_default(),
+        )
+    });
+    Instruction {
+        chain: c,
+        index: i,
+        does,
+        timed_by,
+        kernel,
+        durations,
+        runs,
+    }
+}
+
+/// The events of `profile` per instruction of `method` (what each
+/// instruction of each chain does, and the method's name), or, without
+/// one, per instruction recorded.
+fn collect(profile: &ProfileFile<'_>, method: Method<'_>) -> Collected {
+    let mut c = Collector::new(method);
     for (r, run) in profile.runs.iter().enumerate() {
         for (ei, e) in run.events.iter().enumerate() {
             match e {
-                Event::Profile(p) => {
-                    let id = delegate_id(p.delegate_debug_id_int, p.delegate_debug_id_str);
-                    let name = p
-                        .name
-                        .map(|n| n.show().into_owned())
-                        .or_else(|| id.as_ref().map(|i| i.to_string()))
-                        .unwrap_or_default();
-                    let miss = |why: String| Unmatched {
-                        run: r,
-                        event: ei,
-                        kind: "profile",
-                        name: name.clone(),
-                        chain: i128::from(p.chain_index),
-                        instruction: i64::from(p.instruction_id),
-                        delegate_id: id.clone(),
-                        duration: p.duration(),
-                        why,
-                    };
-                    let Some(d) = p.duration() else {
-                        unmatched.push(miss(format!(
-                            "it ends (tick {}) before it starts (tick {})",
-                            p.end, p.start
-                        )));
-                        continue;
-                    };
-                    if p.chain_index == -1 && id.is_none() {
-                        match method_events.iter_mut().find(|(n, _)| *n == name) {
-                            Some((_, ds)) => ds.push(d),
-                            None => method_events.push((name, vec![d])),
-                        }
-                        continue;
-                    }
-                    let (c, i) = match locate(p.chain_index.into(), p.instruction_id.into()) {
-                        Ok(at) => at,
-                        Err(why) => {
-                            unmatched.push(miss(why));
-                            continue;
-                        }
-                    };
-                    match id.clone() {
-                        None => {
-                            let names = per.entry((c, i)).or_default();
-                            match names.iter_mut().find(|(n, _)| *n == name) {
-                                Some((_, ds)) => ds.push(d),
-                                None => names.push((name, vec![d])),
-                            }
-                        }
-                        Some(id) => {
-                            let delegate = match method {
-                                None => None,
-                                Some((does, _)) => match does[c][i] {
-                                    Does::Delegate { index, .. } => Some(index),
-                                    _ => {
-                                        unmatched.push(miss(format!(
-                                            "a delegate's event, but instruction {i} of chain {c} calls no delegate"
-                                        )));
-                                        continue;
-                                    }
-                                },
-                            };
-                            match delegate_events
-                                .iter_mut()
-                                .find(|x| x.chain == c && x.instruction == i && x.id == id)
-                            {
-                                Some(x) => x.durations.push(d),
-                                None => delegate_events.push(DelegateEvents {
-                                    chain: c,
-                                    instruction: i,
-                                    delegate,
-                                    id,
-                                    durations: vec![d],
-                                }),
-                            }
-                        }
-                    }
-                }
-                Event::Debug(dbg) => {
-                    let chain = i128::from(dbg.chain_index);
-                    // All ones: a method output, which no instruction owns.
-                    let at = match dbg.chain_index {
-                        u64::MAX => None,
-                        _ => match locate(chain, dbg.instruction_id.into()) {
-                            Ok(at) => Some(at),
-                            Err(why) => {
-                                let id = delegate_id(
-                                    dbg.delegate_debug_id_int,
-                                    dbg.delegate_debug_id_str,
-                                );
-                                unmatched.push(Unmatched {
-                                    run: r,
-                                    event: ei,
-                                    kind: "debug",
-                                    name: (dbg.name.map(|n| n.show().into_owned()))
-                                        .unwrap_or_default(),
-                                    chain,
-                                    instruction: dbg.instruction_id.into(),
-                                    delegate_id: id,
-                                    duration: None,
-                                    why,
-                                });
-                                continue;
-                            }
-                        },
-                    };
-                    let id = delegate_id(dbg.delegate_debug_id_int, dbg.delegate_debug_id_str);
-                    // Every value takes a position, a tensor or not.
-                    let count = positions.entry((r, at, id.clone())).or_insert(0);
-                    let position = *count;
-                    *count += 1;
-                    let (tensors, list) = match &dbg.value {
-                        Value::Tensor(t) => (std::slice::from_ref(t), false),
-                        Value::TensorList(ts) => (ts.as_slice(), true),
-                        _ => (&[][..], false),
-                    };
-                    for (k, t) in tensors.iter().enumerate() {
-                        logged.push(Logged {
-                            run: r,
-                            event: ei,
-                            at,
-                            delegate_id: id.clone(),
-                            position,
-                            of: 0,
-                            item: list.then_some(k),
-                            tensor: t.clone(),
-                        });
-                    }
-                }
+                Event::Profile(p) => c.profile(r, ei, p),
+                Event::Debug(d) => c.debug(r, ei, d),
                 Event::Allocation(_) | Event::Empty => {}
             }
         }
     }
-    for l in &mut logged {
-        l.of = positions
-            .get(&(l.run, l.at, l.delegate_id.clone()))
-            .copied()
-            .unwrap_or(0);
-    }
-    // Every instruction of the method, or every one recorded.
-    let shape: Vec<((usize, usize), Option<Does>)> = match method {
-        Some((does, _)) => does
-            .iter()
-            .enumerate()
-            .flat_map(|(c, chain)| {
-                chain
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, d)| ((c, i), Some(d.clone())))
-            })
-            .collect(),
-        None => per.keys().map(|&k| (k, None)).collect(),
-    };
-    let mut instructions = Vec::new();
-    for ((c, i), does) in shape {
-        let names = per.remove(&(c, i)).unwrap_or_default();
-        let outer = names
-            .iter()
-            .position(|(n, _)| n == OPERATOR_CALL || n == DELEGATE_CALL)
-            .or(if names.is_empty() { None } else { Some(0) });
-        let kernel = names
-            .iter()
-            .enumerate()
-            .find(|(k, _)| Some(*k) != outer)
-            .map(|(_, (n, _))| n.clone());
-        let (timed_by, durations) = match outer {
-            Some(k) => (Some(names[k].0.clone()), names[k].1.clone()),
-            None => (None, Vec::new()),
-        };
-        let does = does.unwrap_or_else(|| {
-            Does::Recorded(
-                kernel
-                    .clone()
-                    .or_else(|| timed_by.clone())
-                    .unwrap_or_default(),
-            )
-        });
-        instructions.push(Instruction {
-            chain: c,
-            index: i,
-            does,
-            timed_by,
-            kernel,
-            durations,
-        });
-    }
-    (
-        instructions,
-        method_events,
-        delegate_events,
-        unmatched,
-        logged,
-    )
+    c.finish()
 }
 
 #[cfg(test)]

@@ -1,0 +1,159 @@
+//! A profile joined with its program and the program's ETRecord: each
+//! instruction's time put on the model module its graph nodes come from
+//! (the innermost of the `nn_module_stack` Inspector reports), as time
+//! per module, self and total, per run (`by_module.tsv`), and as folded
+//! stacks for flame graphs (`modules.folded`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+
+use super::etrecord::SourceRow;
+use super::profile::Join;
+use crate::meta::etrecord_graph::Module;
+
+/// The modules an instruction runs in, outermost first, one per module
+/// path (a stack may name one module under several keys): those every
+/// one of its nodes with a module stack runs in, so that a delegate call
+/// spanning several modules is put on the one holding them all.
+fn stack_of(row: &SourceRow) -> Vec<Module> {
+    let dedup = |stack: &[Module]| {
+        let mut out: Vec<Module> = Vec::new();
+        for m in stack {
+            if out.last().is_none_or(|l| l.path != m.path) {
+                out.push(m.clone());
+            }
+        }
+        out
+    };
+    let mut stacks = (row.nodes.iter())
+        .filter(|n| !n.module_stack.is_empty())
+        .map(|n| dedup(&n.module_stack));
+    let Some(mut common) = stacks.next() else {
+        return Vec::new();
+    };
+    for s in stacks {
+        let same = common
+            .iter()
+            .zip(&s)
+            .take_while(|(a, b)| a.path == b.path)
+            .count();
+        common.truncate(same);
+    }
+    common
+}
+
+/// The module stacks of the method's instructions, by instruction index
+/// (the debug-handle map, as Inspector, keys instructions by index alone).
+pub fn stacks(rows: &[SourceRow]) -> HashMap<usize, Vec<Module>> {
+    rows.iter()
+        .filter(|r| r.kind == "instruction")
+        .filter_map(|r| Some((r.id.parse().ok()?, stack_of(r))))
+        .filter(|(_, s): &(usize, Vec<Module>)| !s.is_empty())
+        .collect()
+}
+
+/// A module's path as `by_module.tsv` shows it: `.` for the model itself.
+fn shown(path: &str) -> &str {
+    if path.is_empty() { "." } else { path }
+}
+
+/// The last part of a dotted class name (`Linear`).
+fn short(class: &str) -> &str {
+    class.rsplit('.').next().unwrap_or(class)
+}
+
+/// Time of one module in one run.
+#[derive(Debug, Default, Clone)]
+struct ModuleTime {
+    class: String,
+    instructions: usize,
+    self_ticks: u64,
+    total_ticks: u64,
+}
+
+/// `by_module.tsv`: per run and module path, the instructions whose
+/// innermost module it is, their time (`self`), and the time of every
+/// instruction inside it (`total`); instructions the ETRecord places in
+/// no module are under `(none)`. Modules in path order.
+pub fn by_module_tsv(j: &Join, stacks: &HashMap<usize, Vec<Module>>) -> String {
+    let mut per: BTreeMap<(usize, String), ModuleTime> = BTreeMap::new();
+    for i in &j.instructions {
+        let stack = stacks.get(&i.index);
+        let inner = stack
+            .and_then(|s| s.last())
+            .map_or("(none)".to_owned(), |m| shown(&m.path).to_owned());
+        // Counted once per run the instruction was timed in.
+        let mut counted: Vec<usize> = Vec::new();
+        for (&d, &run) in i.durations.iter().zip(&i.runs) {
+            let own = per.entry((run, inner.clone())).or_default();
+            own.self_ticks = own.self_ticks.saturating_add(d);
+            if !counted.contains(&run) {
+                own.instructions += 1;
+                counted.push(run);
+            }
+            match stack {
+                Some(s) => {
+                    for m in s {
+                        let t = per.entry((run, shown(&m.path).to_owned())).or_default();
+                        t.class.clone_from(&m.class);
+                        t.total_ticks = t.total_ticks.saturating_add(d);
+                    }
+                }
+                None => own.total_ticks = own.total_ticks.saturating_add(d),
+            }
+        }
+    }
+    let mut o = String::from(
+        "run\tmodule\tclass\tinstructions\tself_ticks\ttotal_ticks\tself_ms\ttotal_ms\n",
+    );
+    for ((run, path), t) in per {
+        let _ = writeln!(
+            o,
+            "{run}\t{path}\t{}\t{}\t{}\t{}\t{:.6}\t{:.6}",
+            t.class,
+            t.instructions,
+            t.self_ticks,
+            t.total_ticks,
+            t.self_ticks as f64 / 1e6,
+            t.total_ticks as f64 / 1e6
+        );
+    }
+    o
+}
+
+/// `modules.folded`: one line per distinct stack, `method;module;…;operator
+/// ticks`, summed over every run, as flamegraph.pl, inferno and speedscope
+/// read them. The model is framed by its class (`MLP`), a submodule by
+/// its path and class (`l1 (Linear)`).
+pub fn folded(j: &Join, stacks: &HashMap<usize, Vec<Module>>) -> String {
+    // `;` separates frames and a line is one stack.
+    let frame = |s: &str| s.replace(';', ",").replace(['\t', '\n'], " ");
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for i in &j.instructions {
+        let total = i.durations.iter().fold(0u64, |a, &x| a.saturating_add(x));
+        if total == 0 {
+            continue;
+        }
+        let mut frames = vec![frame(&j.method)];
+        for m in stacks.get(&i.index).map_or(&[][..], Vec::as_slice) {
+            frames.push(if m.path.is_empty() {
+                frame(short(&m.class))
+            } else {
+                format!("{} ({})", frame(&m.path), frame(short(&m.class)))
+            });
+        }
+        frames.push(frame(&i.does.label()));
+        let key = frames.join(";");
+        let n = lines.entry(key.clone()).or_insert_with(|| {
+            order.push(key);
+            0
+        });
+        *n = n.saturating_add(total);
+    }
+    let mut o = String::new();
+    for k in order {
+        let _ = writeln!(o, "{k} {}", lines[&k]);
+    }
+    o
+}
