@@ -1,12 +1,14 @@
 //! Writes a synthetic program for benchmarks and load tests:
-//! `make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G] [--last-seed S] [--zeros 1] [--external 1]`.
+//! `make_model OUT.pte [--tensors N] [--tensor-bytes B] [--big-bytes G] [--last-seed S] [--zeros 1] [--external 1] [--shared 1]`.
 //! The program has one method with N float tensors of B bytes each and,
 //! when G > 0, one more tensor of G bytes (value 0). Tensor bytes are a
 //! deterministic pattern, so no two tensors share a buffer; with
 //! `--zeros 1` they are zeros, written as holes: a sparse file whose size
 //! may far exceed the disk (a million 100 KiB tensors: 100 GiB). With
 //! `--external 1` the N tensors are external, named `layers.<i>.weight`:
-//! their bytes are for a data file to hold.
+//! their bytes are for a data file to hold. With `--shared 1` the N
+//! tensors hold the same bytes, which the writer stores once: N values of
+//! one constant buffer (the generator holds N copies while writing).
 
 #[path = "../tests/writer/mod.rs"]
 mod writer;
@@ -27,6 +29,7 @@ fn main() {
     let mut last_seed = None;
     let mut zeros = false;
     let mut external = false;
+    let mut shared = false;
     while let Some(flag) = args.next() {
         let v: u64 = args
             .next()
@@ -39,6 +42,7 @@ fn main() {
             "--last-seed" => last_seed = Some(v),
             "--zeros" => zeros = v != 0,
             "--external" => external = v != 0,
+            "--shared" => shared = v != 0,
             other => panic!("unknown flag {other}"),
         }
     }
@@ -49,6 +53,14 @@ fn main() {
             &sizes,
             if external && i != u64::MAX {
                 Data::External(i as u32)
+            } else if shared && i != u64::MAX {
+                Data::Constant(Bytes::Owned(
+                    Bytes::Pattern {
+                        len: bytes,
+                        seed: 0,
+                    }
+                    .to_vec(),
+                ))
             } else {
                 Data::Constant(if zeros {
                     Bytes::Zeros { len: bytes }

@@ -58,6 +58,10 @@ tiny=$work/tiny/tiny-$parts.pte
 events=$work/events/events-$parts.etdp
 [[ -f $tiny ]] || target/release/examples/make_model "$tiny" --tensors "$parts" --tensor-bytes 4 --big-bytes 0
 [[ -f $events ]] || target/release/examples/make_profile "$events" --events "$parts"
+# 1,000 values of one 1 MiB constant buffer.
+mkdir -p "$work/shared"
+shared=$work/shared/shared-1000.pte
+[[ -f $shared ]] || target/release/examples/make_model "$shared" --tensors 1000 --tensor-bytes 1048576 --big-bytes 0 --shared 1
 # One row: the command, its wall time, peak RSS and the bound for FILE.
 row() {
   local file=$1
@@ -85,4 +89,11 @@ for cmd in "ls" "ls -lR" "inspect" "cat FILE runs/0/events.json" "cat FILE trace
   read -ra words <<<"${cmd/FILE/$events}"
   [[ $cmd == cat* ]] || words+=("$events")
   row "$events" "${words[@]}"
+done
+echo
+echo "| command (1,000 values of one buffer) | time | peak RSS | bound | |"
+echo "|---|---|---|---|---|"
+for cmd in "ls -R" "ls -lR" "report --json"; do
+  read -ra words <<<"$cmd"
+  row "$shared" "${words[@]}" "$shared"
 done
