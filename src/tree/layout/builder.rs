@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use super::index_entry::TensorShape;
-use super::{AttachedProfile, Origin, tables};
+use super::{AttachedProfile, Origin};
 use crate::format::{Parsed, ProgramFile, Span, scalar};
 use crate::meta::checkpoint::{Checkpoint, Digest32};
 use crate::tree::file_names::DirNames;
@@ -76,6 +76,26 @@ pub(super) struct Builder {
 
 /// Source, offset, length and prefix length of a file's bytes.
 pub(super) type BytesKey = (SourceId, u64, u64, usize);
+
+/// What identifies the bytes of a file for sharing: `None` for rendered
+/// files and empty spans, which are never shared.
+pub(super) fn bytes_key(content: &Content) -> Option<BytesKey> {
+    match content {
+        Content::Source { source, span } => Some((*source, span.offset, span.len, 0)),
+        Content::Prefixed {
+            prefix,
+            source,
+            span,
+        }
+        | Content::Widened {
+            prefix,
+            source,
+            span,
+        } => Some((*source, span.offset, span.len, prefix.len())),
+        Content::Generated(_) | Content::Lazy(_) => None,
+    }
+    .filter(|k| k.2 > 0)
+}
 
 impl Builder {
     pub(super) fn finish(mut self) -> Tree {
@@ -219,7 +239,7 @@ impl Builder {
         content: Content,
         tensor: Option<u32>,
     ) -> Ino {
-        let key = tables::bytes_key(&content);
+        let key = bytes_key(&content);
         if let Some(key) = key {
             if let Some(&ino) = self.by_bytes.get(&key)
                 && self.same_file(ino, &content, tensor)

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::builder::{BytesKey, PROVISIONAL};
+use super::builder::{PROVISIONAL, bytes_key};
 use super::{Builder, Origin};
 use crate::format::Span;
 use crate::tree::NodeKind;
@@ -144,24 +144,4 @@ impl Builder {
         self.constants.push(table);
         debug_assert!(self.computed < PROVISIONAL, "inodes do not run out");
     }
-}
-
-/// What identifies the bytes of a file for sharing: `None` for rendered
-/// files and empty spans, which are never shared.
-pub(super) fn bytes_key(content: &Content) -> Option<BytesKey> {
-    match content {
-        Content::Source { source, span } => Some((*source, span.offset, span.len, 0)),
-        Content::Prefixed {
-            prefix,
-            source,
-            span,
-        }
-        | Content::Widened {
-            prefix,
-            source,
-            span,
-        } => Some((*source, span.offset, span.len, prefix.len())),
-        Content::Generated(_) | Content::Lazy(_) => None,
-    }
-    .filter(|k| k.2 > 0)
 }
