@@ -324,6 +324,48 @@ fn umount_and_sigterm_leave_nothing_behind() {
     wait_for("unmount on SIGINT", || !is_mounted(&m.dir));
 }
 
+/// `ptefs umount X && ptefs mount B X` while the daemon unmounted first
+/// is still exiting (held here with SIGSTOP): its exit must leave the new
+/// mount alone, which it would not if it unmounted X by path on the way
+/// out.
+#[test]
+fn a_daemon_exiting_late_leaves_the_next_mount_at_its_path_alone() {
+    if !fuse_or_skip("a_daemon_exiting_late_leaves_the_next_mount_at_its_path_alone") {
+        return;
+    }
+    let first = Mounted::new(&[fixture("add.pte").as_os_str()]);
+    let pid = nix::unistd::Pid::from_raw(daemon_pid(&first.dir).expect("daemon pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let out = ptefs().arg("umount").arg(&first.dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ptefs()
+        .arg("mount")
+        .arg(fixture("mlp.pte"))
+        .arg(&first.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    wait_for("the first daemon to exit", || {
+        !Path::new(&format!("/proc/{pid}")).exists() || zombie(pid.as_raw())
+    });
+    assert!(is_mounted(&first.dir), "the second mount was unmounted");
+    let listed = ptefs_stdout(["cat", fixture("mlp.pte").to_str().unwrap(), "header.json"]);
+    assert_eq!(
+        std::fs::read_to_string(first.path("header.json")).unwrap(),
+        listed,
+        "the mount at the path is the second one"
+    );
+}
+
 fn zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
 }

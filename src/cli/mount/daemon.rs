@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::mpsc;
 
-use fuser::{Config, Session, SessionUnmounter};
+use fuser::{Config, Session};
 use nix::fcntl::OFlag;
 use nix::sys::signal::{SigSet, Signal};
 use nix::unistd::{ForkResult, dup2_stderr, dup2_stdin, dup2_stdout, fork, pipe2, setsid};
@@ -150,25 +150,36 @@ pub(super) fn serve(
     config.acl = options.acl;
     config.n_threads = Some(usize::from(threads));
     config.clone_fd = true;
-    let mut session = Session::new(fs, mountpoint, &config)
+    let session = Session::new(fs, mountpoint, &config)
         .map_err(|e| fail(cannot_mount(mountpoint, options, &e)))?;
-    let unmounter = session.unmount_callable();
+    let serving = serve_in_background(session).map_err(|e| {
+        unmount_own(mountpoint);
+        fail(format!("cannot start: {e}"))
+    })?;
     release_free_heap();
     let (tx, rx) = mpsc::channel::<Event>();
     let ended = tx.clone();
-    std::thread::Builder::new()
+    let started = std::thread::Builder::new()
         .name("session".into())
         .spawn(move || {
-            let result = session.run();
-            let _ = ended.send(Event::Ended(result.err().map(|e| e.to_string())));
+            let ended_with = match serving.join() {
+                Ok(result) => result.err().map(|e| e.to_string()),
+                Err(_) => Some("the session panicked".to_owned()),
+            };
+            let _ = ended.send(Event::Ended(ended_with));
         })
-        .map_err(|e| fail(format!("cannot start: {e}")))?;
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || forward_signals(signals, tx))
-        .map_err(|e| fail(format!("cannot start: {e}")))?;
+        .and_then(|_| {
+            std::thread::Builder::new()
+                .name("signals".into())
+                .spawn(move || forward_signals(signals, tx))
+        });
+    if let Err(e) = started {
+        unmount_own(mountpoint);
+        return Err(fail(format!("cannot start: {e}")));
+    }
     // The mount answers once the workers run: prove it before reporting.
     std::fs::metadata(mountpoint).map_err(|e| {
+        unmount_own(mountpoint);
         fail(format!(
             "{}: mount does not answer: {e}",
             mountpoint.display()
@@ -181,7 +192,7 @@ pub(super) fn serve(
         drop(r);
         redirect_stdio(log.as_ref());
     }
-    serve_until_unmounted(&rx, unmounter, mountpoint)
+    serve_until_unmounted(&rx, mountpoint)
 }
 
 /// Sends each signal of `signals` as it arrives, until nobody listens.
@@ -193,22 +204,45 @@ fn forward_signals(signals: SigSet, tx: mpsc::Sender<Event>) {
     }
 }
 
+/// Starts serving `session` on fuser's threads, and returns the thread
+/// to join.
+///
+/// fuser unmounts the mount's path when its handle to the mount is
+/// dropped, even after the mount was unmounted from outside (`ptefs
+/// umount`, `umount`), when whatever is mounted at that path by then is
+/// another daemon's: `ptefs umount X && ptefs mount A X` lost the new
+/// mount whenever this daemon exited after it was made. So the handle is
+/// never dropped: this daemon unmounts its own mount itself, on a signal,
+/// while the mount is still its own.
+fn serve_in_background(
+    session: Session<PtefsFs>,
+) -> io::Result<std::thread::JoinHandle<io::Result<()>>> {
+    // The handle's join would drop it; its thread is taken out instead,
+    // and a finished one left in its place.
+    let finished = std::thread::Builder::new().spawn(|| Ok(()))?;
+    let mut background = session.spawn()?;
+    let serving = std::mem::replace(&mut background.guard, finished);
+    std::mem::forget(background);
+    Ok(serving)
+}
+
+/// Unmounts this daemon's mount at `mountpoint`, lazily when it is busy.
+fn unmount_own(mountpoint: &Path) {
+    if let Err(e) = unmount_path(mountpoint, false) {
+        log::warn!("unmount failed ({e}); detaching lazily");
+        if let Err(e) = unmount_path(mountpoint, true) {
+            log::error!("{e}");
+        }
+    }
+}
+
 /// Unmounts on a signal, and returns when the session ends.
-fn serve_until_unmounted(
-    rx: &mpsc::Receiver<Event>,
-    mut unmounter: SessionUnmounter,
-    mountpoint: &Path,
-) -> Result<i32, i32> {
+fn serve_until_unmounted(rx: &mpsc::Receiver<Event>, mountpoint: &Path) -> Result<i32, i32> {
     loop {
         match rx.recv() {
             Ok(Event::Signal(sig)) => {
                 log::info!("{sig}: unmounting {}", mountpoint.display());
-                if let Err(e) = unmounter.unmount() {
-                    log::warn!("unmount failed ({e}); detaching lazily");
-                    if let Err(e) = unmount_path(mountpoint, true) {
-                        log::error!("{e}");
-                    }
-                }
+                unmount_own(mountpoint);
             }
             Ok(Event::Ended(None)) | Err(_) => {
                 log::info!("unmounted {}", mountpoint.display());
