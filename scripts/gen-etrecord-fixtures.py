@@ -3,10 +3,19 @@ generate_etrecord for a portable MLP and an XNNPACK-delegated conv net, their
 programs, ETDumps with debug buffers, and oracles from ExecuTorch's and
 torch's own readers (parse_etrecord, torch.load, Inspector).
 
-Run with the ExecuTorch venv's python: python scripts/gen-etrecord-fixtures.py
+Run with the ExecuTorch venv's python; the portable MLP's debug run is made
+by the runtime of ET_RUNTIME_PYTHON (default: this one), for a venv whose
+torch can hand the runtime tensors:
+
+    ET_RUNTIME_PYTHON=/path/to/venv2/bin/python /venv/bin/python scripts/gen-etrecord-fixtures.py
+
+The stack traces torch.export records name the model's file (/src/model.py,
+below) and torch's own files where the venv has them: run the venv as
+/venv (a symlink to it will do) so that they name no path of one machine.
+
 Times in the ETDumps are real, so re-running changes those bytes only.
 """
-import hashlib, io, json, os, zipfile
+import hashlib, io, json, linecache, os, subprocess, sys, zipfile
 import torch
 from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -16,6 +25,12 @@ from executorch.devtools.etrecord import parse_etrecord
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures")
 OUT = os.path.join(FIXTURES, "etrecord")
 ETDUMP = os.path.join(FIXTURES, "etdump")
+
+
+# The models' source, compiled as /src/model.py: the stack traces torch.export
+# records name that file, not where this script happens to live.
+MODEL_SOURCE = """\
+import torch
 
 
 class MLP(torch.nn.Module):
@@ -39,6 +54,31 @@ class MobileNetish(torch.nn.Module):
         x = torch.nn.functional.relu6(self.bn(self.stem(x)))
         x = torch.nn.functional.relu6(self.pw(torch.nn.functional.relu6(self.dw(x))))
         return self.fc(torch.flatten(self.pool(x), 1))
+"""
+MODEL_FILE = "/src/model.py"
+linecache.cache[MODEL_FILE] = (len(MODEL_SOURCE), None, MODEL_SOURCE.splitlines(True), MODEL_FILE)
+exec(compile(MODEL_SOURCE, MODEL_FILE, "exec"), globals())
+
+# Runs a program with a debug buffer (the method's outputs and each
+# instruction's outputs logged) and writes its ETDump and debug buffer.
+RUN_DEBUG = """
+import json, sys, torch
+from executorch.extension.pybindings.portable_lib import _load_for_executorch
+pte, etdp, dbg, inputs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+m = _load_for_executorch(pte, enable_etdump=True, debug_buffer_size=1 << 16)
+m.forward(tuple(torch.tensor(x, dtype=torch.float32) for x in inputs))
+m.write_etdump_result_to_file(etdp, dbg)
+"""
+
+
+def run_debug(pte, example, etdp):
+    """ETDump and debug buffer of one run of `pte`, from the runtime of
+    ET_RUNTIME_PYTHON (a venv whose torch can hand the runtime tensors)."""
+    python = os.environ.get("ET_RUNTIME_PYTHON", sys.executable)
+    dbg = etdp.removesuffix(".etdp") + ".debug.bin"
+    subprocess.run([python, "-c", RUN_DEBUG, pte, etdp, dbg, json.dumps([t.tolist() for t in example])],
+                   check=True, timeout=600)
+    return dbg
 
 
 def sha(b):
@@ -106,7 +146,37 @@ def graphs_oracle(rec):
     return graphs
 
 
-def make(name, model, example, lower, program, etdump):
+def output_gaps(insp, etdp):
+    """Each method output a run logged against the reference output
+    Inspector pairs it with (the ETRecord's, by the run's bundled input
+    index), by Inspector's own numeric-gap comparators; max_abs and max_rel
+    (max |a - b| over max |a|, a the reference) computed alike in float64."""
+    from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
+    from executorch.devtools.inspector._inspector_utils import convert_to_float_tensor
+    from executorch.devtools.inspector.numerical_comparator import L1Comparator, MSEComparator, SNRComparator
+
+    # The ETDump's run data blocks that logged method outputs, in order: the
+    # runs/<n> of each of Inspector's event blocks with a run output.
+    ed = deserialize_from_etdump_flatcc(open(etdp, "rb").read())
+    runs = [i for i, rd in enumerate(ed.run_data)
+            if any(e.debug_event is not None and e.debug_event.debug_entry.output is not None
+                   and e.debug_event.debug_entry.output.bool_val for e in rd.events or [])]
+    blocks = [eb for eb in insp.event_blocks if eb.run_output]
+    assert len(runs) == len(blocks), (runs, [eb.name for eb in blocks])
+    out = []
+    for run, eb in zip(runs, blocks):
+        for k, (ref, got) in enumerate(zip(eb.reference_output, eb.run_output)):
+            a, b = convert_to_float_tensor(ref), convert_to_float_tensor(got)
+            max_abs = float((a - b).abs().max())
+            out.append({"run": run, "output": k, "shape": list(got.shape),
+                        "max_abs": max_abs, "max_rel": max_abs / float(a.abs().max()),
+                        "MSE": MSEComparator().element_compare(ref, got),
+                        "L1": L1Comparator().element_compare(ref, got),
+                        "SNR": SNRComparator().element_compare(ref, got)})
+    return out
+
+
+def make(name, model, example, lower, program, etdump, debug_etdump):
     ep = torch.export.export(model, example)
     if lower:
         edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()], generate_etrecord=True)
@@ -128,6 +198,14 @@ def make(name, model, example, lower, program, etdump):
     # be byte-identical.
     ref = os.path.join(ETDUMP, program)
     assert open(ref, "rb").read() == et.buffer, f"{ref} differs from this export"
+    # A run that logged its outputs in a debug buffer, for the numeric gaps:
+    # tests/fixtures/etdump's own where it has one, else one run here.
+    if debug_etdump is None:
+        debug_etdp = os.path.join(OUT, name + "_debug.etdp")
+        debug_dbg = run_debug(pte, example, debug_etdp)
+    else:
+        debug_etdp = os.path.join(ETDUMP, debug_etdump)
+        debug_dbg = debug_etdp.removesuffix(".etdp") + ".debug.bin"
     os.remove(pte)
     etdp = os.path.join(ETDUMP, etdump)
     dbg = etdp.removesuffix(".etdp") + ".debug.bin"
@@ -158,14 +236,17 @@ def make(name, model, example, lower, program, etdump):
                            "stack_traces": e.stack_traces,
                            "op_types": e.op_types})
     oracle["inspector_events"] = events
+    gap_insp = Inspector(etdump_path=debug_etdp, etrecord=etrecord, debug_buffer_path=debug_dbg)
     gaps = {}
     for metric in ("MSE", "L1", "SNR"):
-        try:
-            df = insp.calculate_numeric_gap(metric)
-            gaps[metric] = json.loads(df.to_json(orient="records", default_handler=str))
-        except Exception as ex:  # the metric's failure is part of what 1.5.1 does
-            gaps[metric] = {"error": f"{type(ex).__name__}: {ex}"}
+        df = gap_insp.calculate_numeric_gap(metric)
+        rows = json.loads(df.drop(columns=["gap"]).to_json(orient="records", default_handler=str))
+        for row, gap in zip(rows, df["gap"]):  # as computed, not rounded as to_json would
+            row["gap"] = [float(g) for g in gap]
+        gaps[metric] = rows
+    oracle["numeric_gaps_etdump"] = os.path.relpath(debug_etdp, FIXTURES)
     oracle["numeric_gaps"] = gaps
+    oracle["output_gaps"] = output_gaps(gap_insp, debug_etdp)
     with open(os.path.join(OUT, name + ".inspector_table.txt"), "w") as f:
         df = insp.to_dataframe()
         cols = [c for c in ["event_block_name", "event_name", "instruction_id", "is_delegated_op", "module_hierarchy", "stack_traces"] if c in df.columns]
@@ -182,5 +263,6 @@ os.makedirs(OUT, exist_ok=True)
 torch.manual_seed(0)
 mlp = MLP().eval(); mob = MobileNetish().eval()
 x = (torch.randn(1, 16),); xm = (torch.randn(1, 3, 32, 32),)
-make("portable_mlp", mlp, x, False, "portable_mlp.pte", "portable_mlp.etdp")
-make("xnnpack_mobilenetish", mob, xm, True, "xnnpack_mobilenetish.pte", "xnnpack_mobilenetish_debug.etdp")
+make("portable_mlp", mlp, x, False, "portable_mlp.pte", "portable_mlp.etdp", None)
+make("xnnpack_mobilenetish", mob, xm, True, "xnnpack_mobilenetish.pte", "xnnpack_mobilenetish_debug.etdp",
+     "xnnpack_mobilenetish_debug.etdp")
