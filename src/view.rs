@@ -461,7 +461,7 @@ impl Opened {
             .map(|&(of, b)| tree::DebugBuffer {
                 of,
                 source: b,
-                len: self.sources[b].bytes().len() as u64,
+                bytes: Arc::new(self.sources[b].shared()),
                 name: crate::source::base_name(&self.sources[b].path),
             })
             .collect();

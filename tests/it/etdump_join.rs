@@ -522,7 +522,7 @@ fn exercise(program: &[u8], profile: &[u8]) {
     let debug = [ptefs::tree::DebugBuffer {
         of: 1,
         source: 2,
-        len: buffer.len() as u64,
+        bytes: Arc::new(buffer.clone()),
         name: "run.debug.bin".into(),
     }];
     let options = ptefs::tree::Options {

@@ -694,3 +694,129 @@ fn trace_events_carry_the_modules_and_lines_inspector_gives_them() {
     }
     assert_eq!(checked, 30, "ten events in each of three runs");
 }
+
+/// The one row of `v`'s `compare.tsv`, by column.
+fn compare_row(v: &ptefs::view::View) -> std::collections::BTreeMap<String, String> {
+    let rows = tsv_rows(v, "methods/forward/profile/outputs/compare.tsv");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    rows.into_iter().next().unwrap()
+}
+
+fn figure(row: &std::collections::BTreeMap<String, String>, col: &str) -> f64 {
+    row[col]
+        .parse()
+        .unwrap_or_else(|e| panic!("{col} {:?}: {e}", row[col]))
+}
+
+/// Whether `a` and `b` agree within 1e-6, relative to their size where it
+/// is above 1 (an SNR of 140 dB), and both infinite alike.
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 1e-6 * a.abs().max(1.0)
+}
+
+#[test]
+fn compare_tsv_gives_each_output_the_gaps_inspector_computes() {
+    // The portable MLP's debug run, and the XNNPACK net's: the figures of
+    // Inspector's comparators on the same two tensors, and, for MSE, L1
+    // and SNR, the gap calculate_numeric_gap gives the operator whose
+    // output the method's is (the last addmm; the delegate call).
+    for (name, profile, op) in [
+        (
+            "portable_mlp",
+            "etrecord/portable_mlp_debug.etdp",
+            "linear_1",
+        ),
+        (
+            "xnnpack_mobilenetish",
+            "etdump/xnnpack_mobilenetish_debug.etdp",
+            "linear",
+        ),
+    ] {
+        let (_, _, oracle) = open(name);
+        let v = profiled(
+            &format!("etdump/{name}.pte"),
+            profile,
+            &format!("etrecord/{name}.etrecord"),
+        );
+        let row = compare_row(&v);
+        let want = &oracle["output_gaps"][0];
+        assert_eq!(row["run"], want["run"].to_string(), "{name}");
+        assert_eq!(row["output"], want["output"].to_string(), "{name}");
+        assert_eq!(row["reference"], "reference_outputs/forward/0/0.npy");
+        assert_eq!(row["problem"], "");
+        for (col, key) in [
+            ("max_abs_error", "max_abs"),
+            ("max_rel_error", "max_rel"),
+            ("mse", "MSE"),
+            ("l1", "L1"),
+            ("snr_db", "SNR"),
+        ] {
+            let (got, want) = (figure(&row, col), want[key].as_f64().unwrap());
+            assert!(close(got, want), "{name} {col}: {got} vs {want}");
+        }
+        for (col, metric) in [("mse", "MSE"), ("l1", "L1"), ("snr_db", "SNR")] {
+            let gaps = oracle["numeric_gaps"][metric].as_array().unwrap();
+            let at_op = gaps
+                .iter()
+                .find(|g| g["aot_ops"].as_array().unwrap().iter().any(|o| o == op))
+                .unwrap_or_else(|| panic!("{name}: Inspector has no {metric} gap for {op}"));
+            let want = at_op["gap"][0].as_f64().unwrap();
+            let got = figure(&row, col);
+            assert!(
+                close(got, want),
+                "{name} {metric}: {got} vs Inspector's {want}"
+            );
+        }
+        // The run's output is not the reference's bit for bit: the figures
+        // are not the trivial ones.
+        assert!(figure(&row, "mse") > 0.0 && figure(&row, "snr_db").is_finite());
+    }
+}
+
+#[test]
+fn compare_tsv_follows_a_changed_output() {
+    // The portable debug run with the logged output's first element made
+    // 0.5 larger: the gap grows by what was added.
+    let d = tempfile::tempdir().unwrap();
+    let etdp = std::fs::read(fixture("etrecord/portable_mlp_debug.etdp")).unwrap();
+    let mut buffer = std::fs::read(fixture("etrecord/portable_mlp_debug.debug.bin")).unwrap();
+    let before = profiled(
+        "etdump/portable_mlp.pte",
+        "etrecord/portable_mlp_debug.etdp",
+        "etrecord/portable_mlp.etrecord",
+    );
+    let base = compare_row(&before);
+    let npy = crate::common::read(&before, "methods/forward/profile/outputs/1/output.0.npy");
+    let logged = npy_payload(&npy).to_vec();
+    // The method's output is the last value the run logged.
+    let at = (0..=buffer.len() - logged.len())
+        .rev()
+        .find(|&i| buffer[i..i + logged.len()] == logged[..])
+        .unwrap();
+    let first = f32::from_le_bytes(buffer[at..at + 4].try_into().unwrap());
+    buffer[at..at + 4].copy_from_slice(&(first + 0.5).to_le_bytes());
+    std::fs::write(d.path().join("run.etdp"), &etdp).unwrap();
+    std::fs::write(d.path().join("run.debug.bin"), &buffer).unwrap();
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("etdump/portable_mlp.pte")],
+        profile: Some(d.path().join("run.etdp")),
+        etrecord: Some(fixture("etrecord/portable_mlp.etrecord")),
+        ..Default::default()
+    })
+    .unwrap();
+    let row = compare_row(&v);
+    let added = f64::from(first + 0.5) - f64::from(first);
+    assert!(close(figure(&row, "max_abs_error"), added), "{row:?}");
+    assert!(
+        (figure(&row, "l1") - figure(&base, "l1") - added).abs() < 1e-6,
+        "{row:?}"
+    );
+    assert!(
+        (figure(&row, "mse") - added * added / 8.0).abs() < 1e-6,
+        "{row:?}"
+    );
+    assert!(
+        figure(&row, "snr_db") < figure(&base, "snr_db") - 100.0,
+        "{row:?}"
+    );
+}

@@ -73,8 +73,8 @@ pub struct DebugBuffer {
     pub of: SourceId,
     /// The buffer's source.
     pub source: SourceId,
-    /// Its length.
-    pub len: u64,
+    /// Its bytes, which `compare.tsv` is rendered from.
+    pub bytes: SharedBytes,
     /// Its base name.
     pub name: String,
 }
@@ -129,7 +129,9 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
         }),
         checkpoint: names.cloned(),
         cache: Some(RenderCache::new(lazy::CACHE_BUDGET)),
-        debug_buffers: debug.iter().map(|d| (d.of, (d.source, d.len))).collect(),
+        debug_buffers: (debug.iter())
+            .map(|d| (d.of, (d.source, (*d.bytes).as_ref().len() as u64)))
+            .collect(),
         profile: profile.map(|i| AttachedProfile {
             source: i.source,
             name: i.name.clone(),
@@ -153,6 +155,7 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
     }
     for d in debug {
         b.source_names.insert(d.source, d.name.clone());
+        b.source_bytes.insert(d.source, d.bytes.clone());
     }
     let root = b.push(ROOT, String::new(), NodeKind::Dir(Vec::new()));
     if let ([only], false) = (inputs, one_dir_each) {

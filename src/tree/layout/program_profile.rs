@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 
 use super::{Builder, Dir, Origin};
 use crate::format::etdump::{ProfileFile, TICK};
+use crate::format::etrecord::EtRecordFile;
 use crate::format::{MethodInfo, ProgramFile, scalar};
 use crate::join::profile::{self as profile_join, DelegateId, Does, Join, Logged, Stats};
-use crate::join::{etrecord, modules};
+use crate::join::{etrecord, modules, numeric_gap};
 use crate::tree::file_names::{encode, padded};
 use crate::tree::render::{code_txt, profile_tsv};
 
@@ -281,6 +282,45 @@ impl Builder {
             }));
         }
         self.json(&mut odir, "index.json", &Value::Array(index));
+        if let Some((buffer, _)) = buffer {
+            self.output_comparison(&mut odir, join, buffer);
+        }
+    }
+
+    /// `outputs/compare.tsv`, given an ETRecord with reference outputs:
+    /// each method output the runs logged against its reference
+    /// ([`numeric_gap`]), computed from the debug buffer `buffer` and the
+    /// ETRecord when first read.
+    fn output_comparison(&mut self, odir: &mut Dir, join: &Join, buffer: crate::tree::SourceId) {
+        let Some(etrecord) = (self.etrecord).and_then(|e| self.source_bytes.get(&e).cloned())
+        else {
+            return;
+        };
+        let Ok(r) = EtRecordFile::parse((*etrecord).as_ref()) else {
+            return;
+        };
+        let Some(Ok(references)) = &r.reference_outputs else {
+            return;
+        };
+        let bundled: Vec<i32> = (self.profile.as_ref())
+            .and_then(|a| self.source_bytes.get(&a.source))
+            .and_then(|b| ProfileFile::parse((**b).as_ref()).ok())
+            .map(|p| p.runs.iter().map(|r| r.bundled_input_index).collect())
+            .unwrap_or_default();
+        let pairs = numeric_gap::pairs(join, &references.value, &bundled);
+        if pairs.is_empty() {
+            return;
+        }
+        self.lazy(
+            odir,
+            "compare.tsv",
+            buffer,
+            Box::new(move |bytes, out| {
+                out.write_all(
+                    numeric_gap::compare_tsv(&pairs, (*etrecord).as_ref(), bytes).as_bytes(),
+                )
+            }),
+        );
     }
 }
 
