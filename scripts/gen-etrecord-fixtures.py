@@ -54,6 +54,17 @@ class MobileNetish(torch.nn.Module):
         x = torch.nn.functional.relu6(self.bn(self.stem(x)))
         x = torch.nn.functional.relu6(self.pw(torch.nn.functional.relu6(self.dw(x))))
         return self.fc(torch.flatten(self.pool(x), 1))
+
+
+class MLPGrown(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(16, 32)
+        self.l2 = torch.nn.Linear(32, 8)
+        self.l3 = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.l3(self.l2(torch.relu(self.l1(x))))
 """
 MODEL_FILE = "/src/model.py"
 linecache.cache[MODEL_FILE] = (len(MODEL_SOURCE), None, MODEL_SOURCE.splitlines(True), MODEL_FILE)
@@ -257,6 +268,75 @@ def make(name, model, example, lower, program, etdump, debug_etdump):
     print("wrote", name, os.path.getsize(etrecord), "bytes")
 
 
+def node_diff(a, b):
+    """Nodes of graph b against graph a by name: added, removed, and for
+    those in both which of op, target, args and module stack differ."""
+    na = {n.name: n for n in a.graph.nodes}
+    nb = {n.name: n for n in b.graph.nodes}
+    stack = lambda n: {k: [v[0], str(v[1])] for k, v in (n.meta.get("nn_module_stack") or {}).items()}
+    changed = {}
+    for name in sorted(na.keys() & nb.keys()):
+        x, y = na[name], nb[name]
+        fields = [f for f, same in [("op", x.op == y.op), ("target", str(x.target) == str(y.target)),
+                                    ("args", str(x.args) == str(y.args)), ("module", stack(x) == stack(y))]
+                  if not same]
+        if fields:
+            changed[name] = fields
+    return {"added": sorted(nb.keys() - na.keys()), "removed": sorted(na.keys() - nb.keys()), "changed": changed}
+
+
+def tensor_diff(a, b):
+    """State-dict and constant tensors of b against a by name: added,
+    removed, and for those in both that differ, how many elements and the
+    largest absolute difference."""
+    out = {}
+    for part in ("state_dict", "constants"):
+        ta, tb = getattr(a, part), getattr(b, part)
+        changed = {}
+        for k in sorted(ta.keys() & tb.keys()):
+            x, y = ta[k].detach(), tb[k].detach()
+            if x.shape != y.shape or x.dtype != y.dtype:
+                changed[k] = {"shape": [list(x.shape), list(y.shape)]}
+            elif not torch.equal(x, y):
+                d = (x.double() - y.double()).abs()
+                changed[k] = {"differing": int((d > 0).sum()), "elements": x.numel(), "max_abs": float(d.max())}
+        out[part] = {"added": sorted(tb.keys() - ta.keys()), "removed": sorted(ta.keys() - tb.keys()),
+                     "changed": changed}
+    return out
+
+
+def make_grown(mlp, example):
+    """A second ETRecord of the portable MLP: the same l1 and l2 but for
+    l2.bias[0], 0.25 larger, and a layer l3 added after l2; the oracle
+    holds what changed, from the two ETRecords as parse_etrecord reads them."""
+    torch.manual_seed(1)
+    grown = MLPGrown().eval()
+    grown.load_state_dict(mlp.state_dict(), strict=False)
+    with torch.no_grad():
+        grown.l2.bias[0] += 0.25
+    rec = to_edge(torch.export.export(grown, example), generate_etrecord=True).to_executorch().get_etrecord()
+    path = os.path.join(OUT, "portable_mlp_grown.etrecord")
+    rec.save(path)
+    a = parse_etrecord(os.path.join(OUT, "portable_mlp.etrecord"))
+    b = parse_etrecord(path)
+    edge = lambda r: r.edge_dialect_program if isinstance(r.edge_dialect_program, dict) else {"forward": r.edge_dialect_program}
+    graphs = {"exported_program": (a.exported_program, b.exported_program)}
+    for m, ep in edge(b).items():
+        graphs[f"edge_dialect_exported_program/{m}"] = (edge(a)[m], ep)
+    oracle = {
+        "etrecord": os.path.basename(path),
+        "sha256": sha(open(path, "rb").read()),
+        "against": "portable_mlp.etrecord",
+        "made_by": "l2.bias[0] made 0.25 larger; l3 = Linear(8, 8) added after l2",
+        "nodes": {g: node_diff(x, y) for g, (x, y) in graphs.items()},
+        "tensors": {g: tensor_diff(x, y) for g, (x, y) in graphs.items()},
+    }
+    with open(os.path.join(OUT, "portable_mlp_grown.oracle.json"), "w") as f:
+        json.dump(oracle, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("wrote portable_mlp_grown", os.path.getsize(path), "bytes")
+
+
 os.makedirs(OUT, exist_ok=True)
 # The same seed and order as tests/fixtures/etdump's generator, so that the
 # programs come out the same.
@@ -266,3 +346,4 @@ x = (torch.randn(1, 16),); xm = (torch.randn(1, 3, 32, 32),)
 make("portable_mlp", mlp, x, False, "portable_mlp.pte", "portable_mlp.etdp", None)
 make("xnnpack_mobilenetish", mob, xm, True, "xnnpack_mobilenetish.pte", "xnnpack_mobilenetish_debug.etdp",
      "xnnpack_mobilenetish_debug.etdp")
+make_grown(mlp, x)

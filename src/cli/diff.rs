@@ -25,7 +25,9 @@ use crate::source::redact::shown;
     ptefs diff --program model.pte --threshold 5 before.etdp after.etdp\n\n\
     Two ETDumps (.etdp) are compared as a speed report instead: per instruction and per \
     operator the mean time per call in A and B, B - A and B / A; the exit status is 1 when \
-    B is slower than A by more than --threshold anywhere."
+    B is slower than A by more than --threshold anywhere.\n\n\
+    Two ETRecords are compared graph by graph: nodes added, removed or changed (op, target, \
+    args, module stack), and state-dict and constant tensors as the tensors section does."
 )]
 pub(super) struct DiffArgs {
     /// Print the report as JSON.
@@ -54,7 +56,8 @@ pub(super) struct DiffArgs {
     #[command(flatten)]
     attach: super::Attach,
     /// The first: a .pte, .ptd, .bpte or .ptn file, a directory of them,
-    /// or an http(s)://, s3://, gs:// or az:// URL of one.
+    /// or an http(s)://, s3://, gs:// or az:// URL of one; or an ETDump or
+    /// an ETRecord, compared with another of its kind.
     a: PathBuf,
     /// The second, the reference: any input the first may be.
     b: PathBuf,
@@ -74,6 +77,9 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
     };
     args.attach.headers()?;
     if let Some(status) = profiles(args)? {
+        return Ok(status);
+    }
+    if let Some(status) = etrecords(args, opt.tolerance)? {
         return Ok(status);
     }
     let names = match &args.attach.names {
@@ -170,6 +176,37 @@ fn profiles(args: &DiffArgs) -> Result<Option<i32>, i32> {
     };
     super::print(&out)?;
     Ok(Some(if report.exceeded { NOT_FOUND } else { OK }))
+}
+
+/// Two ETRecords compared graph by graph, or `None` when A and B are not
+/// both ETRecords.
+fn etrecords(args: &DiffArgs, tolerance: Tolerance) -> Result<Option<i32>, i32> {
+    use crate::format::etrecord::is_etrecord;
+    let open = |p: &Path| crate::source::Source::open(p).ok().filter(|_| p.is_file());
+    let (Some(sa), Some(sb)) = (open(&args.a), open(&args.b)) else {
+        return Ok(None);
+    };
+    if !(is_etrecord(sa.bytes()) && is_etrecord(sb.bytes())) {
+        return Ok(None);
+    }
+    fn parse<'s>(
+        p: &Path,
+        s: &'s crate::source::Source,
+    ) -> Result<crate::format::EtRecordFile<'s>, i32> {
+        crate::format::EtRecordFile::parse(s.bytes()).map_err(|e| {
+            error(format_args!("{}: {e}", shown(p)));
+            TROUBLE
+        })
+    }
+    let (a, b) = (parse(&args.a, &sa)?, parse(&args.b, &sb)?);
+    let report = diff::etrecord::compare(&a, &b, (&shown(&args.a), &shown(&args.b)), tolerance);
+    let out = if args.json {
+        json(&report)?
+    } else {
+        report.text()
+    };
+    super::print(&out)?;
+    Ok(Some(if report.differ { NOT_FOUND } else { OK }))
 }
 
 fn json(v: &impl Serialize) -> Result<String, i32> {

@@ -820,3 +820,146 @@ fn compare_tsv_follows_a_changed_output() {
         "{row:?}"
     );
 }
+
+/// Names of a JSON list of objects, sorted.
+fn names_of(v: &Value, key: &str) -> Vec<String> {
+    let mut out: Vec<String> = (v.as_array().unwrap().iter())
+        .map(|x| x[key].as_str().unwrap().to_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = (v.as_array().unwrap().iter())
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn diff_of_two_etrecords_names_what_the_generator_changed() {
+    // The grown MLP: l2.bias[0] made 0.25 larger and a layer l3 added; the
+    // oracle's node and tensor changes are read from both ETRecords by
+    // parse_etrecord.
+    let oracle: Value = serde_json::from_slice(
+        &std::fs::read(fixture("etrecord/portable_mlp_grown.oracle.json")).unwrap(),
+    )
+    .unwrap();
+    let (a, b) = (
+        fixture("etrecord/portable_mlp.etrecord"),
+        fixture("etrecord/portable_mlp_grown.etrecord"),
+    );
+    let run = crate::common::ptefs_run([
+        "diff".as_ref(),
+        "--json".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.err);
+    let report: Value = serde_json::from_str(&run.out).unwrap();
+    assert_eq!(report["differ"], true);
+    assert_eq!(report["graphs_added"], serde_json::json!([]));
+    assert_eq!(report["graphs_removed"], serde_json::json!([]));
+    assert_eq!(report["problems"], serde_json::json!([]));
+    let graphs = report["graphs"].as_array().unwrap();
+    let want_graphs = oracle["nodes"].as_object().unwrap();
+    assert_eq!(graphs.len(), want_graphs.len());
+    for g in graphs {
+        let name = g["name"].as_str().unwrap();
+        let nodes = &oracle["nodes"][name];
+        assert_eq!(
+            names_of(&g["nodes_added"], "name"),
+            strings(&nodes["added"]),
+            "{name}"
+        );
+        assert_eq!(
+            names_of(&g["nodes_removed"], "name"),
+            strings(&nodes["removed"]),
+            "{name}"
+        );
+        let changed: std::collections::BTreeMap<String, Vec<String>> =
+            (g["nodes_changed"].as_array().unwrap().iter())
+                .map(|c| {
+                    let fields = (c["fields"].as_array().unwrap().iter())
+                        .map(|f| f["field"].as_str().unwrap().to_owned())
+                        .collect();
+                    (c["name"].as_str().unwrap().to_owned(), fields)
+                })
+                .collect();
+        let want: std::collections::BTreeMap<String, Vec<String>> =
+            serde_json::from_value(nodes["changed"].clone()).unwrap();
+        assert_eq!(changed, want, "{name}");
+        // Tensors: named `state_dict/<fqn>` (or `constants/<fqn>`).
+        let t = &g["tensors"];
+        let mut want_added = Vec::new();
+        let mut want_changed = Vec::new();
+        for part in ["state_dict", "constants"] {
+            let w = &oracle["tensors"][name][part];
+            want_added.extend(
+                strings(&w["added"])
+                    .into_iter()
+                    .map(|k| format!("{part}/{k}")),
+            );
+            assert_eq!(strings(&w["removed"]), Vec::<String>::new());
+            for (k, c) in w["changed"].as_object().unwrap() {
+                want_changed.push((format!("{part}/{k}"), c.clone()));
+            }
+        }
+        want_added.sort();
+        let added: Vec<String> = (t["added"].as_array().unwrap().iter())
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(added, want_added, "{name}");
+        assert_eq!(t["removed"], serde_json::json!([]), "{name}");
+        assert_eq!(t["moved"], serde_json::json!([]), "{name}");
+        let got = t["changed"].as_array().unwrap();
+        assert_eq!(got.len(), want_changed.len(), "{name}");
+        for (c, (k, w)) in got.iter().zip(&want_changed) {
+            assert_eq!(c["a"]["name"], k.as_str());
+            let e = &c["elements"];
+            assert_eq!(e["differing"], w["differing"], "{name} {k}");
+            assert_eq!(e["elements"], w["elements"], "{name} {k}");
+            let max_abs = e["max_abs"].as_f64().unwrap();
+            assert!(
+                (max_abs - w["max_abs"].as_f64().unwrap()).abs() < 1e-6,
+                "{name} {k}"
+            );
+        }
+        // Every other tensor of A is unchanged.
+        let (_, _, a_oracle) = open("portable_mlp");
+        let a_tensors = a_oracle["graphs"][name]["state_dict"]
+            .as_array()
+            .unwrap()
+            .len()
+            + a_oracle["graphs"][name]["constants"]
+                .as_array()
+                .unwrap()
+                .len();
+        assert_eq!(t["unchanged"], a_tensors - want_changed.len(), "{name}");
+    }
+    // Text: a line per change, and the same ETRecord against itself has none.
+    let text = crate::common::ptefs_run(["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
+    assert_eq!(text.code, 1);
+    assert!(
+        text.out.contains(
+            "graph exported_program: tensor changed: graphs/exported_program/state_dict/l2.bias.npy: 1 of 8 elements differ; max abs diff 0.25 at [0]"
+        ),
+        "{}",
+        text.out
+    );
+    assert!(
+        text.out
+            .contains("graph exported_program: node changed: %output: args %linear_1 -> %linear_2")
+    );
+    let same = crate::common::ptefs_run(["diff".as_ref(), a.as_os_str(), a.as_os_str()]);
+    assert_eq!(
+        (same.code, same.out.ends_with("no differences\n")),
+        (0, true),
+        "{}",
+        same.out
+    );
+}

@@ -10,6 +10,7 @@
 //! data-file entries) under `tensors`.
 
 mod directories;
+pub mod etrecord;
 mod file;
 mod methods;
 mod plan;

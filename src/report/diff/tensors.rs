@@ -53,6 +53,29 @@ pub(super) struct Item<'a> {
     paths: Vec<String>,
 }
 
+impl<'a> Item<'a> {
+    /// A tensor known by its name, shown at `path`, its bytes in row-major
+    /// order.
+    pub(super) fn named(
+        name: String,
+        path: String,
+        scalar_type: ScalarType,
+        sizes: Vec<i64>,
+        bytes: &'a [u8],
+    ) -> Self {
+        Item {
+            place: Place::Fqn(name),
+            value: None,
+            method: None,
+            scalar_type: Some(scalar_type),
+            dim_order: (0..sizes.len().min(256)).map(|d| d as u8).collect(),
+            sizes,
+            bytes,
+            paths: vec![path],
+        }
+    }
+}
+
 /// One side's file, its attached data files and its tree.
 pub struct Side<'s, 'a> {
     /// The file shown.

@@ -78,7 +78,9 @@ fn changed(o: &mut String, scope: &str, c: &Changed) {
     o.push('\n');
 }
 
-fn tensors(o: &mut String, scope: &str, t: &Tensors) {
+/// The moved, changed, added and removed tensors of `t`, a line each,
+/// each line starting with `scope`.
+pub(super) fn tensors(o: &mut String, scope: &str, t: &Tensors) {
     for m in &t.moved {
         let _ = writeln!(o, "{scope}tensor moved: {} -> {}", place(&m.a), place(&m.b));
     }
