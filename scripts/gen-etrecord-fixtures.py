@@ -65,6 +65,16 @@ class MLPGrown(torch.nn.Module):
 
     def forward(self, x):
         return self.l3(self.l2(torch.relu(self.l1(x))))
+
+
+class ConvReluTan(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return torch.tan(y)
 """
 MODEL_FILE = "/src/model.py"
 linecache.cache[MODEL_FILE] = (len(MODEL_SOURCE), None, MODEL_SOURCE.splitlines(True), MODEL_FILE)
@@ -337,6 +347,47 @@ def make_grown(mlp, example):
     print("wrote portable_mlp_grown", os.path.getsize(path), "bytes")
 
 
+def make_delegate_mapped():
+    """A conv net lowered whole to ExecuTorch's delegate-mapping demo
+    backend, whose delegate map names, for each of its own operators (a
+    fused conv + relu, and tan as sin, cos and div), the nodes it comes
+    from. The oracle holds the map and, per operator, those nodes of the
+    edge program (by debug handle, as Inspector finds them)."""
+    from executorch.exir.backend.canonical_partitioners.all_node_partitioner import AllNodePartitioner
+    from executorch.exir.backend.test.backend_with_delegate_mapping_demo import BackendWithDelegateMappingDemo  # noqa: F401 (registers the backend)
+
+    torch.manual_seed(2)
+    model = ConvReluTan().eval()
+    example = (torch.randn(1, 3, 8, 8),)
+    et = to_edge_transform_and_lower(torch.export.export(model, example),
+                                     partitioner=[AllNodePartitioner("BackendWithDelegateMappingDemo", [])],
+                                     generate_etrecord=True).to_executorch()
+    name = "delegate_map_demo"
+    with open(os.path.join(OUT, name + ".pte"), "wb") as f:
+        f.write(et.buffer)
+    path = os.path.join(OUT, name + ".etrecord")
+    et.get_etrecord().save(path)
+    rec = parse_etrecord(path)
+    edge = rec.edge_dialect_program
+    edge = edge["forward"] if isinstance(edge, dict) else edge
+    operators = []
+    for instruction, d in rec._delegate_map["forward"].items():
+        for debug_id, handles in d["delegate_map"].items():
+            nodes = [n for n in edge.graph.nodes if n.meta.get("debug_handle") in handles]
+            operators.append({
+                "instruction": instruction, "debug_id": debug_id, "debug_handles": list(handles),
+                "nodes": [{"name": n.name,
+                           "nn_module_stack": {k: [v[0], str(v[1])] for k, v in (n.meta.get("nn_module_stack") or {}).items()},
+                           "stack_trace": n.meta.get("stack_trace")} for n in nodes]})
+    oracle = {"etrecord": os.path.basename(path), "program": name + ".pte",
+              "sha256": sha(open(path, "rb").read()), "delegate_map": rec._delegate_map,
+              "debug_handle_map": rec._debug_handle_map, "delegate_operators": operators}
+    with open(os.path.join(OUT, name + ".oracle.json"), "w") as f:
+        json.dump(oracle, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("wrote", name, os.path.getsize(path), "bytes")
+
+
 os.makedirs(OUT, exist_ok=True)
 # The same seed and order as tests/fixtures/etdump's generator, so that the
 # programs come out the same.
@@ -347,3 +398,4 @@ make("portable_mlp", mlp, x, False, "portable_mlp.pte", "portable_mlp.etdp", Non
 make("xnnpack_mobilenetish", mob, xm, True, "xnnpack_mobilenetish.pte", "xnnpack_mobilenetish_debug.etdp",
      "xnnpack_mobilenetish_debug.etdp")
 make_grown(mlp, x)
+make_delegate_mapped()

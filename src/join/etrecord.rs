@@ -1,8 +1,8 @@
 //! An ETRecord joined with the program it records: for each instruction of
 //! a method, the graph nodes its debug handles name (from the ETRecord's
 //! debug-handle map and the method's edge-dialect program), with their
-//! module stacks and source lines; and for each delegate the delegate map
-//! names, its nodes likewise. This is how Inspector fills its
+//! module stacks and source lines; and for each operator of a delegate
+//! that the delegate map names by its debug id, its nodes likewise. This is how Inspector fills its
 //! `module_hierarchy` and `stack_traces` columns.
 
 use std::collections::BTreeMap;
@@ -17,7 +17,9 @@ use crate::meta::etrecord_graph::{self, Node};
 pub struct SourceRow {
     /// `instruction` or `delegate`.
     pub kind: &'static str,
-    /// The instruction's index, or the delegate's key in the delegate map.
+    /// The instruction's index; for a delegate's operator, the delegate
+    /// call's instruction and the operator's debug id in the delegate map
+    /// (`0:3`, `0:Convolution (NHWC, F32) IGEMM #1`).
     pub id: String,
     /// The debug handles it carries.
     pub handles: Vec<i64>,
@@ -57,7 +59,8 @@ fn map(r: &EtRecordFile<'_>, i: usize, name: &str) -> Result<Json, String> {
 }
 
 /// The rows of `method`: each instruction the debug-handle map lists, then
-/// each delegate the delegate map lists.
+/// each delegate operator the delegate map names (none for a delegate
+/// whose map is empty, as XNNPACK's is).
 pub fn rows(r: &EtRecordFile<'_>, method: &str) -> Result<Vec<SourceRow>, String> {
     let nodes = graph_nodes(r, method)?;
     let by_handle = |hs: &[i64]| -> Vec<Node> {
@@ -85,13 +88,22 @@ pub fn rows(r: &EtRecordFile<'_>, method: &str) -> Result<Vec<SourceRow>, String
             handles: hs,
         });
     }
+    // The delegate map: per delegate call (by its instruction), the debug
+    // handles of the nodes each of the delegate's own operators (by the
+    // debug id its profile events carry) comes from.
     let dm = map(r, 1, DELEGATE_MAP)?;
-    if let Some(m) = dm.get(method).and_then(Json::as_object) {
-        for (k, v) in m {
-            let hs = handles(v.get("delegate_map").unwrap_or(&Json::Null));
+    for (instruction, d) in dm
+        .get(method)
+        .and_then(Json::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let entries = d.get("delegate_map").and_then(Json::as_object);
+        for (debug_id, v) in entries.into_iter().flatten() {
+            let hs = handles(v);
             out.push(SourceRow {
                 kind: "delegate",
-                id: k.clone(),
+                id: format!("{instruction}:{debug_id}"),
                 nodes: by_handle(&hs),
                 handles: hs,
             });
@@ -117,7 +129,7 @@ pub fn source_columns(r: &SourceRow) -> (String, String) {
     )
 }
 
-/// `source.tsv`: one line per instruction or delegate: its debug handles,
+/// `source.tsv`: one line per instruction or delegate operator: its debug handles,
 /// node names, module paths with classes, and source lines (`;` between
 /// nodes).
 pub fn source_tsv(rows: &[SourceRow]) -> String {

@@ -963,3 +963,64 @@ fn diff_of_two_etrecords_names_what_the_generator_changed() {
         same.out
     );
 }
+
+#[test]
+fn source_tsv_names_each_delegate_operators_nodes_as_the_delegate_map_does() {
+    // The delegate-mapping demo backend's map names its four operators'
+    // nodes; XNNPACK's map is empty, so its delegate call has only its
+    // instruction row.
+    let oracle: Value = serde_json::from_slice(
+        &std::fs::read(fixture("etrecord/delegate_map_demo.oracle.json")).unwrap(),
+    )
+    .unwrap();
+    let rows = source_tsv(
+        "etrecord/delegate_map_demo.pte",
+        "etrecord/delegate_map_demo.etrecord",
+    );
+    let delegates: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == "delegate").collect();
+    let want = oracle["delegate_operators"].as_array().unwrap();
+    assert_eq!(delegates.len(), want.len());
+    assert!(want.len() >= 4);
+    for (row, op) in delegates.iter().zip(want) {
+        let id = format!(
+            "{}:{}",
+            op["instruction"].as_str().unwrap(),
+            op["debug_id"].as_str().unwrap()
+        );
+        assert_eq!(row[1], id);
+        let handles: Vec<String> = (op["debug_handles"].as_array().unwrap().iter())
+            .map(Value::to_string)
+            .collect();
+        assert_eq!(row[2], handles.join(","), "{id}");
+        let nodes = op["nodes"].as_array().unwrap();
+        let names: Vec<&str> = nodes.iter().map(|n| n["name"].as_str().unwrap()).collect();
+        assert_eq!(row[3], names.join(";"), "{id}");
+        let modules: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                let stack = n["nn_module_stack"].as_object().unwrap();
+                let path = (stack.values().map(|v| v[0].as_str().unwrap()))
+                    .rfind(|p| !p.is_empty())
+                    .unwrap_or(".");
+                let class = stack.values().next_back().unwrap()[1].as_str().unwrap();
+                format!("{path} ({class})")
+            })
+            .collect();
+        assert_eq!(row[4], modules.join(";"), "{id}");
+        let frames: Vec<String> = (nodes.iter())
+            .map(|n| first_frame(n["stack_trace"].as_str().unwrap()))
+            .collect();
+        assert_eq!(row[5], frames.join(";"), "{id}");
+    }
+    let (_, _, xnn) = open("xnnpack_mobilenetish");
+    assert_eq!(
+        xnn["delegate_map"]["forward"]["0"]["delegate_map"],
+        serde_json::json!({})
+    );
+    let rows = source_tsv(
+        "etdump/xnnpack_mobilenetish.pte",
+        "etrecord/xnnpack_mobilenetish.etrecord",
+    );
+    let kinds: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(kinds, ["instruction"]);
+}
