@@ -22,7 +22,8 @@ use crate::source::redact::shown;
     ptefs diff --stat old.pte new.pte\n  \
     ptefs diff --only tensors --atol 1e-6 --rtol 1e-4 --json old.pte new.pte\n  \
     ptefs diff exports/v1 exports/v2\n  \
-    ptefs diff --program model.pte --threshold 5 before.etdp after.etdp\n\n\
+    ptefs diff --program model.pte --threshold 5 before.etdp after.etdp\n  \
+    ptefs diff --json v1.etrecord v2.etrecord\n\n\
     Two ETDumps (.etdp) are compared as a speed report instead: per instruction and per \
     operator the mean time per call in A and B, B - A and B / A; the exit status is 1 when \
     B is slower than A by more than --threshold anywhere.\n\n\
@@ -206,7 +207,13 @@ fn etrecords(args: &DiffArgs, tolerance: Tolerance) -> Result<Option<i32>, i32> 
         report.text()
     };
     super::print(&out)?;
-    Ok(Some(if report.differ { NOT_FOUND } else { OK }))
+    // Differences found are differences; none found where not everything
+    // could be read is not "the same".
+    Ok(Some(match (report.differ, report.problems.is_empty()) {
+        (true, _) => NOT_FOUND,
+        (false, true) => OK,
+        (false, false) => TROUBLE,
+    }))
 }
 
 fn json(v: &impl Serialize) -> Result<String, i32> {

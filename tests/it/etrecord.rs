@@ -1024,3 +1024,44 @@ fn source_tsv_names_each_delegate_operators_nodes_as_the_delegate_map_does() {
     let kinds: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(kinds, ["instruction"]);
 }
+
+#[test]
+fn diff_with_a_hostile_etrecord_names_what_it_could_not_compare() {
+    // A hostile copy of the portable MLP's ETRecord: what cannot be read is
+    // named and compared on neither side (not reported as removed); the
+    // exit status is 2, as nothing was found to differ in the rest.
+    let a = fixture("etrecord/portable_mlp.etrecord");
+    for (name, says) in [
+        (
+            "os_system",
+            "global posix.system is not one torch.save archives use",
+        ),
+        (
+            "short_storage",
+            "state_dict/l1.weight: storage 0 claims 2048 bytes",
+        ),
+    ] {
+        let b = fixture(&format!("etrecord/hostile/{name}.etrecord"));
+        let run = crate::common::ptefs_run(["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
+        assert_eq!(run.code, 2, "{name}: {}{}", run.out, run.err);
+        assert!(
+            run.out.contains("not compared: ") && run.out.contains(says),
+            "{name}: {}",
+            run.out
+        );
+        assert!(!run.out.contains("tensor removed"), "{name}: {}", run.out);
+        assert!(
+            run.out.ends_with("no differences in what could be read\n"),
+            "{name}: {}",
+            run.out
+        );
+    }
+    let b = fixture("etrecord/hostile/truncated.etrecord");
+    let run = crate::common::ptefs_run(["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.err.contains("truncated.etrecord") && run.err.contains("zip"),
+        "{}",
+        run.err
+    );
+}

@@ -32,7 +32,8 @@ pub struct Report {
     pub graphs_removed: Vec<String>,
     /// Each program both record, in B's order, with what differs in it.
     pub graphs: Vec<Graph>,
-    /// What could not be read on either side, and so was not compared.
+    /// What could not be read on either side, and so was not compared
+    /// (a tensor one side cannot read is left out on both).
     pub problems: Vec<String>,
 }
 
@@ -149,18 +150,31 @@ const ARCHIVES: [(usize, &str); 2] = [(0, "state_dict"), (1, "constants")];
 type Saved<'a> = (String, String, SavedTensor, Cow<'a, [u8]>);
 
 /// The state-dict and constant tensors of graph `gi` of `r`, each with its
-/// name (`state_dict/l1.weight`), tree path and row-major bytes; what
-/// cannot be read goes to `problems`.
-fn saved<'a>(r: &EtRecordFile<'a>, gi: usize, problems: &mut Vec<String>) -> Vec<Saved<'a>> {
+/// name (`state_dict/l1.weight`), tree path and row-major bytes. What
+/// cannot be read goes to `problems` (unless `r.errors` says so already)
+/// and its name, or its archive's directory (`state_dict/`), to
+/// `unread`.
+fn saved<'a>(
+    (side, r): (&str, &EtRecordFile<'a>),
+    gi: usize,
+    problems: &mut Vec<String>,
+    unread: &mut Vec<String>,
+) -> Vec<Saved<'a>> {
     let g = &r.graphs[gi];
     let mut out = Vec::new();
     for (i, dir) in ARCHIVES {
         match &g.archives[i] {
             None => {}
-            Some(Err(why)) => problems.push(format!("{}: {dir}: {why}", g.name)),
+            Some(Err(why)) => {
+                if !r.errors.contains(why) {
+                    problems.push(format!("{side}: {}: {dir}: {why}", g.name));
+                }
+                unread.push(format!("{dir}/"));
+            }
             Some(Ok(archive)) => {
                 for (path, why) in archive.value.problems() {
-                    problems.push(format!("{}: {dir}/{path}: {why}", g.name));
+                    problems.push(format!("{side}: {}: {dir}/{path}: {why}", g.name));
+                    unread.push(format!("{dir}/{path}"));
                 }
                 for (fqn, t) in archive.value.tensors() {
                     let bytes = match t.contiguous() {
@@ -181,8 +195,16 @@ fn saved<'a>(r: &EtRecordFile<'a>, gi: usize, problems: &mut Vec<String>) -> Vec
 }
 
 /// The tensors of [`saved`] as the tensor pairing takes them.
-fn items<'s>(saved: &'s [Saved<'_>]) -> Vec<Item<'s>> {
+/// A tensor one side could not read is compared on neither: it would
+/// look added or removed.
+fn items<'s>(saved: &'s [Saved<'_>], unread: &[String]) -> Vec<Item<'s>> {
+    let readable = |name: &str| {
+        !unread
+            .iter()
+            .any(|u| name == u || (u.ends_with('/') && name.starts_with(u.as_str())))
+    };
     (saved.iter())
+        .filter(|(name, ..)| readable(name))
         .map(|(name, path, t, bytes)| {
             let sizes = t.shape.iter().map(|&d| d as i64).collect();
             Item::named(name.clone(), path.clone(), t.scalar_type, sizes, bytes)
@@ -231,8 +253,10 @@ pub fn compare(
             (Err(e), _) => r.problems.push(format!("{}: {}: {e}", names.0, g.name)),
             (_, Err(e)) => r.problems.push(format!("{}: {}: {e}", names.1, g.name)),
         }
-        let (sa, sb) = (saved(a, ai, &mut r.problems), saved(b, bi, &mut r.problems));
-        g.tensors = pair(items(&sa), items(&sb), tol);
+        let mut unread = Vec::new();
+        let sa = saved((names.0, a), ai, &mut r.problems, &mut unread);
+        let sb = saved((names.1, b), bi, &mut r.problems, &mut unread);
+        g.tensors = pair(items(&sa, &unread), items(&sb, &unread), tol);
         if g.differs() {
             r.graphs.push(g);
         }
@@ -283,8 +307,10 @@ impl Report {
         for p in &self.problems {
             let _ = writeln!(o, "not compared: {}", escape(p));
         }
-        if !self.differ {
-            o.push_str("no differences\n");
+        match (self.differ, self.problems.is_empty()) {
+            (false, true) => o.push_str("no differences\n"),
+            (false, false) => o.push_str("no differences in what could be read\n"),
+            (true, _) => {}
         }
         o
     }
