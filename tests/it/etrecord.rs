@@ -1065,3 +1065,30 @@ fn diff_with_a_hostile_etrecord_names_what_it_could_not_compare() {
         run.err
     );
 }
+
+#[test]
+fn compare_tsv_names_a_reference_of_another_shape_and_is_absent_without_references() {
+    // The portable run held against the XNNPACK net's ETRecord: its output
+    // is [1, 8], the reference [1, 4]; the row says so and has no figures.
+    let v = profiled(
+        "etdump/portable_mlp.pte",
+        "etrecord/portable_mlp_debug.etdp",
+        "etrecord/xnnpack_mobilenetish.etrecord",
+    );
+    let row = compare_row(&v);
+    assert_eq!(row["max_abs_error"], "");
+    assert_eq!(row["snr_db"], "");
+    assert_eq!(
+        row["problem"],
+        "the run logged shape [1, 8], the reference forward/0/0 has [1, 4]"
+    );
+    // An ETRecord made without reference outputs gives no compare.tsv.
+    let v = profiled(
+        "etdump/portable_mlp.pte",
+        "etrecord/portable_mlp_debug.etdp",
+        "etrecord/portable_mlp_grown.etrecord",
+    );
+    let outputs = "methods/forward/profile/outputs";
+    assert!(v.tree.resolve(&format!("{outputs}/index.json")).is_some());
+    assert!(v.tree.resolve(&format!("{outputs}/compare.tsv")).is_none());
+}
