@@ -201,8 +201,14 @@ fn etrecords(args: &DiffArgs, tolerance: Tolerance) -> Result<Option<i32>, i32> 
     }
     let (a, b) = (parse(&args.a, &sa)?, parse(&args.b, &sb)?);
     let report = diff::etrecord::compare(&a, &b, (&shown(&args.a), &shown(&args.b)), tolerance);
+    if !args.only.is_empty() {
+        error("--only names sections of programs; two ETRecords are compared whole");
+        return Err(TROUBLE);
+    }
     let out = if args.json {
         json(&report)?
+    } else if args.stat {
+        report.stat()
     } else {
         report.text()
     };

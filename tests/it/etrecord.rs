@@ -955,6 +955,27 @@ fn diff_of_two_etrecords_names_what_the_generator_changed() {
         text.out
             .contains("graph exported_program: node changed: %output: args %linear_1 -> %linear_2")
     );
+    // --stat: a line of counts per graph, as the oracle has them.
+    let stat = crate::common::ptefs_run([
+        "diff".as_ref(),
+        "--stat".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+    ]);
+    assert_eq!(stat.code, 1);
+    for (name, nodes) in oracle["nodes"].as_object().unwrap() {
+        let t = &oracle["tensors"][name]["state_dict"];
+        let line = format!(
+            "graph {name}: nodes {} added, {} removed, {} changed; tensors {} changed, {} added, {} removed, 0 moved\n",
+            nodes["added"].as_array().unwrap().len(),
+            nodes["removed"].as_array().unwrap().len(),
+            nodes["changed"].as_object().unwrap().len(),
+            t["changed"].as_object().unwrap().len(),
+            t["added"].as_array().unwrap().len(),
+            t["removed"].as_array().unwrap().len(),
+        );
+        assert!(stat.out.contains(&line), "{line}not in\n{}", stat.out);
+    }
     let same = crate::common::ptefs_run(["diff".as_ref(), a.as_os_str(), a.as_os_str()]);
     assert_eq!(
         (same.code, same.out.ends_with("no differences\n")),

@@ -314,4 +314,40 @@ impl Report {
         }
         o
     }
+
+    /// `--stat`: a line per graph added, removed or changed, with its
+    /// counts of nodes and tensors, then a total.
+    pub fn stat(&self) -> String {
+        let mut o = String::new();
+        for g in &self.graphs_added {
+            let _ = writeln!(o, "graph {}: added", escape(g));
+        }
+        for g in &self.graphs_removed {
+            let _ = writeln!(o, "graph {}: removed", escape(g));
+        }
+        for g in &self.graphs {
+            let t = &g.tensors;
+            let _ = writeln!(
+                o,
+                "graph {}: nodes {} added, {} removed, {} changed; tensors {} changed, {} added, {} removed, {} moved",
+                escape(&g.name),
+                g.nodes_added.len(),
+                g.nodes_removed.len(),
+                g.nodes_changed.len(),
+                t.changed.len(),
+                t.added.len(),
+                t.removed.len(),
+                t.moved.len()
+            );
+        }
+        let _ = writeln!(
+            o,
+            "{} graph(s) differ, {} added, {} removed; {} not compared",
+            self.graphs.len(),
+            self.graphs_added.len(),
+            self.graphs_removed.len(),
+            self.problems.len()
+        );
+        o
+    }
 }
