@@ -117,7 +117,9 @@ pub struct ProfileArgs {
     #[arg(long = "profile", value_name = "ETDP")]
     pub profile: Option<PathBuf>,
     /// The ETRecord of the program: its nodes' module paths and source
-    /// lines under methods/<m>/source.tsv (default: <stem>.etrecord or
+    /// lines under methods/<m>/source.tsv, and with a profile the logged
+    /// outputs against its reference outputs in
+    /// profile/outputs/compare.tsv (default: <stem>.etrecord or
     /// etrecord.bin beside the program; not with --no-auto-data).
     #[arg(long = "etrecord", value_name = "FILE")]
     pub etrecord: Option<PathBuf>,
