@@ -1,7 +1,8 @@
 //! Every command the documentation shows runs as written. A page's `$ `
 //! lines, in blocks fenced with ```` ``` ```` or ```` ```sh ````, run in
-//! order in one bash at the top of the checkout (so `cd`, variables and
-//! mounts carry from one command to the next), and each prints exactly
+//! order in one bash (so variables and mounts carry from one command to
+//! the next), each block's from the top of the checkout (so a block that
+//! needs to be elsewhere says so with its own `cd`), and each prints exactly
 //! the lines under it, stdout and stderr together; a command that fails
 //! prints `(exit status N)` last. A command ending in `\` goes on on the
 //! next line; a `> ` continuation prompt is refused, as it would become
@@ -165,17 +166,17 @@ fn examples_are_read_from_runnable_blocks() {
         "   three",
         "   ```",
     ];
-    let got: Vec<(String, Vec<String>, usize)> = docs::examples(&page)
+    let got: Vec<(String, Vec<String>, usize, bool)> = docs::examples(&page)
         .into_iter()
-        .map(|e: Example| (e.command, e.output, e.line))
+        .map(|e: Example| (e.command, e.output, e.line, e.opens_block))
         .collect();
     let owned = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     assert_eq!(
         got,
         [
-            ("echo one".to_owned(), owned(&["# one"]), 3),
-            ("echo \\\n    two".to_owned(), owned(&["two"]), 5),
-            ("echo three".to_owned(), owned(&["three"]), 18),
+            ("echo one".to_owned(), owned(&["# one"]), 3, true),
+            ("echo \\\n    two".to_owned(), owned(&["two"]), 5, false),
+            ("echo three".to_owned(), owned(&["three"]), 18, true),
         ]
     );
 }

@@ -66,6 +66,8 @@ pub struct Example {
     pub lines: std::ops::Range<usize>,
     /// The indentation of the block (a block in a list item is indented).
     pub indent: String,
+    /// Whether it is the first command of its block.
+    pub opens_block: bool,
 }
 
 /// Whether a fence's info string marks a block the tests run: none, or
@@ -116,6 +118,7 @@ pub fn examples(page: &[&str]) -> Vec<Example> {
                 line: at,
                 lines: i..i,
                 indent: indent.clone(),
+                opens_block: out.len() == before,
             });
         } else if out.len() > before {
             let e = out.last_mut().unwrap();
@@ -164,19 +167,18 @@ fn line_shown_as(want: &str, got: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
-/// Runs a page's commands in order in one bash at the top of the
-/// checkout, with the built `ptefs` first on `PATH`, `TMPDIR` set to `tmp`
-/// and `env` in the environment; returns what each printed (stdout and
-/// stderr together, as a terminal shows them), followed by
+/// Runs a page's commands in order in one bash, each block's from the
+/// top of the checkout, with the built `ptefs` first on `PATH`, `TMPDIR`
+/// set to `tmp` and `env` in the environment; returns what each printed
+/// (stdout and stderr together, as a terminal shows them), followed by
 /// `(exit status N)` when it failed.
 pub fn run(examples: &[Example], tmp: &Path, env: &[(&str, String)]) -> Vec<Vec<String>> {
     let bin = Path::new(super::ptefs_bin()).parent().unwrap();
-    let mut script = format!(
-        "export PATH={}:$PATH\ncd {}\n",
-        bin.display(),
-        root().display()
-    );
+    let mut script = format!("export PATH={}:$PATH\n", bin.display());
     for (i, e) in examples.iter().enumerate() {
+        if e.opens_block {
+            script.push_str(&format!("cd {}\n", root().display()));
+        }
         // `$?` is restored after the status line, for a page's `echo $?`.
         script.push_str(&format!(
             "printf '@@@ %d\\n' {i}\n{{ {}\n}} 2>&1; s=$?; [ $s = 0 ] || echo \"(exit status $s)\"; (exit $s)\n",
