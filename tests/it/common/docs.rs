@@ -181,7 +181,7 @@ pub fn run(examples: &[Example], tmp: &Path, env: &[(&str, String)]) -> Vec<Vec<
         }
         // `$?` is restored after the status line, for a page's `echo $?`.
         script.push_str(&format!(
-            "printf '@@@ %d\\n' {i}\n{{ {}\n}} 2>&1; s=$?; [ $s = 0 ] || echo \"(exit status $s)\"; (exit $s)\n",
+            "printf '\\036@@@ %d\\n' {i}\n{{ {}\n}} 2>&1; s=$?; [ $s = 0 ] || echo \"(exit status $s)\"; (exit $s)\n",
             e.command
         ));
     }
@@ -192,15 +192,16 @@ pub fn run(examples: &[Example], tmp: &Path, env: &[(&str, String)]) -> Vec<Vec<
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
+    // Each command's output follows a record separator (not a line: the
+    // output before it need not end in a newline) and its number.
     let text = String::from_utf8_lossy(&out.stdout);
     let mut outputs: Vec<Vec<String>> = vec![Vec::new(); examples.len()];
-    let mut current = None;
-    for line in text.lines() {
-        if let Some(i) = line.strip_prefix("@@@ ") {
-            current = Some(i.parse::<usize>().unwrap());
-        } else if let Some(i) = current {
-            outputs[i].push(line.to_owned());
-        }
+    for part in text.split('\u{1e}').skip(1) {
+        let (i, output) = part
+            .strip_prefix("@@@ ")
+            .and_then(|p| p.split_once('\n'))
+            .expect("a numbered output");
+        outputs[i.parse::<usize>().unwrap()] = output.lines().map(str::to_owned).collect();
     }
     outputs
 }
