@@ -15,7 +15,10 @@
 //!
 //! Each page gets its own `TMPDIR`, so `mktemp -d` mount points and files
 //! are gone after it, and anything a failing page left mounted there is
-//! unmounted. A page that mounts needs FUSE. With `PTEFS_DOCS_WRITE=1` the
+//! unmounted. A page that mounts needs FUSE. A page that names `$SERVER`
+//! gets nginx serving `tests/fixtures/mlp.pte` as `models/model.pte` to
+//! user `alice`, password `s3cret-pw`, on a port of its own, and `SERVER`
+//! set to its `host:port`. With `PTEFS_DOCS_WRITE=1` the
 //! tests write what each command printed into the page instead, keeping
 //! the lines a page already shows (`...` included).
 
@@ -25,6 +28,7 @@ use common::docs::{self, Example};
 use std::path::Path;
 
 use common::mounted::*;
+use common::servers::{Nginx, server_or_skip};
 use common::*;
 
 /// Runs every example of `page` and compares what each printed with the
@@ -38,7 +42,17 @@ fn runs_as_written(page: &str) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let outputs = docs::run(&examples, tmp.path(), &[]);
+    let mut env = Vec::new();
+    let mut _server = None;
+    if examples.iter().any(|e| e.command.contains("$SERVER")) {
+        if !server_or_skip(page, "nginx") || !server_or_skip(page, "openssl") {
+            return;
+        }
+        let nginx = basic_auth_server(tmp.path());
+        env.push(("SERVER", format!("127.0.0.1:{}", nginx.port)));
+        _server = Some(nginx);
+    }
+    let outputs = docs::run(&examples, tmp.path(), &env);
     unmount_under(tmp.path());
     if std::env::var("PTEFS_DOCS_WRITE").as_deref() == Ok("1") {
         let new = docs::rewritten(&lines, &examples, &outputs);
@@ -65,6 +79,29 @@ fn runs_as_written(page: &str) {
         examples.len(),
         wrong.join("\n")
     );
+}
+
+/// nginx serving `tests/fixtures/mlp.pte` as `models/model.pte` to user
+/// `alice` with password `s3cret-pw`, its files under `dir`.
+fn basic_auth_server(dir: &Path) -> Nginx {
+    let root = dir.join("www");
+    std::fs::create_dir_all(root.join("models")).unwrap();
+    std::fs::copy(fixture("mlp.pte"), root.join("models/model.pte")).unwrap();
+    let hash = std::process::Command::new("openssl")
+        .args(["passwd", "-apr1", "s3cret-pw"])
+        .output()
+        .unwrap();
+    assert!(hash.status.success(), "openssl passwd failed");
+    let htpasswd = dir.join("htpasswd");
+    let line = format!("alice:{}", String::from_utf8(hash.stdout).unwrap());
+    std::fs::write(&htpasswd, line).unwrap();
+    let (r, h) = (root.display().to_string(), htpasswd.display().to_string());
+    Nginx::with_servers(&root, |_, port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port}; root {r}; \
+             location / {{ auth_basic \"models\"; auth_basic_user_file {h}; }} }}"
+        )
+    })
 }
 
 /// Unmounts whatever is still mounted under `dir`, as a page that failed
