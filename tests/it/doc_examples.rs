@@ -7,7 +7,8 @@
 //! prints `(exit status N)` last. A command ending in `\` goes on on the
 //! next line; a `> ` continuation prompt is refused, as it would become
 //! part of the command when pasted. A ```` ```console ```` block is shown
-//! but not run: it is kept for what cannot run here (a vendor's runtime).
+//! but not run: it is kept for what the tests cannot run (another
+//! program's session, such as ExecuTorch's runtime loading a file).
 //!
 //! What differs from run to run (timings, temporary paths) is shown as
 //! `...`: within a line it stands for any text, and a line that is only
@@ -18,9 +19,11 @@
 //! unmounted. A page that mounts needs FUSE. A page that names `$SERVER`
 //! gets nginx serving `tests/fixtures/mlp.pte` as `models/model.pte` to
 //! user `alice`, password `s3cret-pw`, on a port of its own, and `SERVER`
-//! set to its `host:port`. With `PTEFS_DOCS_WRITE=1` the
-//! tests write what each command printed into the page instead, keeping
-//! the lines a page already shows (`...` included).
+//! set to its `host:port`.
+//!
+//! With `PTEFS_DOCS_WRITE=1` the tests write what each command printed
+//! into the page instead, keeping the output a page already shows as it
+//! is (`...` included).
 
 use crate::common;
 use common::docs::{self, Example};
@@ -41,17 +44,16 @@ fn runs_as_written(page: &str) {
     if examples.iter().any(|e| e.command.contains("ptefs mount")) && !fuse_or_skip(page) {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let mut env = Vec::new();
-    let mut _server = None;
-    if examples.iter().any(|e| e.command.contains("$SERVER")) {
-        if !server_or_skip(page, "nginx") || !server_or_skip(page, "openssl") {
-            return;
-        }
-        let nginx = basic_auth_server(tmp.path());
-        env.push(("SERVER", format!("127.0.0.1:{}", nginx.port)));
-        _server = Some(nginx);
+    let needs_server = examples.iter().any(|e| e.command.contains("$SERVER"));
+    if needs_server && !(server_or_skip(page, "nginx") && server_or_skip(page, "openssl")) {
+        return;
     }
+    let tmp = tempfile::tempdir().unwrap();
+    let server = needs_server.then(|| basic_auth_server(tmp.path()));
+    let env: Vec<_> = server
+        .iter()
+        .map(|n| ("SERVER", format!("127.0.0.1:{}", n.port)))
+        .collect();
     let outputs = docs::run(&examples, tmp.path(), &env);
     unmount_under(tmp.path());
     if std::env::var("PTEFS_DOCS_WRITE").as_deref() == Ok("1") {
