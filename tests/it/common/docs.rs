@@ -174,10 +174,10 @@ fn line_shown_as(want: &str, got: &str) -> bool {
 /// `(exit status N)` when it failed.
 pub fn run(examples: &[Example], tmp: &Path, env: &[(&str, String)]) -> Vec<Vec<String>> {
     let bin = Path::new(super::ptefs_bin()).parent().unwrap();
-    let mut script = format!("export PATH={}:$PATH\n", bin.display());
+    let mut script = format!("export PATH='{}':\"$PATH\"\n", bin.display());
     for (i, e) in examples.iter().enumerate() {
         if e.opens_block {
-            script.push_str(&format!("cd {}\n", root().display()));
+            script.push_str(&format!("cd '{}'\n", root().display()));
         }
         // `$?` is restored after the status line, for a page's `echo $?`.
         script.push_str(&format!(
