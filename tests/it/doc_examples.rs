@@ -8,7 +8,7 @@
 //! next line; a `> ` continuation prompt is refused, as it would become
 //! part of the command when pasted. A ```` ```console ```` block is shown
 //! but not run: it is kept for what the tests cannot run (another
-//! program's session, such as ExecuTorch's runtime loading a file).
+//! program's output, such as ExecuTorch's runtime loading a file).
 //!
 //! What differs from run to run (timings, temporary paths) is shown as
 //! `...`: within a line it stands for any text, and a line that is only
