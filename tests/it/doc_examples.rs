@@ -67,9 +67,10 @@ fn runs_as_written(page: &str) {
         .filter(|(e, got)| !docs::shown_as(&e.output, got))
         .map(|(e, got)| {
             format!(
-                "{page} line {}: `{}` printed\n{}\n",
+                "{page} line {}: `{}`\nthe page shows:\n{}\nit printed:\n{}\n",
                 e.line,
                 e.command,
+                e.output.join("\n"),
                 got.join("\n")
             )
         })
