@@ -74,7 +74,7 @@ fn file_attr(a: &Attr) -> FileAttr {
         gid: a.gid,
         rdev: 0,
         flags: 0,
-        blksize: BLOCK,
+        blksize: a.io_size,
     }
 }
 

@@ -96,6 +96,8 @@ fn not_writable(dir: &Path, e: &io::Error) {
 }
 
 pub(super) fn commit(args: &CommitArgs) -> Result<i32, i32> {
+    // The daemon runs elsewhere: it is given the absolute path, the user
+    // is shown the path as given.
     let out = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
     let done = set(&args.mountpoint, COMMIT_ATTR, out.as_os_str().as_bytes());
     let said = get(&args.mountpoint, COMMIT_ATTR);
@@ -111,12 +113,12 @@ pub(super) fn commit(args: &CommitArgs) -> Result<i32, i32> {
         let why = said["error"]
             .as_str()
             .unwrap_or("the daemon did not say why");
-        error(format_args!("{}: {why}", shown(&out)));
+        error(format_args!("{}: {why}", shown(&args.output)));
         return Err(TROUBLE);
     }
     print(&format!(
         "{}: {} bytes; {} changed range(s), {} bytes\n",
-        shown(&out),
+        shown(&args.output),
         said["size"],
         said["ranges"],
         said["bytes"]

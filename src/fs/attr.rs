@@ -47,6 +47,9 @@ pub struct Attr {
     pub gid: u32,
     /// Modification, change and access time.
     pub mtime: SystemTime,
+    /// The size of reads the file asks for (`st_blksize`), which `cat`,
+    /// `cp` and stdio take as their buffer's size.
+    pub io_size: u32,
 }
 
 impl Attr {
@@ -134,6 +137,7 @@ mod tests {
             uid: 0,
             gid: 0,
             mtime: SystemTime::UNIX_EPOCH,
+            io_size: BLOCK,
         };
         assert_eq!(a.mode_string(), "dr-xr-x---");
     }

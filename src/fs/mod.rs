@@ -171,6 +171,7 @@ impl Fs {
             uid: self.owner.uid,
             gid: self.owner.gid,
             mtime: self.mtime,
+            io_size: self.read_policy.io_size(size),
         })
     }
 

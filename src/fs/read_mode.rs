@@ -5,7 +5,7 @@
 //! files get which, and how large a read request may be, is decided here
 //! so that the mount, the command line and the tests ask one place.
 
-use super::{Fs, Result};
+use super::{BLOCK, Fs, Result};
 use crate::tree::Ino;
 
 /// The largest read request by default: 1 MiB, the most a kernel grants
@@ -82,6 +82,21 @@ impl ReadPolicy {
     /// takes the last ones.
     pub fn readahead_kb(&self) -> u32 {
         self.max_request / 1024 * 4
+    }
+
+    /// The read size a file of `size` bytes asks of its readers: a whole
+    /// request for files that fill one, a page for others. Readers that
+    /// size their buffer by it (`cat`, `cp`, stdio) then send requests of
+    /// the largest size to a file read directly, where each of their reads
+    /// is one round trip to the daemon (`cat` of a 1 GiB tensor read
+    /// directly, with its own 128 KiB buffer, runs at half the speed it
+    /// has with 1 MiB).
+    pub fn io_size(&self, size: u64) -> u32 {
+        if size >= u64::from(self.max_request) {
+            self.max_request
+        } else {
+            BLOCK
+        }
     }
 }
 

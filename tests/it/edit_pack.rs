@@ -209,3 +209,52 @@ fn another_dtype_needs_cast_and_a_missing_key_or_shape_is_refused() {
     );
     assert!(!out.exists());
 }
+
+/// docs/edit.md packs `tests/fixtures/edit/checkpoints/finetuned.safetensors`
+/// and `finetuned-fp16.safetensors` for `edit/external.pte`: its data file's
+/// values plus one, as float32 and as float16, under `model.`-prefixed
+/// names (`PTEFS_DOCS_WRITE=1` writes them again).
+#[test]
+fn the_documented_checkpoints_are_these() {
+    let v = view("edit/external.ptd");
+    let index = json(&v, "tensors/index.json");
+    let shape = |k: &str| -> Vec<usize> {
+        let e = index.as_array().unwrap().iter().find(|e| e["key"] == k);
+        serde_json::from_value(e.unwrap()["sizes"].clone()).unwrap()
+    };
+    let half = |x: f32| ptefs::edit::cast::f32_to_f16(x).to_le_bytes();
+    let of = |dtype, cast: &dyn Fn(f32) -> Vec<u8>| -> Vec<_> {
+        MLP_KEYS
+            .iter()
+            .map(|k| {
+                let b = floats(&v, k).into_iter().flat_map(|x| cast(x + 1.0));
+                (format!("model.{k}"), dtype, shape(k), b.collect())
+            })
+            .collect()
+    };
+    let dir = fixture("edit/checkpoints");
+    let files = [
+        (
+            "finetuned.safetensors",
+            of(safetensors::Dtype::F32, &|x| x.to_le_bytes().to_vec()),
+        ),
+        (
+            "finetuned-fp16.safetensors",
+            of(safetensors::Dtype::F16, &|x| half(x).to_vec()),
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, tensors) in files {
+        let made = tmp.path().join(name);
+        safetensors(&made, &tensors);
+        let want = std::fs::read(&made).unwrap();
+        if std::env::var("PTEFS_DOCS_WRITE").as_deref() == Ok("1") {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(name), &want).unwrap();
+        }
+        assert!(
+            std::fs::read(dir.join(name)).unwrap() == want,
+            "{name} is not the checkpoint this test makes"
+        );
+    }
+}

@@ -1029,3 +1029,21 @@ fn trace_slices_nest_on_each_track() {
         }
     }
 }
+
+/// docs/profiles.md diffs `tests/fixtures/etdump/slowed/slow.etdp`, which
+/// is `portable_mlp.etdp` with 0.3 ms added as above
+/// (`PTEFS_DOCS_WRITE=1` writes it again).
+#[test]
+fn the_documented_slow_profile_is_the_slowed_fixture() {
+    let path = fixture("etdump/slowed/slow.etdp");
+    let bytes = slowed(300_000);
+    if std::env::var("PTEFS_DOCS_WRITE").as_deref() == Ok("1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    assert!(
+        std::fs::read(&path).unwrap() == bytes,
+        "{} is not portable_mlp.etdp slowed by 0.3 ms",
+        path.display()
+    );
+}

@@ -313,3 +313,35 @@ fn the_core_decides_which_files_are_read_directly() {
     }
     assert!(ReadPolicy::new(ReadMode::Cached, 0, 16 << 20).is_ok());
 }
+
+/// `stat` asks readers of a file that fills a read request for a whole
+/// request at a time (`st_blksize`, which `cat` and `cp` size their buffers
+/// by), and for a page otherwise.
+#[test]
+fn files_ask_to_be_read_a_whole_request_at_a_time() {
+    use std::os::unix::fs::MetadataExt;
+    if !fuse_or_skip("files_ask_to_be_read_a_whole_request_at_a_time") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = model(dir.path());
+    for (mode, request) in [
+        (MODES[0], 1 << 20),
+        (MODES[1], 128 << 10),
+        (MODES[2], 1 << 20),
+    ] {
+        let m = mount(&src, mode);
+        let blksize = |nbytes| {
+            std::fs::metadata(tensor_file(&m, nbytes).0)
+                .unwrap()
+                .blksize()
+        };
+        assert_eq!(blksize(BIG), request, "{mode:?}");
+        assert_eq!(blksize(4096), 4096, "{mode:?}");
+        assert_eq!(
+            std::fs::metadata(m.path("header.json")).unwrap().blksize(),
+            4096,
+            "{mode:?}"
+        );
+    }
+}

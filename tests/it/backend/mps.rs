@@ -537,3 +537,19 @@ fn damaged_parts_of_a_graph_are_named_while_the_rest_shows() {
     );
     common::dot_svg("graph.dot", &read(&v, &format!("{MPS}/graph.dot")));
 }
+
+/// docs/backends/mps.md shows `tests/fixtures/backends/mps.pte`, which is
+/// this program (`PTEFS_DOCS_WRITE=1` writes it again).
+#[test]
+fn the_documented_fixture_is_this_program() {
+    let path = fixture("backends/mps.pte");
+    let bytes = program(payload());
+    if std::env::var("PTEFS_DOCS_WRITE").as_deref() == Ok("1") {
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    assert!(
+        std::fs::read(&path).unwrap() == bytes,
+        "{} is not the program these tests build",
+        path.display()
+    );
+}

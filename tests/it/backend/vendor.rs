@@ -586,34 +586,50 @@ fn hostile_payloads_leave_a_partial_tree() {
     eprintln!("hostile payloads: {:?}", start.elapsed());
 }
 
-/// `diff` of two TensorRT programs whose engines differ in one byte, and
-/// whose metadata differ in size: header fields, artifact sizes, and
-/// whether the bytes are equal.
-#[test]
-fn diff_compares_headers_and_artifacts() {
+/// Three one-delegate TensorRT programs: the fixture's `forward` payload,
+/// the same with its engine's last byte flipped, and its `kv` payload.
+fn tensorrt_programs() -> [Vec<u8>; 3] {
     use writer::payloads::one_delegate;
     let a = payload("tensorrt", "forward");
     let mut b = a.clone();
     let last = b.len() - 1;
     b[last] ^= 1;
     let c = payload("tensorrt", "kv");
-    let dir = tempfile::tempdir().unwrap();
     let specs = || vec![("level".to_owned(), b"1".to_vec())];
-    let pa = write_file(
-        dir.path(),
-        "a.pte",
-        &one_delegate("TensorRTBackend", a, specs(), vec![]),
-    );
-    let pb = write_file(
-        dir.path(),
-        "b.pte",
-        &one_delegate("TensorRTBackend", b, specs(), vec![]),
-    );
-    let pc = write_file(
-        dir.path(),
-        "c.pte",
-        &one_delegate("TensorRTBackend", c, specs(), vec![]),
-    );
+    [a, b, c].map(|p| one_delegate("TensorRTBackend", p, specs(), vec![]))
+}
+
+/// docs/backends/README.md diffs `tests/fixtures/vendor/tensorrt_diff/a.pte`
+/// and `c.pte`, which are these programs (`PTEFS_DOCS_WRITE=1` writes them
+/// again).
+#[test]
+fn the_documented_diff_fixtures_are_these_programs() {
+    let [a, _, c] = tensorrt_programs();
+    let dir = fixture("vendor/tensorrt_diff");
+    for (name, bytes) in [("a.pte", a), ("c.pte", c)] {
+        let path = dir.join(name);
+        if std::env::var("PTEFS_DOCS_WRITE").as_deref() == Ok("1") {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        assert!(
+            std::fs::read(&path).unwrap() == bytes,
+            "{} is not the program these tests build",
+            path.display()
+        );
+    }
+}
+
+/// `diff` of two TensorRT programs whose engines differ in one byte, and
+/// whose metadata differ in size: header fields, artifact sizes, and
+/// whether the bytes are equal.
+#[test]
+fn diff_compares_headers_and_artifacts() {
+    let [a, b, c] = tensorrt_programs();
+    let dir = tempfile::tempdir().unwrap();
+    let pa = write_file(dir.path(), "a.pte", &a);
+    let pb = write_file(dir.path(), "b.pte", &b);
+    let pc = write_file(dir.path(), "c.pte", &c);
     let out = |x: &std::path::Path, y: &std::path::Path| {
         let o = ptefs()
             .args(["diff", x.to_str().unwrap(), y.to_str().unwrap()])
