@@ -88,9 +88,9 @@ impl ReadPolicy {
     /// request for files that fill one, a page for others. Readers that
     /// size their buffer by it (`cat`, `cp`, stdio) then send requests of
     /// the largest size to a file read directly, where each of their reads
-    /// is one round trip to the daemon (`cat` of a 1 GiB tensor read
-    /// directly, with its own 128 KiB buffer, runs at half the speed it
-    /// has with 1 MiB).
+    /// is one round trip to the daemon (a 1 GiB tensor read directly in
+    /// reads of 128 KiB, `cat`'s own size, comes at less than half the
+    /// speed it comes in reads of 1 MiB).
     pub fn io_size(&self, size: u64) -> u32 {
         if size >= u64::from(self.max_request) {
             self.max_request
