@@ -114,15 +114,7 @@ impl Reader<'_> {
     }
 
     pub(super) fn global(&self, module: &str, name: &str, op_at: usize) -> Result<&'static str> {
-        allowed::lookup(module, name).map_err(|full| {
-            self.err(
-                op_at,
-                format!(
-                    "global {full} is not one torch.save archives use; refused \
-                     (nothing is imported or run)"
-                ),
-            )
-        })
+        allowed::lookup(module, name).map_err(|refused| self.err(op_at, refused))
     }
 
     pub(super) fn string(&mut self, n: u64, op_at: usize) -> Result<()> {
