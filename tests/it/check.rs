@@ -3,11 +3,9 @@
 //! what that runtime did loading it; check must predict it with the same
 //! method, operator index, name, log line and error code.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::common::{fixture, ptefs_bin};
+use crate::common::{fixture, ptefs};
 
 /// The lines of a runtime's log that say why a method did not load.
 const WHY: &[&str] = &[
@@ -26,11 +24,7 @@ const WHY: &[&str] = &[
 ];
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(ptefs_bin())
-        .arg("check")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("check").args(args).output().unwrap();
     (
         out.status.code().unwrap(),
         String::from_utf8(out.stdout).unwrap(),
@@ -212,7 +206,7 @@ fn missing_operators_name_their_index_and_instructions() {
 #[test]
 fn a_selective_build_runs_what_it_was_built_for_and_refuses_others() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = Command::new(ptefs_bin())
+    let yaml = ptefs()
         .args(["cat", &fixture("mlp.pte").display().to_string(), "ops.yaml"])
         .output()
         .unwrap();
@@ -385,7 +379,7 @@ fn report_shows_the_same_check() {
     let program = fixture("check/missing_ops.pte").display().to_string();
     let (_, out, _) = run(&["--json", &program]);
     let checked: Value = serde_json::from_str(&out).unwrap();
-    let report = Command::new(ptefs_bin())
+    let report = ptefs()
         .args(["report", "--json", &program])
         .output()
         .unwrap();
@@ -394,7 +388,7 @@ fn report_shows_the_same_check() {
     assert_eq!(report["checks"][0], checked);
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("r.html");
-    let status = Command::new(ptefs_bin())
+    let status = ptefs()
         .args(["report", &program, "-o", &page.display().to_string()])
         .status()
         .unwrap();
@@ -454,7 +448,7 @@ fn inspect_with_a_runtime_adds_the_same_check() {
     let (code, check, err) = run(&["--json", "--runtime", "portable", &program]);
     assert_eq!(code, 1, "{err}");
     let check: Value = serde_json::from_str(&check).unwrap();
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["inspect", "--json", "--runtime", "portable", &program])
         .output()
         .unwrap();
@@ -462,7 +456,7 @@ fn inspect_with_a_runtime_adds_the_same_check() {
     let inspected: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(inspected["check"], check);
     assert_eq!(inspected["kind"], "program");
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["inspect", "--runtime", "portable", &program])
         .output()
         .unwrap();
@@ -472,7 +466,7 @@ fn inspect_with_a_runtime_adds_the_same_check() {
         section.contains("    missing operator: aten::sort.values (operator [1], instruction 1)"),
         "{section}"
     );
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["inspect", "--runtime", "portable"])
         .arg(fixture("mlp_external.ptd"))
         .output()
