@@ -3,9 +3,11 @@
 //! what that runtime did loading it; check must predict it with the same
 //! method, operator index, name, log line and error code.
 
+use std::process::Command;
+
 use serde_json::Value;
 
-use crate::common::{fixture, ptefs};
+use crate::common::{fixture, ptefs, ptefs_bin};
 
 /// The lines of a runtime's log that say why a method did not load.
 const WHY: &[&str] = &[
@@ -379,7 +381,7 @@ fn report_shows_the_same_check() {
     let program = fixture("check/missing_ops.pte").display().to_string();
     let (_, out, _) = run(&["--json", &program]);
     let checked: Value = serde_json::from_str(&out).unwrap();
-    let report = ptefs()
+    let report = Command::new(ptefs_bin())
         .args(["report", "--json", &program])
         .output()
         .unwrap();
@@ -388,7 +390,7 @@ fn report_shows_the_same_check() {
     assert_eq!(report["checks"][0], checked);
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("r.html");
-    let status = ptefs()
+    let status = Command::new(ptefs_bin())
         .args(["report", &program, "-o", &page.display().to_string()])
         .status()
         .unwrap();
