@@ -2,7 +2,8 @@
 //! with every read and allocation bounded.
 
 use super::super::{Error, Result};
-use super::{Id, MAX_OBJECTS, Obj, Pickle, allowed};
+use super::allowed;
+use super::value::{Id, MAX_OBJECTS, Obj, Pickle};
 
 /// A stack slot: an object or a MARK.
 #[derive(Clone, Copy)]
