@@ -110,3 +110,47 @@ impl Rendered<'_> {
         Rendered::Bytes(s.into_bytes())
     }
 }
+
+/// The methods every `impl Backend` spells the same way: `id` and `folder`,
+/// and, for a backend whose decoding needs the payload and its named data
+/// but not the compile specs, `decode` as a call that returns its
+/// [`Decoded`] (the parameters named as the caller names them, so the call
+/// reads as written):
+///
+/// ```ignore
+/// impl Backend for Mlx {
+///     backend_basics! {
+///         id: super::BACKEND_ID,
+///         folder: "mlx",
+///         decode: |payload, named| super::decode(payload, named),
+///     }
+/// }
+/// ```
+macro_rules! backend_basics {
+    (id: $id:expr, folder: $folder:expr $(,)?) => {
+        fn id(&self) -> &'static str {
+            $id
+        }
+
+        fn folder(&self) -> &'static str {
+            $folder
+        }
+    };
+    (
+        id: $id:expr,
+        folder: $folder:expr,
+        decode: |$payload:ident, $named:ident| $call:expr $(,)?
+    ) => {
+        $crate::delegate::backend::backend_basics!(id: $id, folder: $folder);
+
+        fn decode<'a>(
+            &self,
+            $payload: &'a [u8],
+            _specs: $crate::delegate::artifact::Specs<'_, 'a>,
+            $named: &dyn $crate::delegate::Lookup<'a>,
+        ) -> $crate::format::Result<Box<dyn $crate::delegate::Decoded<'a> + 'a>> {
+            Ok(Box::new($call?))
+        }
+    };
+}
+pub(crate) use backend_basics;

@@ -12,6 +12,7 @@
 //! are index arithmetic.
 
 mod content;
+mod delegate_dir;
 pub mod file_names;
 mod layout;
 pub mod lazy;
@@ -28,6 +29,7 @@ use std::borrow::Cow;
 /// fetch ranges).
 pub use crate::delegate::payload_fetch::needed as fetch_plan;
 pub use content::{Content, Contents, FileRef, Piece, Widen};
+pub use delegate_dir::DelegateDir;
 pub use layout::{
     AttachedProfile, DebugBuffer, Input, Options, build, build_with, build_with_names,
 };
@@ -64,6 +66,8 @@ pub struct Tree {
     listings: foldhash::HashMap<Ino, Listing>,
     /// Source base names by [`SourceId`].
     source_names: Vec<String>,
+    /// Delegates' directories, by inode.
+    delegate_dirs: foldhash::HashMap<Ino, std::sync::Arc<DelegateDir>>,
     /// Non-fatal notes gathered while building (missing external tensors,
     /// identifiers this reader does not know), one sentence each.
     pub warnings: Vec<String>,
@@ -324,6 +328,11 @@ impl Tree {
         }
         parts.reverse();
         parts.join("/")
+    }
+
+    /// The delegate whose directory `dir` is, if it is one.
+    pub fn delegate_dir(&self, dir: Ino) -> Option<&std::sync::Arc<DelegateDir>> {
+        self.delegate_dirs.get(&dir)
     }
 
     /// Every path under `from` in depth-first order with entries sorted,

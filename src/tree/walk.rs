@@ -9,8 +9,9 @@ use super::{Entries, Ino, Tree};
 pub struct Walk<'t> {
     tree: &'t Tree,
     first: Option<(String, Ino)>,
-    /// Per directory being walked: its path and the rest of its entries.
-    stack: Vec<(String, Entries<'t>)>,
+    /// Per directory being walked: its inode, its path and the rest of its
+    /// entries.
+    stack: Vec<(Ino, String, Entries<'t>)>,
 }
 
 impl<'t> Walk<'t> {
@@ -23,18 +24,26 @@ impl<'t> Walk<'t> {
     }
 }
 
+impl Walk<'_> {
+    /// The directories the path last returned lies in, innermost first; a
+    /// directory returned is the first of its own.
+    pub fn enclosing(&self) -> impl Iterator<Item = Ino> + '_ {
+        self.stack.iter().rev().map(|(ino, _, _)| *ino)
+    }
+}
+
 impl Iterator for Walk<'_> {
     type Item = (String, Ino);
 
     fn next(&mut self) -> Option<(String, Ino)> {
         if let Some((path, ino)) = self.first.take() {
             if let Some(entries) = self.tree.entries(ino) {
-                self.stack.push((path.clone(), entries));
+                self.stack.push((ino, path.clone(), entries));
             }
             return Some((path, ino));
         }
         loop {
-            let (dir, entries) = self.stack.last_mut()?;
+            let (_, dir, entries) = self.stack.last_mut()?;
             let Some(e) = entries.next() else {
                 self.stack.pop();
                 continue;
@@ -45,7 +54,7 @@ impl Iterator for Walk<'_> {
                 format!("{dir}/{}", e.name)
             };
             if let Some(sub) = self.tree.entries(e.ino) {
-                self.stack.push((path.clone(), sub));
+                self.stack.push((e.ino, path.clone(), sub));
             }
             return Some((path, e.ino));
         }

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{fixture, ptefs_bin};
+use crate::common::{fixture, ptefs, ptefs_bin};
 
 /// The lines of a runtime's log that say why a method did not load.
 const WHY: &[&str] = &[
@@ -26,11 +26,7 @@ const WHY: &[&str] = &[
 ];
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(ptefs_bin())
-        .arg("check")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = ptefs().arg("check").args(args).output().unwrap();
     (
         out.status.code().unwrap(),
         String::from_utf8(out.stdout).unwrap(),
@@ -212,7 +208,7 @@ fn missing_operators_name_their_index_and_instructions() {
 #[test]
 fn a_selective_build_runs_what_it_was_built_for_and_refuses_others() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = Command::new(ptefs_bin())
+    let yaml = ptefs()
         .args(["cat", &fixture("mlp.pte").display().to_string(), "ops.yaml"])
         .output()
         .unwrap();
@@ -454,7 +450,7 @@ fn inspect_with_a_runtime_adds_the_same_check() {
     let (code, check, err) = run(&["--json", "--runtime", "portable", &program]);
     assert_eq!(code, 1, "{err}");
     let check: Value = serde_json::from_str(&check).unwrap();
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["inspect", "--json", "--runtime", "portable", &program])
         .output()
         .unwrap();
@@ -462,7 +458,7 @@ fn inspect_with_a_runtime_adds_the_same_check() {
     let inspected: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(inspected["check"], check);
     assert_eq!(inspected["kind"], "program");
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["inspect", "--runtime", "portable", &program])
         .output()
         .unwrap();
@@ -472,7 +468,7 @@ fn inspect_with_a_runtime_adds_the_same_check() {
         section.contains("    missing operator: aten::sort.values (operator [1], instruction 1)"),
         "{section}"
     );
-    let out = Command::new(ptefs_bin())
+    let out = ptefs()
         .args(["inspect", "--runtime", "portable"])
         .arg(fixture("mlp_external.ptd"))
         .output()

@@ -32,10 +32,7 @@ fn every_subcommand_help_shows_an_example() {
 #[test]
 fn the_top_level_help_names_every_kind_of_file() {
     for flag in ["-h", "--help"] {
-        let out = std::process::Command::new(ptefs_bin())
-            .arg(flag)
-            .output()
-            .unwrap();
+        let out = ptefs().arg(flag).output().unwrap();
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
         let first = text.lines().next().unwrap_or_default();

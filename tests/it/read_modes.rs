@@ -127,7 +127,7 @@ fn every_read_mode_serves_the_stored_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let src = model(dir.path());
     let source = std::fs::read(&src).unwrap();
-    let header = std::process::Command::new(common::ptefs_bin())
+    let header = common::ptefs()
         .arg("cat")
         .arg(&src)
         .arg("header.json")
@@ -230,7 +230,7 @@ fn bad_read_options_are_refused_by_name() {
         (&["--direct-from", "lots"][..], "--direct-from: \"lots\""),
         (&["--read-mode", "splice"][..], "invalid value 'splice'"),
     ] {
-        let out = std::process::Command::new(common::ptefs_bin())
+        let out = common::ptefs()
             .arg("mount")
             .args(args)
             .arg(common::fixture("add.pte"))

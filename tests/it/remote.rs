@@ -103,6 +103,35 @@ fn nginx_or_skip(test: &str) -> bool {
     server_or_skip(test, "nginx")
 }
 
+/// What a test here needs besides the slow set.
+#[derive(Clone, Copy)]
+enum Needs {
+    Nothing,
+    Nginx,
+    Fuse,
+    NginxAndFuse,
+    Moto,
+}
+
+/// Whether `test` runs: the slow set is on and what it `needs` is here;
+/// otherwise it is skipped loudly, saying what is missing.
+fn runs(test: &str, needs: Needs) -> bool {
+    slow_or_skip(test)
+        && match needs {
+            Needs::Nothing => true,
+            Needs::Nginx => nginx_or_skip(test),
+            Needs::Fuse => fuse_or_skip(test),
+            Needs::NginxAndFuse => fuse_or_skip(test) && nginx_or_skip(test),
+            Needs::Moto => server_or_skip(test, "moto_server"),
+        }
+}
+
+/// Nginx serving `dir`, when `test` runs ([`runs`]: the slow set is on and
+/// nginx is here).
+fn nginx_for(test: &str, dir: &Path) -> Option<Nginx> {
+    runs(test, Needs::Nginx).then(|| Nginx::start(dir))
+}
+
 fn fixture_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(fixture(""))
         .unwrap()
@@ -123,13 +152,12 @@ fn local(name: &str) -> String {
 
 #[test]
 fn url_trees_equal_local_trees_for_every_fixture() {
-    if !slow_or_skip("url_trees_equal_local_trees_for_every_fixture") {
+    let Some(nginx) = nginx_for(
+        "url_trees_equal_local_trees_for_every_fixture",
+        &fixture(""),
+    ) else {
         return;
-    }
-    if !nginx_or_skip("url_trees_equal_local_trees_for_every_fixture") {
-        return;
-    }
-    let nginx = Nginx::start(&fixture(""));
+    };
     let names = fixture_names();
     assert!(names.len() >= 15, "{names:?}");
     for name in &names {
@@ -158,12 +186,12 @@ fn url_trees_equal_local_trees_for_every_fixture() {
 
 #[test]
 fn url_trees_of_writer_made_packages_equal_local_trees() {
-    if !slow_or_skip("url_trees_of_writer_made_packages_equal_local_trees") {
-        return;
-    }
     use ptefs::schema::native_graph as ng;
     use writer::package::*;
-    if !nginx_or_skip("url_trees_of_writer_made_packages_equal_local_trees") {
+    if !runs(
+        "url_trees_of_writer_made_packages_equal_local_trees",
+        Needs::Nginx,
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -229,13 +257,9 @@ const SMALL_BLOB: &str =
 
 #[test]
 fn cat_ls_inspect_and_diff_take_urls() {
-    if !slow_or_skip("cat_ls_inspect_and_diff_take_urls") {
+    let Some(nginx) = nginx_for("cat_ls_inspect_and_diff_take_urls", &fixture("")) else {
         return;
-    }
-    if !nginx_or_skip("cat_ls_inspect_and_diff_take_urls") {
-        return;
-    }
-    let nginx = Nginx::start(&fixture(""));
+    };
     let (url, path) = (nginx.url("mv2_xnnpack.pte"), local("mv2_xnnpack.pte"));
     let want = read(&view("mv2_xnnpack.pte"), BIG_BLOB);
     assert_eq!(stdout_of(&["cat", &url, BIG_BLOB], &[]), want);
@@ -300,12 +324,10 @@ fn list(root: &Path) -> usize {
 
 #[test]
 fn a_mounted_url_reads_little_and_serves_every_byte() {
-    if !slow_or_skip("a_mounted_url_reads_little_and_serves_every_byte") {
-        return;
-    }
-    if !fuse_or_skip("a_mounted_url_reads_little_and_serves_every_byte")
-        || !nginx_or_skip("a_mounted_url_reads_little_and_serves_every_byte")
-    {
+    if !runs(
+        "a_mounted_url_reads_little_and_serves_every_byte",
+        Needs::NginxAndFuse,
+    ) {
         return;
     }
     let nginx = Nginx::start(&fixture(""));
@@ -347,12 +369,10 @@ fn is_eio(r: std::io::Result<Vec<u8>>) -> bool {
 
 #[test]
 fn a_changed_object_gives_eio_logged_once() {
-    if !slow_or_skip("a_changed_object_gives_eio_logged_once") {
-        return;
-    }
-    if !fuse_or_skip("a_changed_object_gives_eio_logged_once")
-        || !nginx_or_skip("a_changed_object_gives_eio_logged_once")
-    {
+    if !runs(
+        "a_changed_object_gives_eio_logged_once",
+        Needs::NginxAndFuse,
+    ) {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -388,7 +408,10 @@ fn a_changed_object_gives_eio_logged_once() {
 
 #[test]
 fn a_server_that_stops_mid_transfer_fails_the_read_within_30_s() {
-    if !slow_or_skip("a_server_that_stops_mid_transfer_fails_the_read_within_30_s") {
+    if !runs(
+        "a_server_that_stops_mid_transfer_fails_the_read_within_30_s",
+        Needs::Nothing,
+    ) {
         return;
     }
     let bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();
@@ -413,12 +436,10 @@ fn a_server_that_stops_mid_transfer_fails_the_read_within_30_s() {
 
 #[test]
 fn a_vanished_server_gives_eio_within_30_s() {
-    if !slow_or_skip("a_vanished_server_gives_eio_within_30_s") {
-        return;
-    }
-    if !fuse_or_skip("a_vanished_server_gives_eio_within_30_s")
-        || !nginx_or_skip("a_vanished_server_gives_eio_within_30_s")
-    {
+    if !runs(
+        "a_vanished_server_gives_eio_within_30_s",
+        Needs::NginxAndFuse,
+    ) {
         return;
     }
     let mut nginx = Nginx::start(&fixture(""));
@@ -444,12 +465,9 @@ fn a_vanished_server_gives_eio_within_30_s() {
 
 #[test]
 fn s3_objects_read_like_local_files_and_changes_give_eio() {
-    if !slow_or_skip("s3_objects_read_like_local_files_and_changes_give_eio") {
-        return;
-    }
-    if !server_or_skip(
+    if !runs(
         "s3_objects_read_like_local_files_and_changes_give_eio",
-        "moto_server",
+        Needs::Moto,
     ) {
         return;
     }
@@ -505,13 +523,9 @@ impl Drop for Unmount {
 
 #[test]
 fn names_hash_remote_tensors_as_local_ones() {
-    if !slow_or_skip("names_hash_remote_tensors_as_local_ones") {
+    let Some(nginx) = nginx_for("names_hash_remote_tensors_as_local_ones", &fixture("")) else {
         return;
-    }
-    if !nginx_or_skip("names_hash_remote_tensors_as_local_ones") {
-        return;
-    }
-    let nginx = Nginx::start(&fixture(""));
+    };
     let all: serde_json::Value =
         serde_json::from_slice(&std::fs::read(fixture("state_dicts.json")).unwrap()).unwrap();
     let map: BTreeMap<&String, &serde_json::Value> = all["mv2_xnnpack"]["state"]
@@ -536,13 +550,9 @@ fn names_hash_remote_tensors_as_local_ones() {
 
 #[test]
 fn reading_bytes_a_plan_left_out_is_detected() {
-    if !slow_or_skip("reading_bytes_a_plan_left_out_is_detected") {
+    let Some(nginx) = nginx_for("reading_bytes_a_plan_left_out_is_detected", &fixture("")) else {
         return;
-    }
-    if !nginx_or_skip("reading_bytes_a_plan_left_out_is_detected") {
-        return;
-    }
-    let nginx = Nginx::start(&fixture(""));
+    };
     let url = nginx.url("mv2_xnnpack.pte");
     // The container's plan without the delegate's: building the tree
     // decodes the XNNPACK payload from pages never fetched (zeros).
@@ -580,13 +590,9 @@ fn reading_bytes_a_plan_left_out_is_detected() {
 
 #[test]
 fn unusable_urls_are_refused_with_a_reason() {
-    if !slow_or_skip("unusable_urls_are_refused_with_a_reason") {
+    let Some(nginx) = nginx_for("unusable_urls_are_refused_with_a_reason", &fixture("")) else {
         return;
-    }
-    if !nginx_or_skip("unusable_urls_are_refused_with_a_reason") {
-        return;
-    }
-    let nginx = Nginx::start(&fixture(""));
+    };
     let refused = format!("http://127.0.0.1:{}/m.pte", free_port());
     // Python's own server answers range requests with the whole file.
     let dir = tempfile::tempdir().unwrap();
@@ -632,13 +638,9 @@ fn unusable_urls_are_refused_with_a_reason() {
 /// upper case names the same URL.
 #[test]
 fn report_takes_a_url_in_any_case() {
-    if !slow_or_skip("report_takes_a_url_in_any_case") {
+    let Some(nginx) = nginx_for("report_takes_a_url_in_any_case", &fixture("")) else {
         return;
-    }
-    if !nginx_or_skip("report_takes_a_url_in_any_case") {
-        return;
-    }
-    let nginx = Nginx::start(&fixture(""));
+    };
     for name in ["mlp.pte", "mv2_xnnpack.pte"] {
         let url = nginx.url(name);
         let upper = url.replacen("http://", "HTTP://", 1);
@@ -672,7 +674,10 @@ fn within_the_limit(took: Duration) -> bool {
 /// the open once, after the one limit for both.
 #[test]
 fn a_stalled_server_fails_an_open_within_the_one_limit() {
-    if !slow_or_skip("a_stalled_server_fails_an_open_within_the_one_limit") {
+    if !runs(
+        "a_stalled_server_fails_an_open_within_the_one_limit",
+        Needs::Nothing,
+    ) {
         return;
     }
     let port = free_port();
@@ -699,11 +704,10 @@ fn a_stalled_server_fails_an_open_within_the_one_limit() {
 /// failed and other readers wait for the same bytes.
 #[test]
 fn a_stalled_read_on_the_mount_fails_within_the_one_limit() {
-    if !slow_or_skip("a_stalled_read_on_the_mount_fails_within_the_one_limit") {
-        return;
-    }
-    let test = "a_stalled_read_on_the_mount_fails_within_the_one_limit";
-    if !fuse_or_skip(test) {
+    if !runs(
+        "a_stalled_read_on_the_mount_fails_within_the_one_limit",
+        Needs::Fuse,
+    ) {
         return;
     }
     let bytes = std::fs::read(fixture("mv2_xnnpack.pte")).unwrap();

@@ -738,3 +738,46 @@ fn inspect_stats_prints_the_statistics() {
         "{text}"
     );
 }
+
+/// The tree says which delegate and backend each delegate's directory is,
+/// for every delegate ExecuTorch's deserializer lists (the oracles'
+/// `execution_plan`), and of no other directory: the reports take the
+/// backend of a weight from there.
+#[test]
+fn the_tree_names_the_delegate_and_backend_of_each_delegate_directory() {
+    for name in [
+        "coreml_multimethod",
+        "ethosu55_mlp",
+        "mlx_mlp",
+        "tosa_fp_mlp",
+        "vgf_fp_mlp",
+    ] {
+        let bytes = std::fs::read(fixture(&format!("backends/{name}.pte"))).unwrap();
+        let oracle: Value = serde_json::from_slice(
+            &std::fs::read(fixture(&format!("backends/{name}.oracle.json"))).unwrap(),
+        )
+        .unwrap();
+        let mut expected = BTreeSet::new();
+        for plan in oracle["execution_plan"].as_array().unwrap() {
+            let method = plan["name"].as_str().unwrap();
+            for d in plan["delegates"].as_array().unwrap() {
+                let (index, id) = (d["index"].as_u64().unwrap(), d["id"].as_str().unwrap());
+                expected.insert((
+                    format!("methods/{method}/delegates/{index}-{id}"),
+                    format!("{method}/{index}-{id}"),
+                    id.to_owned(),
+                ));
+            }
+        }
+        assert!(!expected.is_empty(), "{name}: the oracle lists no delegate");
+        let tree = common::in_memory::tree(&bytes);
+        let found: BTreeSet<(String, String, String)> = tree
+            .walk(ptefs::tree::ROOT)
+            .filter_map(|(path, ino)| {
+                let d = tree.delegate_dir(ino)?;
+                Some((path, d.label.clone(), d.backend.clone()))
+            })
+            .collect();
+        assert_eq!(found, expected, "{name}");
+    }
+}

@@ -10,31 +10,19 @@ use serde_json::{Value, json};
 use super::weights::Stored;
 use super::{Payload, Weight, blob, flattened, mil, reference};
 use crate::delegate::artifact::Specs;
+use crate::delegate::backend::backend_basics;
 use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
-use crate::delegate::{
-    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files,
-};
+use crate::delegate::{Backend, Bytes, Decoded, Rendered, Summary, WeightName, graph_files};
 use crate::format::Result;
 
 /// `CoreMLBackend`.
 pub struct CoreMl;
 
 impl Backend for CoreMl {
-    fn id(&self) -> &'static str {
-        super::BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "coreml"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload, named)?))
+    backend_basics! {
+        id: super::BACKEND_ID,
+        folder: "coreml",
+        decode: |payload, named| super::decode(payload, named),
     }
 
     /// A reference's JSON, or where a flattened directory's files and node

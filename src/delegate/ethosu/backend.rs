@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use super::{Block, Payload, WEIGHTS, stream};
 use crate::delegate::artifact::Specs;
+use crate::delegate::backend::backend_basics;
 use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
-use crate::delegate::{Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName};
+use crate::delegate::{Backend, Bytes, Decoded, Rendered, Summary, WeightName};
 use crate::format::Result;
 
 /// `EthosUBackend`.
@@ -21,21 +22,10 @@ pub struct EthosU;
 const WEIGHT_STREAM: &str = "npu_weight_stream";
 
 impl Backend for EthosU {
-    fn id(&self) -> &'static str {
-        super::BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "ethos-u"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload, named)?))
+    backend_basics! {
+        id: super::BACKEND_ID,
+        folder: "ethos-u",
+        decode: |payload, named| super::decode(payload, named),
     }
 
     /// Every block header read, with offsets in the payload and the file.

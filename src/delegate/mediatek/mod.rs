@@ -8,6 +8,7 @@ use std::ops::Range;
 use serde_json::{Value, json};
 
 use crate::delegate::artifact::{Artifact, Specs, field, fits, region, spec};
+use crate::delegate::backend::backend_basics;
 use crate::delegate::{Backend, Decoded, Lookup};
 use crate::format::le::{u8_at, u32_at};
 use crate::format::{Error, Result};
@@ -48,12 +49,9 @@ fn shared_key<'a>(specs: Specs<'_, 'a>) -> Option<&'a str> {
 }
 
 impl Backend for MediaTek {
-    fn id(&self) -> &'static str {
-        BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "mediatek"
+    backend_basics! {
+        id: BACKEND_ID,
+        folder: "mediatek",
     }
 
     fn decode<'a>(

@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 
 use super::{Constant, Payload, render};
 use crate::delegate::artifact::Specs;
+use crate::delegate::backend::backend_basics;
 use crate::delegate::folder::{self, Fields, File, Layout, Paths, Weights};
 use crate::delegate::{
-    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files, payload_fetch,
+    Backend, Bytes, Decoded, Rendered, Summary, WeightName, graph_files, payload_fetch,
     segment_header,
 };
 use crate::format::{Result, scalar};
@@ -20,21 +21,10 @@ use crate::format::{Result, scalar};
 pub struct Mlx;
 
 impl Backend for Mlx {
-    fn id(&self) -> &'static str {
-        super::BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "mlx"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload, named)?))
+    backend_basics! {
+        id: super::BACKEND_ID,
+        folder: "mlx",
+        decode: |payload, named| super::decode(payload, named),
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

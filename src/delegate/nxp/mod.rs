@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::delegate::artifact::Specs;
 use crate::delegate::artifact::{Artifact, field, fits, region};
+use crate::delegate::backend::backend_basics;
 use crate::delegate::{Backend, Decoded, Lookup};
 use crate::format::le::{slice, u8_at, u32_at};
 use crate::format::{Error, Result};
@@ -92,12 +93,9 @@ fn microcode_words(version: u8) -> &'static [(usize, &'static str)] {
 }
 
 impl Backend for Nxp {
-    fn id(&self) -> &'static str {
-        BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "nxp"
+    backend_basics! {
+        id: BACKEND_ID,
+        folder: "nxp",
     }
 
     fn decode<'a>(

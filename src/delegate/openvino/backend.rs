@@ -10,32 +10,20 @@ use std::ops::Range;
 use serde_json::{Value, json};
 
 use super::{Const, Payload, obfuscation, render};
-use crate::delegate::artifact::Specs;
+use crate::delegate::backend::backend_basics;
 use crate::delegate::folder::{self, Fields, File, Layout, Paths, Weights};
 use crate::delegate::{
-    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files, payload_fetch,
+    Backend, Bytes, Decoded, Rendered, Summary, WeightName, graph_files, payload_fetch,
 };
-use crate::format::Result;
 
 /// `OpenvinoBackend`.
 pub struct Openvino;
 
 impl Backend for Openvino {
-    fn id(&self) -> &'static str {
-        super::BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "openvino"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        _named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload)?))
+    backend_basics! {
+        id: super::BACKEND_ID,
+        folder: "openvino",
+        decode: |payload, _named| super::decode(payload),
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

@@ -13,6 +13,7 @@ use std::ops::Range;
 use serde_json::{Value, json};
 
 use crate::delegate::artifact::{Artifact, Specs, field, fits, hex, region, spec};
+use crate::delegate::backend::backend_basics;
 use crate::delegate::{Backend, Decoded, Lookup};
 use crate::format::le::{i64_at, u32_at, u64_at};
 use crate::format::{Error, Result};
@@ -39,12 +40,9 @@ fn protocol(p: &[u8]) -> Option<(i64, u64)> {
 }
 
 impl Backend for Qnn {
-    fn id(&self) -> &'static str {
-        BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "qnn"
+    backend_basics! {
+        id: BACKEND_ID,
+        folder: "qnn",
     }
 
     fn decode<'a>(

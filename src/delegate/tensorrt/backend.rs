@@ -6,9 +6,9 @@ use std::ops::Range;
 use serde_json::{Value, json};
 
 use super::{BACKEND_ID, HEADER_LEN, header};
-use crate::delegate::artifact::Specs;
+use crate::delegate::Backend;
 use crate::delegate::artifact::{Artifact, field, fits, hex, region};
-use crate::delegate::{Backend, Decoded, Lookup};
+use crate::delegate::backend::backend_basics;
 use crate::format::le::slice;
 use crate::format::{Error, Result};
 
@@ -16,21 +16,10 @@ use crate::format::{Error, Result};
 pub struct TensorRt;
 
 impl Backend for TensorRt {
-    fn id(&self) -> &'static str {
-        BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "tensorrt"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        _named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(decode(payload)?))
+    backend_basics! {
+        id: BACKEND_ID,
+        folder: "tensorrt",
+        decode: |payload, _named| decode(payload),
     }
 
     /// The header, then the metadata it bounds; never the engine.

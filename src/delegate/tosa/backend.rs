@@ -6,32 +6,19 @@
 use serde_json::{Value, json};
 
 use super::{Constant, Payload, dtype, graph};
-use crate::delegate::artifact::Specs;
+use crate::delegate::backend::backend_basics;
 use crate::delegate::folder::{self, Fields, Layout, Npy, Paths, Weights};
-use crate::delegate::{
-    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files,
-};
-use crate::format::{Result, le};
+use crate::delegate::{Backend, Bytes, Decoded, Rendered, Summary, WeightName, graph_files};
+use crate::format::le;
 
 /// `TOSABackend`.
 pub struct Tosa;
 
 impl Backend for Tosa {
-    fn id(&self) -> &'static str {
-        super::BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "tosa"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        _named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload)?))
+    backend_basics! {
+        id: super::BACKEND_ID,
+        folder: "tosa",
+        decode: |payload, _named| super::decode(payload),
     }
 
     /// The payload has no header of its own: this is the flatbuffer's

@@ -10,32 +10,18 @@ use std::ops::Range;
 use serde_json::{Value, json};
 
 use super::{Constant, Payload, constants, header, tables, vulkan};
-use crate::delegate::artifact::Specs;
+use crate::delegate::backend::backend_basics;
 use crate::delegate::folder::{self, Fields, File, Layout, Npy, Paths, Weights};
-use crate::delegate::{
-    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, graph_files,
-};
-use crate::format::Result;
+use crate::delegate::{Backend, Bytes, Decoded, Rendered, Summary, WeightName, graph_files};
 
 /// `VgfBackend`.
 pub struct Vgf;
 
 impl Backend for Vgf {
-    fn id(&self) -> &'static str {
-        super::BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "vgf"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        _named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload)?))
+    backend_basics! {
+        id: super::BACKEND_ID,
+        folder: "vgf",
+        decode: |payload, _named| super::decode(payload),
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

@@ -8,31 +8,19 @@ use serde_json::{Value, json};
 
 use super::{Constant, Payload, graph, header};
 use crate::delegate::artifact::Specs;
+use crate::delegate::backend::backend_basics;
 use crate::delegate::folder::{self, Fields, Layout, Npy, Paths, Weights};
-use crate::delegate::{
-    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, dot, graph_files,
-};
+use crate::delegate::{Backend, Bytes, Decoded, Rendered, Summary, WeightName, dot, graph_files};
 use crate::format::Result;
 
 /// `VulkanBackend`.
 pub struct Vulkan;
 
 impl Backend for Vulkan {
-    fn id(&self) -> &'static str {
-        super::BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "vulkan"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload, named)?))
+    backend_basics! {
+        id: super::BACKEND_ID,
+        folder: "vulkan",
+        decode: |payload, named| super::decode(payload, named),
     }
 
     /// The fields, with the constant bytes' size field as written (0: to

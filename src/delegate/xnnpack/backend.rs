@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 
 use super::{Payload, Scales, Weight, datatype, header};
 use crate::delegate::artifact::Specs;
+use crate::delegate::backend::backend_basics;
 use crate::delegate::folder::{self, Fields, Layout, Npy, Paths, Weights};
 use crate::delegate::{
-    Backend, Bytes, Decoded, Lookup, Rendered, Summary, WeightName, dot, graph_files, payload_fetch,
+    Backend, Bytes, Decoded, Rendered, Summary, WeightName, dot, graph_files, payload_fetch,
 };
 use crate::format::Result;
 
@@ -22,21 +23,10 @@ pub struct Xnnpack;
 const HEAD: u64 = 64;
 
 impl Backend for Xnnpack {
-    fn id(&self) -> &'static str {
-        super::BACKEND_ID
-    }
-
-    fn folder(&self) -> &'static str {
-        "xnnpack"
-    }
-
-    fn decode<'a>(
-        &self,
-        payload: &'a [u8],
-        _specs: Specs<'_, 'a>,
-        named: &dyn Lookup<'a>,
-    ) -> Result<Box<dyn Decoded<'a> + 'a>> {
-        Ok(Box::new(super::decode(payload, named)?))
+    backend_basics! {
+        id: super::BACKEND_ID,
+        folder: "xnnpack",
+        decode: |payload, named| super::decode(payload, named),
     }
 
     fn header(&self, payload: &[u8], at: u64) -> Option<Value> {

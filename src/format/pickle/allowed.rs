@@ -39,14 +39,32 @@ pub const ALLOWED: &[&str] = &[
     "torch.bool",
 ];
 
-/// The allowed global `module.name` refers to, if any. Protocol 2 writes
-/// Python 2's module names; Python maps them back, and so does this.
-pub(super) fn lookup(module: &str, name: &str) -> std::result::Result<&'static str, String> {
+/// A global the reader refuses, by its qualified name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct NotAllowed(pub(super) String);
+
+impl std::fmt::Display for NotAllowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "global {} is not one torch.save archives use; refused (nothing is imported or run)",
+            self.0
+        )
+    }
+}
+
+/// The allowed global `module.name` refers to. Protocol 2 writes Python 2's
+/// module names; Python maps them back, and so does this.
+pub(super) fn lookup(module: &str, name: &str) -> Result<&'static str, NotAllowed> {
     let module = match module {
         "__builtin__" => "builtins",
         "copy_reg" => "copyreg",
         m => m,
     };
     let full = format!("{module}.{name}");
-    ALLOWED.iter().find(|g| **g == full).copied().ok_or(full)
+    ALLOWED
+        .iter()
+        .find(|g| **g == full)
+        .copied()
+        .ok_or(NotAllowed(full))
 }

@@ -1,7 +1,7 @@
 //! A read pickle's values as JSON, for showing what is not a tensor.
 
 use super::super::{Error, Result};
-use super::{Id, MAX_DEPTH, Obj, Pickle};
+use super::value::{Id, MAX_DEPTH, Obj, Pickle};
 
 impl Pickle {
     /// The value as JSON, for showing what is not a tensor: dicts become

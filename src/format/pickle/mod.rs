@@ -30,12 +30,7 @@ mod value;
 
 pub use allowed::ALLOWED;
 pub use reader::read;
-pub use value::{Id, Obj, Pickle};
-
-/// Most objects one pickle may make.
-pub const MAX_OBJECTS: usize = 1 << 22;
-/// Deepest nesting walked.
-pub const MAX_DEPTH: usize = 128;
+pub use value::{Id, MAX_DEPTH, MAX_OBJECTS, Obj, Pickle};
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 
 use super::super::Result;
 use super::reader::{Item, Reader};
-use super::{Id, Obj, Pickle};
+use super::value::{Id, Obj, Pickle};
 
 impl Reader<'_> {
     pub(super) fn run(&mut self) -> Result<Pickle> {

@@ -2,7 +2,8 @@
 //! with every read and allocation bounded.
 
 use super::super::{Error, Result};
-use super::{Id, MAX_OBJECTS, Obj, Pickle, allowed};
+use super::allowed;
+use super::value::{Id, MAX_OBJECTS, Obj, Pickle};
 
 /// A stack slot: an object or a MARK.
 #[derive(Clone, Copy)]
@@ -114,15 +115,7 @@ impl Reader<'_> {
     }
 
     pub(super) fn global(&self, module: &str, name: &str, op_at: usize) -> Result<&'static str> {
-        allowed::lookup(module, name).map_err(|full| {
-            self.err(
-                op_at,
-                format!(
-                    "global {full} is not one torch.save archives use; refused \
-                     (nothing is imported or run)"
-                ),
-            )
-        })
+        allowed::lookup(module, name).map_err(|refused| self.err(op_at, refused))
     }
 
     pub(super) fn string(&mut self, n: u64, op_at: usize) -> Result<()> {

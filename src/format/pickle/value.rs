@@ -1,6 +1,11 @@
 //! What a read pickle holds: an arena of objects that refer to each other by
 //! index, so memo references share one object and mutation works as in Python.
 
+/// Most objects one pickle may make.
+pub const MAX_OBJECTS: usize = 1 << 22;
+/// Deepest nesting walked.
+pub const MAX_DEPTH: usize = 128;
+
 /// Index of an object in [`Pickle::objs`].
 pub type Id = usize;
 

@@ -14,7 +14,7 @@ mod names;
 
 use crate::format::Span;
 use crate::tree::Tree;
-use crate::tree::{Content, Ino, ROOT};
+use crate::tree::{Content, DelegateDir, Ino, ROOT};
 pub use names::Name;
 pub(crate) use names::Names;
 
@@ -63,8 +63,8 @@ pub struct Stored {
     pub layer: Name,
     /// What stores it: `constants`, `named data`, a delegate, a `.ptd`.
     pub store: Name,
-    /// The delegate using it (`forward/0-XnnpackBackend`), if any.
-    pub delegate: Option<Name>,
+    /// The delegate using it, as the tree knows it, if any.
+    pub delegate: Option<Arc<DelegateDir>>,
     /// How a delegate quantized it, from its `index.json` (boxed: few
     /// tensors have one, and every tensor has this field).
     pub quant: Option<Box<Quant>>,
@@ -107,7 +107,10 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
     // Inode → every path, in walk order.
     let mut paths: HashMap<Ino, Vec<String>> = HashMap::new();
     let mut order: Vec<Ino> = Vec::new();
-    for (path, ino) in tree.walk(ROOT) {
+    // Inode → the first delegate whose directory holds one of its paths.
+    let mut delegates: HashMap<Ino, Arc<DelegateDir>> = HashMap::new();
+    let mut walk = tree.walk(ROOT);
+    while let Some((path, ino)) = walk.next() {
         if path
             .split('/')
             .any(|c| c == "segments" || c == "members" || c == "report")
@@ -123,6 +126,11 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             order.push(ino);
         }
         e.push(path);
+        if !delegates.contains_key(&ino)
+            && let Some(d) = walk.enclosing().find_map(|dir| tree.delegate_dir(dir))
+        {
+            delegates.insert(ino, d.clone());
+        }
     }
     let mut indexes = Indexes::default();
     let mut out = Vec::with_capacity(order.len());
@@ -159,7 +167,8 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
                 }
                 _ => None,
             });
-        let delegate = all.iter().find_map(|p| delegate_of(p));
+        let delegate = delegates.remove(&ino);
+        let label = delegate.as_ref().map(|d| d.label.as_str());
         let checkpoint = all
             .iter()
             .find_map(|p| p.split_once("by-name/").map(|(_, k)| k.to_owned()))
@@ -175,7 +184,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             .or_else(|| text(|e| &e.fqn))
             .or(key)
             .or_else(|| package_key(&all));
-        let layer = match (&name, &weight_layer, &delegate) {
+        let layer = match (&name, &weight_layer, label) {
             (Some(n), _, _) => module_of(n),
             (None, Some(l), Some(d)) => format!("{d}/{l}"),
             (None, Some(l), None) => l.clone(),
@@ -183,7 +192,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
         };
         let name = name.or_else(|| {
             let role = text(|e| &e.role);
-            weight_layer.as_ref().map(|l| match (&delegate, role) {
+            weight_layer.as_ref().map(|l| match (label, role) {
                 (Some(d), Some(r)) => format!("{d}/{l}.{r}"),
                 (Some(d), None) => format!("{d}/{l}"),
                 (None, _) => l.clone(),
@@ -199,11 +208,9 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             .cloned()
             .collect();
         out.push(Stored {
-            store: indexes.names.get(&store_of(
-                &path,
-                delegate.as_deref(),
-                tree.source_name(source),
-            )),
+            store: indexes
+                .names
+                .get(&store_of(&path, label, tree.source_name(source))),
             path: path.into(),
             source,
             span,
@@ -214,7 +221,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             sizes: meta.map(|m| m.sizes.clone()),
             name: name.map(Name::from),
             layer: indexes.names.get(&layer),
-            delegate: delegate.map(|d| indexes.names.get(&d)),
+            delegate,
             quant: quant.map(Box::new),
             is_scale,
             ops,
@@ -238,15 +245,6 @@ pub fn module_of(name: &str) -> String {
 fn is_digest_key(k: &str) -> bool {
     let hex = k.rsplit('_').next().unwrap_or(k);
     hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-/// `methods/forward/delegates/0-XnnpackBackend` → `forward/0-XnnpackBackend`.
-fn delegate_of(path: &str) -> Option<String> {
-    let parts: Vec<&str> = path.split('/').collect();
-    let at = parts.iter().position(|p| *p == "delegates")?;
-    let method = parts.get(at.checked_sub(1)?)?;
-    let d = parts.get(at + 1)?;
-    Some(format!("{method}/{d}"))
 }
 
 /// A `.ptn` tensor's key: its file under a top-level `tensors/`.
@@ -602,9 +600,5 @@ mod tests {
             "scale_764fbdc951b9073275969a61783721024dc566c0dd1d8e115e0098dd2d18ba36"
         ));
         assert!(!is_digest_key("fc1.weight"));
-        assert_eq!(
-            delegate_of("methods/forward/delegates/0-XnnpackBackend/xnnpack/weights/a.bin"),
-            Some("forward/0-XnnpackBackend".to_owned())
-        );
     }
 }

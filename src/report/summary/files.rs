@@ -129,7 +129,7 @@ pub fn render_file(report: &Report, name: &str, out: &mut dyn Write) -> io::Resu
                 total_bytes: u64,
                 files: &'a [super::FileSize],
                 by_dtype: &'a [super::DtypeRow],
-                by_backend: &'a [super::Backend],
+                by_backend: &'a [super::BackendRow],
                 size: &'a super::SizeNode,
             }
             json(

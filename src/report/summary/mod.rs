@@ -40,7 +40,7 @@ pub use files::{FILES, remote_tree_files, render_file, tree_files};
 pub use layers::Layer;
 pub use memory::{Lifetime, MethodMemory, PlannedBuffer};
 pub use quantization::{Quantization, WeightQuant};
-pub use size::{Backend, DtypeRow, SizeNode};
+pub use size::{BackendRow, DtypeRow, SizeNode};
 
 /// Everything `ptefs report` says about a file (and the data files
 /// attached to it).
@@ -60,7 +60,7 @@ pub struct Report {
     /// Stored tensors by module path (layer).
     pub by_layer: Vec<Layer>,
     /// Delegates by backend.
-    pub by_backend: Vec<Backend>,
+    pub by_backend: Vec<BackendRow>,
     /// Equal bytes stored more than once.
     pub duplicates: Vec<Duplicate>,
     /// Per method, what runs on kernels and what inside delegates.

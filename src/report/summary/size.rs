@@ -229,7 +229,7 @@ pub(super) fn by_dtype(items: &[Stored]) -> Vec<DtypeRow> {
 
 /// What runs on one backend, and the bytes it holds.
 #[derive(Debug, Clone, Serialize)]
-pub struct Backend {
+pub struct BackendRow {
     /// The backend id (`XnnpackBackend`), or `kernels` for what the
     /// program's own operators use.
     pub backend: String,
@@ -244,10 +244,10 @@ pub struct Backend {
     pub nodes: u64,
 }
 
-pub(super) fn by_backend(inspections: &[Inspection], items: &[Stored]) -> Vec<Backend> {
-    let mut m: BTreeMap<String, Backend> = BTreeMap::new();
-    let row = |m: &mut BTreeMap<String, Backend>, id: &str| -> Backend {
-        m.remove(id).unwrap_or(Backend {
+pub(super) fn by_backend(inspections: &[Inspection], items: &[Stored]) -> Vec<BackendRow> {
+    let mut m: BTreeMap<String, BackendRow> = BTreeMap::new();
+    let row = |m: &mut BTreeMap<String, BackendRow>, id: &str| -> BackendRow {
+        m.remove(id).unwrap_or(BackendRow {
             backend: id.to_owned(),
             delegates: 0,
             blob_bytes: 0,
@@ -265,21 +265,15 @@ pub(super) fn by_backend(inspections: &[Inspection], items: &[Stored]) -> Vec<Ba
         }
     }
     for s in items.iter().filter(|s| s.is_tensor()) {
-        let id = match &s.delegate {
-            // `forward/0-XnnpackBackend` → `XnnpackBackend`.
-            Some(d) => d
-                .rsplit('/')
-                .next()
-                .and_then(|x| x.split_once('-'))
-                .map_or(&**d, |(_, b)| b)
-                .to_owned(),
-            None => "kernels".to_owned(),
-        };
-        let mut r = row(&mut m, &id);
+        let id = s
+            .delegate
+            .as_ref()
+            .map_or("kernels", |d| d.backend.as_str());
+        let mut r = row(&mut m, id);
         r.weight_bytes += s.span.len;
-        m.insert(id, r);
+        m.insert(id.to_owned(), r);
     }
-    let mut rows: Vec<Backend> = m.into_values().collect();
+    let mut rows: Vec<BackendRow> = m.into_values().collect();
     rows.sort_by(|a, b| {
         (b.blob_bytes + b.weight_bytes)
             .cmp(&(a.blob_bytes + a.weight_bytes))

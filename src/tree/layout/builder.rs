@@ -55,6 +55,8 @@ pub(super) struct Builder {
     /// another path become another name of the same file.
     pub(super) by_bytes: foldhash::HashMap<BytesKey, Ino>,
     pub(super) extra_links: HashMap<Ino, u32>,
+    /// Delegates' directories, by inode.
+    pub(super) delegate_dirs: foldhash::HashMap<Ino, std::sync::Arc<crate::tree::DelegateDir>>,
     /// Checkpoint keys by the digest of their bytes (`--names`).
     pub(super) names: Option<HashMap<Digest32, Vec<String>>>,
     /// The checkpoint, for keys matched through a permutation.
@@ -149,6 +151,7 @@ impl Builder {
             constants: self.constants,
             listings: self.listings,
             source_names,
+            delegate_dirs: self.delegate_dirs,
             warnings: self.warnings,
         }
     }

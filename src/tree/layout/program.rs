@@ -48,7 +48,7 @@ impl Builder {
             let name = methods.names.unique(&encode(m.name), "");
             let mut mdir = self.dir(methods.ino, name.clone());
             let base = format!("methods/{name}");
-            let delegate_dirs = self.delegates(&mut mdir, &base, &shown, m, &named);
+            let delegate_dirs = self.delegates((&mut mdir, &name), &base, &shown, m, &named);
             let meta = MethodMeta::new(m, delegate_dirs, &plans);
             let (table, rows) = self.tensors(
                 &mut mdir,
@@ -328,7 +328,7 @@ impl Builder {
     /// delegate's directory name.
     fn delegates(
         &mut self,
-        mdir: &mut Dir,
+        (mdir, method): (&mut Dir, &str),
         base: &str,
         shown: &Shown<'_, '_>,
         m: &MethodInfo<'_>,
@@ -343,6 +343,12 @@ impl Builder {
             let name = ddir.names.unique(&stem, "");
             names.push(name.clone());
             let mut one = self.dir(ddir.ino, name.clone());
+            let about = crate::tree::DelegateDir {
+                label: format!("{method}/{name}"),
+                backend: encode(d.id),
+            };
+            self.delegate_dirs
+                .insert(one.ino, std::sync::Arc::new(about));
             match d.processed {
                 Some(span) => {
                     self.raw(&mut one, "processed", origin, span);

@@ -2,7 +2,9 @@
 //! sizes and offsets.
 
 use super::super::super::{Error, Result, Span};
-use super::{CENTRAL_LEN, CENTRAL_SIG, ENCRYPTED, Member, Reader, ZIP64_EXTRA, local_data};
+use super::local::local_data;
+use super::member::Member;
+use super::records::{CENTRAL_LEN, CENTRAL_SIG, ENCRYPTED, Reader, ZIP64_EXTRA};
 
 /// A central directory entry's own fields.
 pub(super) struct Record {

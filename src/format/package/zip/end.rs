@@ -2,7 +2,7 @@
 //! central directory is and how many entries it claims.
 
 use super::super::super::{Error, Result};
-use super::{
+use super::records::{
     EOCD_LEN, EOCD_SIG, Reader, ZIP64_EOCD_LEN, ZIP64_EOCD_SIG, ZIP64_LOCATOR_LEN,
     ZIP64_LOCATOR_SIG,
 };

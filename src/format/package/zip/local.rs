@@ -2,7 +2,7 @@
 //! data that follows it.
 
 use super::super::super::{Error, Result, Span};
-use super::{LOCAL_LEN, LOCAL_SIG, Reader};
+use super::records::{LOCAL_LEN, LOCAL_SIG, Reader};
 
 /// Checks the local header at `at` and returns the span of the data after it.
 pub(super) fn local_data(

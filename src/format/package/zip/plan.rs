@@ -3,10 +3,11 @@
 
 use std::ops::Range;
 
-use super::{
-    CENTRAL_LEN, EOCD_LEN, LOCAL_LEN, Member, Reader, ZIP64_EOCD_LEN, ZIP64_LOCATOR_LEN,
-    central_record, directory, end_record, members,
-};
+use super::central::central_record;
+use super::end::{directory, end_record};
+use super::member::Member;
+use super::read::members;
+use super::records::{CENTRAL_LEN, EOCD_LEN, LOCAL_LEN, Reader, ZIP64_EOCD_LEN, ZIP64_LOCATOR_LEN};
 use crate::format::Ranges;
 
 /// What reading the members needs, as far as the bytes `have` holds tell
