@@ -71,13 +71,35 @@ class Mlp(torch.nn.Module):
         return x
 
 
+class Odd(torch.nn.Module):
+    """Constants of 3 and 4 bytes stored before a float one: packed with
+    no alignment, the float constant starts at an odd offset."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(1)
+        self.w = torch.nn.Parameter(torch.randn(4, 4, generator=g))
+        self.b = torch.nn.Parameter(torch.randn(4, generator=g))
+        self.register_buffer("mask", torch.tensor([1, 0, 1], dtype=torch.uint8))
+        self.register_buffer("keep", torch.tensor([1, 1, 0, 1], dtype=torch.uint8))
+        self.register_buffer("scale", torch.tensor([0.5, 2.0, -1.0, 3.0]))
+
+    def forward(self, x):
+        y = x @ self.w + self.b
+        return y[:, :3] * self.mask, y * self.keep * self.scale
+
+
+# Segments and constants packed with no padding at all.
+UNALIGNED = dict(segment_alignment=1, constant_tensor_alignment=1)
+
+
 def export(model, example):
     return torch.export.export(model, example, strict=True)
 
 
-def plain(model, example, external=False):
+def plain(model, example, external=False, **config):
     et = to_edge(export(model, example)).to_executorch(
-        ExecutorchBackendConfig(external_constants=external)
+        ExecutorchBackendConfig(external_constants=external, **config)
     )
     return et
 
@@ -93,7 +115,7 @@ def write(et, name):
 
 
 RUN = """
-import sys, torch
+import json, sys, torch
 from executorch.runtime import Runtime
 pte, ptd = sys.argv[1], (sys.argv[2] or None)
 program = Runtime.get().load_program(pte, data_path=ptd)
@@ -101,15 +123,16 @@ for name in sorted(program.method_names):
     method = program.load_method(name)
     print("loaded", name, flush=True)
     try:
-        method.execute([torch.ones(2, 4)])
+        outputs = method.execute([torch.ones(2, 4)])
         print("ran", name, flush=True)
+        print("outputs", name, json.dumps([o.tolist() for o in outputs]), flush=True)
     except RuntimeError as e:
         # This torch and the runtime's pybindings may not exchange tensors.
         print("not run", name, str(e).splitlines()[0], flush=True)
 """
 
 
-def oracle(name, pte, ptd=None):
+def oracle(name, pte, ptd=None, expected=None):
     r = subprocess.run(
         [os.environ.get("ET_RUNTIME_PYTHON", sys.executable), "-c", RUN, str(pte), str(ptd or "")],
         capture_output=True,
@@ -132,7 +155,14 @@ def oracle(name, pte, ptd=None):
         "error_code": f"0x{int(errors[0], 16):x}" if errors else None,
         "log": log,
         "ran": re.findall(r"^ran (\S+)$", r.stdout, re.M),
+        "outputs": {
+            m.group(1): json.loads(m.group(2))
+            for m in re.finditer(r"^outputs (\S+) (.*)$", r.stdout, re.M)
+        },
     }
+    if expected is not None:
+        # What PyTorch computes for the same input, to compare with.
+        out["expected"] = {"forward": [o.tolist() for o in expected]}
     last = [line for line in text.splitlines() if line.startswith("RuntimeError")]
     out["message"] = last[-1] if last else None
     (OUT / f"{name}.oracle.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -177,6 +207,12 @@ def exports():
         shutil.copy(OUT.parent / f"xnnpack_external.{ext}", OUT / f"xnnpack_ext.{ext}")
     for f in ("coreml_mlp.pte", "ethosu55_mlp.pte"):
         shutil.copy(BACKENDS / f, OUT / f)
+    # Constants at offsets their element type does not divide, in the
+    # program and in a .ptd, and the same program exported as usual.
+    ones = (torch.ones(2, 4),)
+    write(plain(Odd(), ones, **UNALIGNED), "unaligned")
+    write(plain(Odd(), ones, external=True, **UNALIGNED), "unaligned_ext")
+    write(plain(Odd(), ones), "aligned")
 
 
 def oracles():
@@ -191,6 +227,11 @@ def oracles():
     oracle("xnnpack_ext_no_ptd", OUT / "xnnpack_ext.pte")
     for f in ("coreml_mlp", "ethosu55_mlp"):
         oracle(f, OUT / f"{f}.pte")
+    with torch.no_grad():
+        expected = Odd()(torch.ones(2, 4))
+    oracle("unaligned", OUT / "unaligned.pte", expected=expected)
+    oracle("unaligned_ext", OUT / "unaligned_ext.pte", OUT / "unaligned_ext.ptd", expected)
+    oracle("aligned", OUT / "aligned.pte", expected=expected)
 
 
 def main():

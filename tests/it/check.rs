@@ -480,3 +480,107 @@ fn inspect_with_a_runtime_adds_the_same_check() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an ExecuTorch program"));
 }
+
+/// The `unaligned` warnings of a check, as (name, offset, alignment).
+fn unaligned_warnings(report: &Value) -> Vec<(String, u64, u64)> {
+    report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "unaligned")
+        .map(|w| {
+            (
+                w["name"].as_str().unwrap().to_owned(),
+                w["offset"].as_u64().unwrap(),
+                w["alignment"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The runtime ran `forward` and got what PyTorch computes.
+fn ran_as_pytorch(name: &str, oracle: &Value) {
+    assert_eq!(oracle["ran"], serde_json::json!(["forward"]), "{name}");
+    let flat = |v: &Value| -> Vec<f64> {
+        fn walk(v: &Value, out: &mut Vec<f64>) {
+            match v {
+                Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+                x => out.push(x.as_f64().unwrap()),
+            }
+        }
+        let mut out = Vec::new();
+        walk(v, &mut out);
+        out
+    };
+    let got = flat(&oracle["outputs"]["forward"]);
+    let want = flat(&oracle["expected"]["forward"]);
+    assert_eq!(got.len(), want.len(), "{name}");
+    assert!(!got.is_empty(), "{name}");
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-5, "{name}: {got:?} != {want:?}");
+    }
+}
+
+#[test]
+fn constants_the_runtime_reads_unaligned_are_warnings_with_their_offset() {
+    let dir = fixture("check");
+    // `scale`, [0.5, 2.0, -1.0, 3.0] as float32, stored after 3 + 4 bytes
+    // of uint8 constants with no padding.
+    let scale: Vec<u8> = [0.5f32, 2.0, -1.0, 3.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    for (case, file, name, holder) in [
+        (
+            "unaligned",
+            "unaligned.pte",
+            "constant 5",
+            "the program in unaligned.pte",
+        ),
+        (
+            "unaligned_ext",
+            "unaligned_ext.ptd",
+            "scale",
+            "unaligned_ext.ptd",
+        ),
+    ] {
+        let oracle = oracle_named(&format!("{case}.oracle.json"));
+        // ExecuTorch 1.5.1 loads and runs it, reading the tensor in place.
+        ran_as_pytorch(case, &oracle);
+        let (code, report) = check_as_oracle(&oracle, &[]);
+        assert_eq!(code, 0, "{case}: {report:#}");
+        let warned = unaligned_warnings(&report);
+        assert_eq!(warned.len(), 1, "{case}: {report:#}");
+        let (warned_name, offset, align) = &warned[0];
+        assert_eq!((warned_name.as_str(), *align), (name, 4), "{case}");
+        assert_ne!(offset % 4, 0, "{case}");
+        let bytes = std::fs::read(dir.join(file)).unwrap();
+        let at = usize::try_from(*offset).unwrap();
+        assert_eq!(bytes[at..at + 16], scale[..], "{case}: offset {offset}");
+        let w = report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["kind"] == "unaligned")
+            .unwrap();
+        let why = w["why"].as_str().unwrap();
+        assert!(
+            why.contains(&format!("offset {offset} of")) && why.contains("no copy"),
+            "{why}"
+        );
+        // Without --json, on its line under "warnings:"; the .ptd is found
+        // beside its program.
+        let program = dir.join(oracle["program"].as_str().unwrap());
+        let (_, text, _) = run(&[&program.display().to_string()]);
+        let line = format!("  unaligned: {name}: FLOAT data at offset {offset} of {holder}");
+        assert!(text.contains(&line), "{text}");
+    }
+    // The same program exported with ExecuTorch's default alignments runs
+    // the same, with nothing to warn about.
+    let oracle = oracle_named("aligned.oracle.json");
+    ran_as_pytorch("aligned", &oracle);
+    let (code, report) = check_as_oracle(&oracle, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(unaligned_warnings(&report), [], "{report:#}");
+    assert_eq!(report["warnings"], Value::Array(Vec::new()), "{report:#}");
+}

@@ -6,6 +6,7 @@
 //! method at the first kind of failure; this reports every method and
 //! every problem.
 
+pub mod alignment;
 pub mod refused;
 pub mod spec;
 
@@ -55,6 +56,9 @@ pub enum Kind {
     ProgramRefused,
     /// A delegate payload its registered backend refuses at init.
     DelegateRefused,
+    /// A constant at an offset its element type's alignment does not
+    /// divide, which the runtime reads in place.
+    Unaligned,
 }
 
 /// One problem or warning.
@@ -72,6 +76,12 @@ pub struct Finding {
     /// The delegate's index in the plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegate: Option<usize>,
+    /// Where the data is, in bytes from the start of its file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// The alignment the data needs, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alignment: Option<u64>,
     /// The instructions concerned, by index in their chain.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub instructions: Vec<usize>,
@@ -159,6 +169,8 @@ fn finding(method: Option<&str>, kind: Kind, name: String, why: String) -> Findi
         name,
         operator: None,
         delegate: None,
+        offset: None,
+        alignment: None,
         instructions: Vec::new(),
         why,
         log: Vec::new(),
@@ -270,6 +282,7 @@ pub fn check(
             error,
         });
     }
+    warnings.extend(alignment::unaligned(file, program, data, data_names));
     for (d, dname) in data.iter().zip(data_names) {
         for e in &d.entries {
             if !used.contains(e.key.bytes()) {
