@@ -93,6 +93,26 @@ class Odd(torch.nn.Module):
 UNALIGNED = dict(segment_alignment=1, constant_tensor_alignment=1)
 
 
+def bundle(et, model, name):
+    """Writes `et` as a bundled program `<name>.bpte` with one test case:
+    ones in, what PyTorch computes out."""
+    from executorch.devtools import BundledProgram
+    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.serialize import (
+        serialize_from_bundled_program_to_flatbuffer,
+    )
+
+    x = [torch.ones(2, 4)]
+    with torch.no_grad():
+        expected = model(*x)
+    if isinstance(expected, torch.Tensor):
+        expected = (expected,)
+    case = MethodTestCase(inputs=x, expected_outputs=list(expected))
+    suite = MethodTestSuite(method_name="forward", test_cases=[case])
+    bundled = BundledProgram(et, [suite])
+    (OUT / f"{name}.bpte").write_bytes(serialize_from_bundled_program_to_flatbuffer(bundled))
+
+
 def export(model, example):
     return torch.export.export(model, example, strict=True)
 
@@ -118,6 +138,21 @@ RUN = """
 import json, sys, torch
 from executorch.runtime import Runtime
 pte, ptd = sys.argv[1], (sys.argv[2] or None)
+if pte.endswith(".bpte"):
+    # A bundled program loads through the bundled-program pybindings; its
+    # methods load when first run.
+    from executorch.extension.pybindings.portable_lib import (
+        _load_bundled_program_from_buffer,
+        _load_for_executorch_from_bundled_program,
+    )
+    bundled = _load_bundled_program_from_buffer(open(pte, "rb").read())
+    module = _load_for_executorch_from_bundled_program(bundled)
+    for name in sorted(module.method_names()):
+        outputs = module.run_method(name, (torch.ones(2, 4),))
+        print("loaded", name, flush=True)
+        print("ran", name, flush=True)
+        print("outputs", name, json.dumps([o.tolist() for o in outputs]), flush=True)
+    sys.exit(0)
 program = Runtime.get().load_program(pte, data_path=ptd)
 for name in sorted(program.method_names):
     method = program.load_method(name)
@@ -213,6 +248,9 @@ def exports():
     write(plain(Odd(), ones, **UNALIGNED), "unaligned")
     write(plain(Odd(), ones, external=True, **UNALIGNED), "unaligned_ext")
     write(plain(Odd(), ones), "aligned")
+    # The refused and the unaligned programs again, bundled.
+    bundle(plain(Missing(), ones), Missing(), "missing_ops")
+    bundle(plain(Odd(), ones, **UNALIGNED), Odd(), "unaligned")
 
 
 def oracles():
@@ -232,6 +270,8 @@ def oracles():
     oracle("unaligned", OUT / "unaligned.pte", expected=expected)
     oracle("unaligned_ext", OUT / "unaligned_ext.pte", OUT / "unaligned_ext.ptd", expected)
     oracle("aligned", OUT / "aligned.pte", expected=expected)
+    oracle("missing_ops_bpte", OUT / "missing_ops.bpte")
+    oracle("unaligned_bpte", OUT / "unaligned.bpte", expected=expected)
 
 
 def main():

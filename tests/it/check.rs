@@ -555,7 +555,18 @@ fn constants_the_runtime_reads_unaligned_are_warnings_with_their_offset() {
         assert_eq!((warned_name.as_str(), *align), (name, 4), "{case}");
         assert_ne!(offset % 4, 0, "{case}");
         let bytes = std::fs::read(dir.join(file)).unwrap();
-        let at = usize::try_from(*offset).unwrap();
+        // In a bundled program, offsets count from the embedded program,
+        // the same bytes as unaligned.pte.
+        let base = if file.ends_with(".bpte") {
+            let program = std::fs::read(dir.join("unaligned.pte")).unwrap();
+            bytes
+                .windows(program.len())
+                .position(|w| w == program)
+                .unwrap()
+        } else {
+            0
+        };
+        let at = base + usize::try_from(*offset).unwrap();
         assert_eq!(bytes[at..at + 16], scale[..], "{case}: offset {offset}");
         let w = report["warnings"]
             .as_array()
@@ -583,4 +594,37 @@ fn constants_the_runtime_reads_unaligned_are_warnings_with_their_offset() {
     assert_eq!(code, 0);
     assert_eq!(unaligned_warnings(&report), [], "{report:#}");
     assert_eq!(report["warnings"], Value::Array(Vec::new()), "{report:#}");
+}
+
+#[test]
+fn a_ptd_beside_the_program_is_attached_unless_told_not_to() {
+    let program = fixture("check/external.pte").display().to_string();
+    // external.ptd lies beside it: attached, as the runtime given it loads
+    // and runs the program (external.oracle.json).
+    assert_eq!(oracle_named("external.oracle.json")["ran"][0], "forward");
+    let (code, out, err) = run(&[&program]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("data: external.ptd\n"), "{out}");
+    assert!(
+        err.contains("attached external.ptd (found beside it)"),
+        "{err}"
+    );
+    // Without it, what the runtime given no data file says
+    // (external_no_ptd.oracle.json).
+    let oracle = oracle_named("external_no_ptd.oracle.json");
+    let (code, out, _) = run(&["--no-auto-data", &program]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("data: none\n"), "{out}");
+    assert!(
+        out.contains("  no data: forward: it needs 4 external tensors from a data file"),
+        "{out}"
+    );
+    assert_eq!(oracle["error_code"], "0x2");
+    assert!(
+        out.contains("forward: does not load: load_method returns 0x2 InvalidState"),
+        "{out}"
+    );
+    for line in why_lines(&oracle["log"]) {
+        assert!(out.contains(&format!("    {line}\n")), "{line}: {out}");
+    }
 }
