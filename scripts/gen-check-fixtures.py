@@ -7,6 +7,7 @@ it returned, or the signal it died of.
     scripts/gen-check-fixtures.py      (with ExecuTorch's Python package)
     scripts/gen-check-fixtures.py refused   (only the files refused whole)
     scripts/gen-check-fixtures.py oracles   (the oracles again, no export)
+    scripts/gen-check-fixtures.py arenas    (arenas.json alone)
 
 The runtime runs in the python of ET_RUNTIME_PYTHON (default: this one):
 with a torch that can hand it tensors, the oracles record which methods
@@ -274,15 +275,35 @@ def oracles():
     oracle("unaligned_bpte", OUT / "unaligned.bpte", expected=expected)
 
 
+def arenas():
+    """Writes arenas.json: each method's planned memory arenas
+    (non_const_buffer_sizes, entry 0 reserved) as ExecuTorch's own
+    deserializer reads them from a few programs. The Python runtime cannot
+    be the oracle here: it allocates planned memory itself and its
+    MethodMeta does not expose the sizes."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    out = {}
+    for f in ("mv2_xnnpack.pte", "multi_method.pte", "check/unaligned.pte"):
+        p = deserialize_pte_binary((OUT.parent / f).read_bytes())
+        p = getattr(p, "program", p)
+        out[f] = {e.name: list(e.non_const_buffer_sizes) for e in p.execution_plan}
+    (OUT / "arenas.json").write_text(json.dumps(out, indent=2) + "\n")
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     if sys.argv[1:] == ["refused"]:
         refused()
         return
+    if sys.argv[1:] == ["arenas"]:
+        arenas()
+        return
     if sys.argv[1:] != ["oracles"]:
         exports()
     oracles()
     refused()
+    arenas()
 
 
 if __name__ == "__main__":

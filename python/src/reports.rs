@@ -136,7 +136,7 @@ pub fn diff(
     })
 }
 
-/// `ptefs check --json [--runtime SPEC]... [--memory-limit BYTES]` of the
+/// `ptefs check --json [--runtime SPEC]... [--memory-limit SIZE]` of the
 /// first input of `req`: the library's check, serialised.
 pub fn check(
     py: Python<'_>,

@@ -22,7 +22,7 @@ const PROBLEMS: i32 = 1;
     be read.\n\nExamples:\n  \
     ptefs check model.pte\n  \
     ptefs check model.pte --data weights.ptd --runtime portable --runtime my_ops.yaml\n  \
-    ptefs check --json --memory-limit 524288 model.pte"
+    ptefs check --json --memory-limit 512K model.pte"
 )]
 pub(super) struct CheckArgs {
     /// Print JSON for scripts instead of text.
@@ -32,8 +32,9 @@ pub(super) struct CheckArgs {
     /// (repeatable; they add up).
     #[arg(long = "runtime", value_name = "SPEC")]
     runtime: Vec<String>,
-    /// The largest planned memory arena the target can hold, in bytes.
-    #[arg(long = "memory-limit", value_name = "BYTES")]
+    /// The largest planned memory arena the target can hold: bytes, or
+    /// with a binary K, M or G (512K).
+    #[arg(long = "memory-limit", value_name = "SIZE", value_parser = super::size::value)]
     memory_limit: Option<u64>,
     /// A .ptd whose tensors and named blobs programs may use (repeatable).
     #[arg(long = "data", value_name = "PTD")]

@@ -266,18 +266,71 @@ fn a_selective_build_runs_what_it_was_built_for_and_refuses_others() {
 }
 
 #[test]
-fn memory_limits_name_the_arena_over_them() {
-    let file = fixture("mv2_xnnpack.pte").display().to_string();
-    let (code, report) = {
-        let (c, out, _) = run(&["--json", "--memory-limit", "1000", &file]);
-        (c, serde_json::from_str::<Value>(&out).unwrap())
-    };
+fn memory_limits_name_the_arenas_over_them_with_their_sizes() {
+    // Each method's planned arenas as ExecuTorch's own deserializer reads
+    // them (scripts/gen-check-fixtures.py arenas).
+    let text = std::fs::read_to_string(fixture("check/arenas.json")).unwrap();
+    let oracle: Value = serde_json::from_str(&text).unwrap();
+    for (file, methods) in oracle.as_object().unwrap() {
+        let path = fixture(file).display().to_string();
+        let sizes: Vec<(String, usize, u64)> = methods
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(m, s)| {
+                let s = s.as_array().unwrap().iter().map(|v| v.as_u64().unwrap());
+                s.enumerate().skip(1).map(move |(i, n)| (m.clone(), i, n))
+            })
+            .collect();
+        let largest = sizes.iter().map(|s| s.2).max().unwrap();
+        // At the largest arena's size, everything fits.
+        let (code, out, err) = run(&["--memory-limit", &largest.to_string(), &path]);
+        assert_eq!(code, 0, "{file}: {out}{err}");
+        // One byte less: exactly the arenas over it, with their sizes.
+        let limit = largest - 1;
+        let (code, out, _) = run(&["--json", "--memory-limit", &limit.to_string(), &path]);
+        assert_eq!(code, 1, "{file}: {out}");
+        let report: Value = serde_json::from_str(&out).unwrap();
+        let over: Vec<(String, String, u64, u64)> = report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                assert_eq!(p["kind"], "arena_over_limit", "{file}");
+                (
+                    p["method"].as_str().unwrap().to_owned(),
+                    p["name"].as_str().unwrap().to_owned(),
+                    p["bytes"].as_u64().unwrap(),
+                    p["limit"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String, u64, u64)> = sizes
+            .iter()
+            .filter(|s| s.2 > limit)
+            .map(|(m, i, n)| (m.clone(), format!("arena {i}"), *n, limit))
+            .collect();
+        assert_eq!(over, want, "{file}");
+    }
+    // Sizes take a binary suffix; the text says both sizes.
+    let mv2 = fixture("mv2_xnnpack.pte").display().to_string();
+    let (code, out, _) = run(&["--memory-limit", "512K", &mv2]);
     assert_eq!(code, 1);
-    let p = &report["problems"][0];
-    assert_eq!(p["kind"], "arena_over_limit");
-    assert_eq!(p["name"], "arena 1");
-    let (code, _, _) = run(&["--memory-limit", "1000000000", &file]);
+    assert!(
+        out.contains(
+            "  arena over limit: arena 1: planned memory arena 1 is 606176 bytes (606.2 kB), \
+             over the limit of 524288 (524.3 kB)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("forward: does not fit"), "{out}");
+    let (code, _, _) = run(&["--memory-limit", "1M", &mv2]);
     assert_eq!(code, 0);
+    for bad in ["0", "1T", "lots"] {
+        let (code, _, err) = run(&["--memory-limit", bad, &mv2]);
+        assert_eq!(code, 2, "{bad}");
+        assert!(err.contains("give a size in bytes"), "{bad}: {err}");
+    }
 }
 
 #[test]

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::format::{DataFile, Name, ProgramFile, TensorData, operator_name};
 use crate::meta::{external, oplist};
+use crate::report::summary::text::human;
 use crate::schema::program as fb;
 use spec::RuntimeSpec;
 
@@ -82,6 +83,12 @@ pub struct Finding {
     /// The alignment the data needs, in bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alignment: Option<u64>,
+    /// The size of what is over a limit (a planned arena), in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The limit it is over, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
     /// The instructions concerned, by index in their chain.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub instructions: Vec<usize>,
@@ -171,6 +178,8 @@ fn finding(method: Option<&str>, kind: Kind, name: String, why: String) -> Findi
         delegate: None,
         offset: None,
         alignment: None,
+        bytes: None,
+        limit: None,
         instructions: Vec::new(),
         why,
         log: Vec::new(),
@@ -674,18 +683,29 @@ fn count_keys(tensors: usize, named: usize) -> String {
     }
 }
 
-/// Planned memory arenas over `limit` bytes.
+/// Planned memory arenas over `limit` bytes. Arena `i` is
+/// `non_const_buffer_sizes[i]`, what the runtime's
+/// `MethodMeta::memory_planned_buffer_size(i - 1)`
+/// (runtime/executor/method_meta.cpp) reports and the runner must
+/// allocate; entry 0 is reserved.
 fn arenas(plan: fb::ExecutionPlan<'_>, method: &str, limit: u64, problems: &mut Vec<Finding>) {
     let sizes = plan.non_const_buffer_sizes();
     for (i, size) in sizes.iter().flatten().enumerate().skip(1) {
         let size = u64::try_from(size).unwrap_or(u64::MAX);
         if size > limit {
-            problems.push(finding(
+            let mut f = finding(
                 Some(method),
                 Kind::ArenaOverLimit,
                 format!("arena {i}"),
-                format!("planned memory arena {i} is {size} bytes, over the limit of {limit}"),
-            ));
+                format!(
+                    "planned memory arena {i} is {size} bytes ({}), over the limit of {limit} ({})",
+                    human(size),
+                    human(limit)
+                ),
+            );
+            f.bytes = Some(size);
+            f.limit = Some(limit);
+            problems.push(f);
         }
     }
 }
