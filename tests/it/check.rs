@@ -435,29 +435,51 @@ fn delegated_programs_load_where_their_backend_is_registered() {
 
 #[test]
 fn report_shows_the_same_check() {
-    let program = fixture("check/missing_ops.pte").display().to_string();
-    let (_, out, _) = run(&["--json", &program]);
-    let checked: Value = serde_json::from_str(&out).unwrap();
-    let report = Command::new(ptefs_bin())
-        .args(["report", "--json", &program])
-        .output()
-        .unwrap();
-    assert!(report.status.success());
-    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
-    assert_eq!(report["checks"][0], checked);
-    let dir = tempfile::tempdir().unwrap();
-    let page = dir.path().join("r.html");
-    let status = Command::new(ptefs_bin())
-        .args(["report", &program, "-o", &page.display().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let html = std::fs::read_to_string(&page).unwrap();
-    assert!(html.contains("Will it load?"));
-    assert!(
-        html.contains("Missing operator: [1] aten::sort.values"),
-        "no problem on the page"
-    );
+    // A program, a bundled program and a .ptn, each with the line the
+    // runtime logs refusing it (their oracles).
+    for (file, oracle) in [
+        ("missing_ops.pte", "missing_ops.oracle.json"),
+        ("missing_ops.bpte", "missing_ops_bpte.oracle.json"),
+        ("tied.ptn", "tied_ptn.oracle.json"),
+    ] {
+        let program = fixture("check").join(file).display().to_string();
+        let (code, out, _) = run(&["--json", &program]);
+        assert_eq!(code, 1, "{file}");
+        let checked: Value = serde_json::from_str(&out).unwrap();
+        let report = Command::new(ptefs_bin())
+            .args(["report", "--json", &program])
+            .output()
+            .unwrap();
+        assert!(report.status.success(), "{file}: {report:?}");
+        let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+        assert_eq!(report["checks"], Value::Array(vec![checked]), "{file}");
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("r.html");
+        let status = Command::new(ptefs_bin())
+            .args(["report", &program, "-o", &page.display().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert!(html.contains("Will it load?"), "{file}");
+        let logged = why_lines(&oracle_named(oracle)["log"]);
+        let logged = if logged.is_empty() {
+            oracle_named(oracle)["log"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap().to_owned())
+                .collect()
+        } else {
+            logged
+        };
+        assert!(!logged.is_empty(), "{file}");
+        for line in logged {
+            // As the page escapes it: HTML quotes, control bytes as \xNN.
+            let shown = line.replace('\'', "&#39;").replace('\x14', "\\x14");
+            assert!(html.contains(&shown), "{file}: {shown} not on the page");
+        }
+    }
 }
 
 #[test]

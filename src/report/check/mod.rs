@@ -202,18 +202,6 @@ pub fn check_input(
     runtime: &RuntimeSpec,
     limits: Limits,
 ) -> Result<Check, NotAProgram> {
-    let program = match &input.parsed {
-        crate::format::Parsed::Program(p) => p,
-        crate::format::Parsed::Bundled(b) => &b.program,
-        crate::format::Parsed::Package(p) => {
-            let why = "a .ptn is a native program package (a zip of a graph and \
-                       safetensors); the runtime loads only ExecuTorch flatbuffer programs";
-            let problem =
-                refused::identifier(p.bytes, why).ok_or_else(|| NotAProgram(input.name.clone()))?;
-            return Ok(refused::refused(&input.name, runtime, problem));
-        }
-        _ => return Err(NotAProgram(input.name.clone())),
-    };
     let (data, names): (Vec<&DataFile<'_>>, Vec<String>) = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -221,7 +209,35 @@ pub fn check_input(
             _ => None,
         })
         .unzip();
-    Ok(check(&input.name, program, &data, &names, runtime, limits))
+    check_parsed(&input.name, &input.parsed, &data, &names, runtime, limits)
+}
+
+/// Checks the file `parsed` (named `file`), if it is a program: a `.pte`,
+/// the program a `.bpte` bundles, or a `.ptn`, which the runtime refuses
+/// whole.
+pub fn check_parsed(
+    file: &str,
+    parsed: &crate::format::Parsed<'_>,
+    data: &[&DataFile<'_>],
+    data_names: &[String],
+    runtime: &RuntimeSpec,
+    limits: Limits,
+) -> Result<Check, NotAProgram> {
+    let program = match parsed {
+        crate::format::Parsed::Program(p) => p,
+        crate::format::Parsed::Bundled(b) => &b.program,
+        crate::format::Parsed::Package(p) => {
+            let why = "a .ptn is a native program package (a zip of a graph and \
+                       safetensors); the runtime loads only ExecuTorch flatbuffer programs";
+            let problem =
+                refused::identifier(p.bytes, why).ok_or_else(|| NotAProgram(file.to_owned()))?;
+            let mut c = refused::refused(file, runtime, problem);
+            c.data = data_names.to_vec();
+            return Ok(c);
+        }
+        _ => return Err(NotAProgram(file.to_owned())),
+    };
+    Ok(check(file, program, data, data_names, runtime, limits))
 }
 
 /// Checks `program` with `data` (named `data_names`) attached against
