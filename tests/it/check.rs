@@ -703,3 +703,57 @@ fn a_ptd_beside_the_program_is_attached_unless_told_not_to() {
         assert!(out.contains(&format!("    {line}\n")), "{line}: {out}");
     }
 }
+
+#[test]
+fn tensorrt_blobs_whose_header_the_backend_refuses_are_problems() {
+    // The vendor fixture's oracle says, per method, whether TensorRT's
+    // blob header parser accepts its payload (scripts/make-vendor-fixtures.py).
+    let text = std::fs::read_to_string(fixture("vendor/tensorrt.oracle.json")).unwrap();
+    let oracle: Value = serde_json::from_str(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("trt.json");
+    std::fs::write(&spec, r#"{"backends": ["TensorRTBackend"]}"#).unwrap();
+    let program = fixture("vendor/tensorrt.pte").display().to_string();
+    let spec = spec.display().to_string();
+    let args = [
+        "--json",
+        "--runtime",
+        "executorch-1.5.1",
+        "--runtime",
+        &spec,
+        &program,
+    ];
+    let (code, out, _) = run(&args);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let mut refused = 0;
+    for (method, w) in oracle["methods"].as_object().unwrap() {
+        let accepts = w["extra"]["runtime_accepts"].as_bool().unwrap();
+        let verdict = report["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == method.as_str())
+            .unwrap();
+        assert_eq!(verdict["ok"], accepts, "{method}: {report:#}");
+        let problems: Vec<&Value> = report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["method"] == method.as_str())
+            .collect();
+        if !accepts {
+            refused += 1;
+            assert_eq!(problems.len(), 1, "{method}");
+            assert_eq!(problems[0]["kind"], "delegate_refused");
+            assert_eq!(problems[0]["name"], "TensorRTBackend");
+            assert_eq!(problems[0]["delegate"], 0);
+        }
+    }
+    assert!(refused > 0);
+    assert_eq!(code, 1);
+    let (_, text, _) = run(&args[1..]);
+    assert!(
+        text.contains("misaligned: does not load\n  delegate refused: TensorRTBackend (delegate 0): the backend refuses its blob header: engine offset 312 is not 16-byte aligned"),
+        "{text}"
+    );
+}
