@@ -41,9 +41,9 @@ use crate::meta::external;
 use crate::schema::ScalarType;
 
 /// What the runtime does with such a tensor.
-const IN_PLACE: &str = "the runtime reads constants where its data loader puts them, with no \
-                        copy and no alignment check (MmapDataLoader maps the file), so kernels \
-                        read it from an unaligned address";
+const IN_PLACE: &str = "the runtime reads constants where its data loader puts them (in the \
+                        mapped file, or the buffer it was given), with no copy and no alignment \
+                        check, so kernels read it from an unaligned address";
 
 /// One warning per constant, in the program (named `file`) or an attached
 /// data file, at an offset its element type's alignment does not divide.
