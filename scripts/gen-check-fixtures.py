@@ -8,6 +8,7 @@ it returned, or the signal it died of.
     scripts/gen-check-fixtures.py refused   (only the files refused whole)
     scripts/gen-check-fixtures.py oracles   (the oracles again, no export)
     scripts/gen-check-fixtures.py arenas    (arenas.json alone)
+    scripts/gen-check-fixtures.py one-liners   (my_runtime.json and .yaml alone)
 
 The runtime runs in the python of ET_RUNTIME_PYTHON (default: this one):
 with a torch that can hand it tensors, the oracles record which methods
@@ -291,6 +292,27 @@ def arenas():
     (OUT / "arenas.json").write_text(json.dumps(out, indent=2) + "\n")
 
 
+def one_liners():
+    """Runs the one-liners docs/check.md gives for a spec of one's own
+    runtime, as written there, and keeps what they write beside the
+    fixtures (my_runtime.json, my_runtime.yaml)."""
+    page = (OUT.parent.parent.parent / "docs/check.md").read_text()
+    lines = [
+        line.strip()
+        for line in page.splitlines()
+        if line.strip().startswith("python -c") and "> my_runtime." in line
+    ]
+    assert len(lines) == 2, lines
+    python = os.environ.get("ET_RUNTIME_PYTHON", sys.executable)
+    with tempfile.TemporaryDirectory() as d:
+        for line in lines:
+            command = python + line[len("python"):]
+            subprocess.run(["sh", "-c", command], cwd=d, check=True, timeout=300,
+                           stderr=subprocess.DEVNULL)
+        for f in ("my_runtime.json", "my_runtime.yaml"):
+            shutil.copy(pathlib.Path(d) / f, OUT / f)
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     if sys.argv[1:] == ["refused"]:
@@ -299,11 +321,15 @@ def main():
     if sys.argv[1:] == ["arenas"]:
         arenas()
         return
+    if sys.argv[1:] == ["one-liners"]:
+        one_liners()
+        return
     if sys.argv[1:] != ["oracles"]:
         exports()
     oracles()
     refused()
     arenas()
+    one_liners()
 
 
 if __name__ == "__main__":

@@ -813,3 +813,39 @@ fn the_check_page_shows_what_check_prints() {
         assert_eq!(got.lines().collect::<Vec<_>>(), want, "$ {cmd}");
     }
 }
+
+#[test]
+fn the_documented_one_liners_give_the_built_in_runtime() {
+    // my_runtime.json and my_runtime.yaml are what docs/check.md's two
+    // one-liners printed from ExecuTorch 1.5.1's Python runtime: each is
+    // the built-in spec, and every fixture gets the same verdict with it.
+    let dir = fixture("check");
+    for spec in ["my_runtime.json", "my_runtime.yaml"] {
+        let spec = dir.join(spec).display().to_string();
+        for (name, oracle) in oracles() {
+            let (code, builtin) = check_as_oracle(&oracle, &[]);
+            let (their_code, mut theirs) = check_as_oracle(&oracle, &["--runtime", &spec]);
+            assert_eq!(their_code, code, "{name} with {spec}");
+            assert_eq!(theirs["runtime"]["operators"], 240, "{spec}");
+            assert_eq!(
+                theirs["runtime"]["backends"], builtin["runtime"]["backends"],
+                "{spec}"
+            );
+            for key in ["runtime", "problems", "warnings"] {
+                if key == "runtime" {
+                    theirs[key] = builtin[key].clone();
+                    continue;
+                }
+                // The reasons name the spec.
+                for f in theirs[key].as_array_mut().unwrap() {
+                    let why = f["why"]
+                        .as_str()
+                        .unwrap()
+                        .replace(&spec, "executorch-1.5.1");
+                    f["why"] = why.into();
+                }
+            }
+            assert_eq!(theirs, builtin, "{name} with {spec}");
+        }
+    }
+}
