@@ -395,6 +395,26 @@ mod tests {
     }
 
     #[test]
+    fn the_yaml_of_a_json_spec_reads_as_the_json() {
+        let yaml = "backends:\n- XnnpackBackend\noperators:\n- aten::add.out\n- 'aten::mul.out'\nversion: 1.5.1\n";
+        let json = r#"{"backends": ["XnnpackBackend"], "operators": ["aten::add.out", "aten::mul.out"], "version": "1.5.1"}"#;
+        let (y, j) = (
+            RuntimeSpec::parse("s", yaml.as_bytes()).unwrap(),
+            RuntimeSpec::parse("s", json.as_bytes()).unwrap(),
+        );
+        assert_eq!(y.operator_count(), Some(2));
+        assert_eq!(
+            y.operators.keys().collect::<Vec<_>>(),
+            j.operators.keys().collect::<Vec<_>>()
+        );
+        assert_eq!(y.backends, j.backends);
+        assert_eq!(
+            (y.version.as_deref(), j.version.as_deref()),
+            (Some("1.5.1"), Some("1.5.1"))
+        );
+    }
+
+    #[test]
     fn hostile_specs_are_refused_with_what_is_wrong() {
         let cases: &[(&[u8], &str)] = &[
             (b"\xff\xfe", "not UTF-8"),
@@ -409,6 +429,8 @@ mod tests {
             ),
             (b"{\"backends\": [\"\\u0007\"]}", "control characters"),
             (b"just text", "line 1"),
+            (b"backends:\n- \"Xnn\n", "line 2: bad quoted name"),
+            (b"backends:\n- ''\n", "empty or holds control characters"),
         ];
         for (bytes, want) in cases {
             let e = RuntimeSpec::parse("bad.json", bytes)
