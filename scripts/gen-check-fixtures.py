@@ -7,6 +7,8 @@ it returned, or the signal it died of.
     scripts/gen-check-fixtures.py      (with ExecuTorch's Python package)
     scripts/gen-check-fixtures.py refused   (only the files refused whole)
     scripts/gen-check-fixtures.py oracles   (the oracles again, no export)
+    scripts/gen-check-fixtures.py arenas    (arenas.json alone)
+    scripts/gen-check-fixtures.py one-liners   (my_runtime.json and .yaml alone)
 
 The runtime runs in the python of ET_RUNTIME_PYTHON (default: this one):
 with a torch that can hand it tensors, the oracles record which methods
@@ -71,13 +73,55 @@ class Mlp(torch.nn.Module):
         return x
 
 
+class Odd(torch.nn.Module):
+    """Constants of 3 and 4 bytes stored before a float one: packed with
+    no alignment, the float constant starts at an odd offset."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(1)
+        self.w = torch.nn.Parameter(torch.randn(4, 4, generator=g))
+        self.b = torch.nn.Parameter(torch.randn(4, generator=g))
+        self.register_buffer("mask", torch.tensor([1, 0, 1], dtype=torch.uint8))
+        self.register_buffer("keep", torch.tensor([1, 1, 0, 1], dtype=torch.uint8))
+        self.register_buffer("scale", torch.tensor([0.5, 2.0, -1.0, 3.0]))
+
+    def forward(self, x):
+        y = x @ self.w + self.b
+        return y[:, :3] * self.mask, y * self.keep * self.scale
+
+
+# Segments and constants packed with no padding at all.
+UNALIGNED = dict(segment_alignment=1, constant_tensor_alignment=1)
+
+
+def bundle(et, model, name):
+    """Writes `et` as a bundled program `<name>.bpte` with one test case:
+    ones in, what PyTorch computes out."""
+    from executorch.devtools import BundledProgram
+    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.serialize import (
+        serialize_from_bundled_program_to_flatbuffer,
+    )
+
+    x = [torch.ones(2, 4)]
+    with torch.no_grad():
+        expected = model(*x)
+    if isinstance(expected, torch.Tensor):
+        expected = (expected,)
+    case = MethodTestCase(inputs=x, expected_outputs=list(expected))
+    suite = MethodTestSuite(method_name="forward", test_cases=[case])
+    bundled = BundledProgram(et, [suite])
+    (OUT / f"{name}.bpte").write_bytes(serialize_from_bundled_program_to_flatbuffer(bundled))
+
+
 def export(model, example):
     return torch.export.export(model, example, strict=True)
 
 
-def plain(model, example, external=False):
+def plain(model, example, external=False, **config):
     et = to_edge(export(model, example)).to_executorch(
-        ExecutorchBackendConfig(external_constants=external)
+        ExecutorchBackendConfig(external_constants=external, **config)
     )
     return et
 
@@ -93,23 +137,39 @@ def write(et, name):
 
 
 RUN = """
-import sys, torch
+import json, sys, torch
 from executorch.runtime import Runtime
 pte, ptd = sys.argv[1], (sys.argv[2] or None)
+if pte.endswith(".bpte"):
+    # A bundled program loads through the bundled-program pybindings; its
+    # methods load when first run.
+    from executorch.extension.pybindings.portable_lib import (
+        _load_bundled_program_from_buffer,
+        _load_for_executorch_from_bundled_program,
+    )
+    bundled = _load_bundled_program_from_buffer(open(pte, "rb").read())
+    module = _load_for_executorch_from_bundled_program(bundled)
+    for name in sorted(module.method_names()):
+        outputs = module.run_method(name, (torch.ones(2, 4),))
+        print("loaded", name, flush=True)
+        print("ran", name, flush=True)
+        print("outputs", name, json.dumps([o.tolist() for o in outputs]), flush=True)
+    sys.exit(0)
 program = Runtime.get().load_program(pte, data_path=ptd)
 for name in sorted(program.method_names):
     method = program.load_method(name)
     print("loaded", name, flush=True)
     try:
-        method.execute([torch.ones(2, 4)])
+        outputs = method.execute([torch.ones(2, 4)])
         print("ran", name, flush=True)
+        print("outputs", name, json.dumps([o.tolist() for o in outputs]), flush=True)
     except RuntimeError as e:
         # This torch and the runtime's pybindings may not exchange tensors.
         print("not run", name, str(e).splitlines()[0], flush=True)
 """
 
 
-def oracle(name, pte, ptd=None):
+def oracle(name, pte, ptd=None, expected=None):
     r = subprocess.run(
         [os.environ.get("ET_RUNTIME_PYTHON", sys.executable), "-c", RUN, str(pte), str(ptd or "")],
         capture_output=True,
@@ -132,7 +192,14 @@ def oracle(name, pte, ptd=None):
         "error_code": f"0x{int(errors[0], 16):x}" if errors else None,
         "log": log,
         "ran": re.findall(r"^ran (\S+)$", r.stdout, re.M),
+        "outputs": {
+            m.group(1): json.loads(m.group(2))
+            for m in re.finditer(r"^outputs (\S+) (.*)$", r.stdout, re.M)
+        },
     }
+    if expected is not None:
+        # What PyTorch computes for the same input, to compare with.
+        out["expected"] = {"forward": [o.tolist() for o in expected]}
     last = [line for line in text.splitlines() if line.startswith("RuntimeError")]
     out["message"] = last[-1] if last else None
     (OUT / f"{name}.oracle.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -177,6 +244,15 @@ def exports():
         shutil.copy(OUT.parent / f"xnnpack_external.{ext}", OUT / f"xnnpack_ext.{ext}")
     for f in ("coreml_mlp.pte", "ethosu55_mlp.pte"):
         shutil.copy(BACKENDS / f, OUT / f)
+    # Constants at offsets their element type does not divide, in the
+    # program and in a .ptd, and the same program exported as usual.
+    ones = (torch.ones(2, 4),)
+    write(plain(Odd(), ones, **UNALIGNED), "unaligned")
+    write(plain(Odd(), ones, external=True, **UNALIGNED), "unaligned_ext")
+    write(plain(Odd(), ones), "aligned")
+    # The refused and the unaligned programs again, bundled.
+    bundle(plain(Missing(), ones), Missing(), "missing_ops")
+    bundle(plain(Odd(), ones, **UNALIGNED), Odd(), "unaligned")
 
 
 def oracles():
@@ -191,6 +267,50 @@ def oracles():
     oracle("xnnpack_ext_no_ptd", OUT / "xnnpack_ext.pte")
     for f in ("coreml_mlp", "ethosu55_mlp"):
         oracle(f, OUT / f"{f}.pte")
+    with torch.no_grad():
+        expected = Odd()(torch.ones(2, 4))
+    oracle("unaligned", OUT / "unaligned.pte", expected=expected)
+    oracle("unaligned_ext", OUT / "unaligned_ext.pte", OUT / "unaligned_ext.ptd", expected)
+    oracle("aligned", OUT / "aligned.pte", expected=expected)
+    oracle("missing_ops_bpte", OUT / "missing_ops.bpte")
+    oracle("unaligned_bpte", OUT / "unaligned.bpte", expected=expected)
+
+
+def arenas():
+    """Writes arenas.json: each method's planned memory arenas
+    (non_const_buffer_sizes, entry 0 reserved) as ExecuTorch's own
+    deserializer reads them from a few programs. The Python runtime cannot
+    be the oracle here: it allocates planned memory itself and its
+    MethodMeta does not expose the sizes."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    out = {}
+    for f in ("mv2_xnnpack.pte", "multi_method.pte", "check/unaligned.pte"):
+        p = deserialize_pte_binary((OUT.parent / f).read_bytes())
+        p = getattr(p, "program", p)
+        out[f] = {e.name: list(e.non_const_buffer_sizes) for e in p.execution_plan}
+    (OUT / "arenas.json").write_text(json.dumps(out, indent=2) + "\n")
+
+
+def one_liners():
+    """Runs the one-liners docs/check.md gives for a spec of one's own
+    runtime, as written there, and keeps what they write beside the
+    fixtures (my_runtime.json, my_runtime.yaml)."""
+    page = (OUT.parent.parent.parent / "docs/check.md").read_text()
+    lines = [
+        line.strip()
+        for line in page.splitlines()
+        if line.strip().startswith("python -c") and "> my_runtime." in line
+    ]
+    assert len(lines) == 2, lines
+    python = os.environ.get("ET_RUNTIME_PYTHON", sys.executable)
+    with tempfile.TemporaryDirectory() as d:
+        for line in lines:
+            command = python + line[len("python"):]
+            subprocess.run(["sh", "-c", command], cwd=d, check=True, timeout=300,
+                           stderr=subprocess.DEVNULL)
+        for f in ("my_runtime.json", "my_runtime.yaml"):
+            shutil.copy(pathlib.Path(d) / f, OUT / f)
 
 
 def main():
@@ -198,10 +318,18 @@ def main():
     if sys.argv[1:] == ["refused"]:
         refused()
         return
+    if sys.argv[1:] == ["arenas"]:
+        arenas()
+        return
+    if sys.argv[1:] == ["one-liners"]:
+        one_liners()
+        return
     if sys.argv[1:] != ["oracles"]:
         exports()
     oracles()
     refused()
+    arenas()
+    one_liners()
 
 
 if __name__ == "__main__":

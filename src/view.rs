@@ -1,6 +1,8 @@
 //! The files being shown: their sources and the tree built from them.
 //! The CLI and the FUSE adapter both serve a [`View`].
 
+pub mod check;
+
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

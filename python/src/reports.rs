@@ -136,7 +136,7 @@ pub fn diff(
     })
 }
 
-/// `ptefs check --json [--runtime SPEC]... [--memory-limit BYTES]` of the
+/// `ptefs check --json [--runtime SPEC]... [--memory-limit SIZE]` of the
 /// first input of `req`: the library's check, serialised.
 pub fn check(
     py: Python<'_>,
@@ -144,7 +144,8 @@ pub fn check(
     runtime: &[String],
     memory_limit: Option<u64>,
 ) -> PyResult<String> {
-    use ptefs::report::check::{Limits, check_input, spec};
+    use ptefs::report::check::{Limits, spec};
+    use ptefs::view::check::CheckError;
     py.detach(|| -> Result<String, PyErr> {
         let names: Vec<&str> = if runtime.is_empty() {
             vec![spec::DEFAULT]
@@ -158,17 +159,13 @@ pub fn check(
             .map_err(|e| Error::new_err(e.to_string()))?;
         let runtime = spec::RuntimeSpec::merge(specs);
         let opened = open(req).map_err(|e| Python::attach(|py| open_error(py, e)))?;
-        let inputs = opened
-            .parse()
-            .map_err(|e| Python::attach(|py| open_error(py, e)))?;
-        let Some(input) = inputs.shown.first() else {
-            return Err(Error::new_err("nothing to check"));
-        };
         let limits = Limits {
             memory: memory_limit,
         };
-        let result = check_input(input, &inputs.attached, &runtime, limits)
-            .map_err(|e| Error::new_err(e.to_string()))?;
+        let result = ptefs::view::check::check(&opened, &runtime, limits).map_err(|e| match e {
+            CheckError::Open(e) => Python::attach(|py| open_error(py, e)),
+            e => Error::new_err(e.to_string()),
+        })?;
         serde_json::to_string(&result).map_err(|e| Error::new_err(e.to_string()))
     })
 }

@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{OK, TROUBLE, error, open_inputs};
+use crate::report::check::Limits;
 use crate::report::check::spec::{DEFAULT, RuntimeSpec};
-use crate::report::check::{Check, Limits, check_input, refused};
-use crate::view::{OpenError, Opened};
 
 /// Problems found: a method would not load or run.
 const PROBLEMS: i32 = 1;
@@ -22,7 +21,7 @@ const PROBLEMS: i32 = 1;
     be read.\n\nExamples:\n  \
     ptefs check model.pte\n  \
     ptefs check model.pte --data weights.ptd --runtime portable --runtime my_ops.yaml\n  \
-    ptefs check --json --memory-limit 524288 model.pte"
+    ptefs check --json --memory-limit 512K model.pte"
 )]
 pub(super) struct CheckArgs {
     /// Print JSON for scripts instead of text.
@@ -32,8 +31,9 @@ pub(super) struct CheckArgs {
     /// (repeatable; they add up).
     #[arg(long = "runtime", value_name = "SPEC")]
     runtime: Vec<String>,
-    /// The largest planned memory arena the target can hold, in bytes.
-    #[arg(long = "memory-limit", value_name = "BYTES")]
+    /// The largest planned memory arena the target can hold: bytes, or
+    /// with a binary K, M or G (512K).
+    #[arg(long = "memory-limit", value_name = "SIZE", value_parser = super::size::value)]
     memory_limit: Option<u64>,
     /// A .ptd whose tensors and named blobs programs may use (repeatable).
     #[arg(long = "data", value_name = "PTD")]
@@ -69,24 +69,13 @@ pub(super) fn run(args: &CheckArgs) -> Result<i32, i32> {
         &args.data,
         !args.no_auto_data,
     )?;
-    let result = match opened.parse() {
-        Ok(inputs) => {
-            let Some(input) = inputs.shown.first() else {
-                return Err(TROUBLE);
-            };
-            let limits = Limits {
-                memory: args.memory_limit,
-            };
-            check_input(input, &inputs.attached, &runtime, limits).map_err(|e| {
-                error(e);
-                TROUBLE
-            })?
-        }
-        Err(e) => refused_by_runtime(&opened, &e, &runtime).ok_or_else(|| {
-            error(e);
-            TROUBLE
-        })?,
+    let limits = Limits {
+        memory: args.memory_limit,
     };
+    let result = crate::view::check::check(&opened, &runtime, limits).map_err(|e| {
+        error(e);
+        TROUBLE
+    })?;
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&result).map_err(|e| {
             error(e);
@@ -99,16 +88,4 @@ pub(super) fn run(args: &CheckArgs) -> Result<i32, i32> {
     };
     super::print(&out)?;
     Ok(if result.ok { OK } else { PROBLEMS })
-}
-
-/// The check of the file shown when it could not be read for `e` and
-/// `Program::load` would refuse it for the same reason: a problem, not an
-/// unreadable input.
-fn refused_by_runtime(opened: &Opened, e: &OpenError, runtime: &RuntimeSpec) -> Option<Check> {
-    let OpenError::Format { path, error } = e else {
-        return None;
-    };
-    let source = opened.sources.first().filter(|s| s.path == *path)?;
-    let problem = refused::unreadable(source.bytes(), error)?;
-    Some(refused::refused(&source.name, runtime, problem))
 }

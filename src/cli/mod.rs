@@ -15,6 +15,7 @@ mod pack;
 pub mod progress;
 mod report;
 mod set;
+mod size;
 mod stat;
 
 use std::ffi::OsString;

@@ -70,6 +70,17 @@ pub fn element_size(t: ScalarType) -> Option<u64> {
     info(t).map(|(size, _)| size)
 }
 
+/// The alignment of the C++ type the runtime's kernels read an element
+/// as (`alignof`): the element size, but for complex numbers, which are
+/// pairs of their component type.
+pub fn alignment(t: ScalarType) -> Option<u64> {
+    match t {
+        COMPLEX_FLOAT => Some(4),
+        COMPLEX_DOUBLE => Some(8),
+        _ => element_size(t),
+    }
+}
+
 /// How NumPy should see the type, or `None` for an unknown type.
 pub fn numpy(t: ScalarType) -> Option<NumpyType> {
     info(t).map(|(_, n)| n)

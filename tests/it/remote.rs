@@ -738,3 +738,62 @@ fn a_stalled_read_on_the_mount_fails_within_the_one_limit() {
     assert!(took.as_secs_f64() >= LIMIT_S * 0.9, "{took:?}");
     assert!(within_the_limit(took), "{took:?}");
 }
+
+#[test]
+fn check_takes_urls_and_their_data_files_as_urls() {
+    if !slow_or_skip("check_takes_urls_and_their_data_files_as_urls") {
+        return;
+    }
+    if !nginx_or_skip("check_takes_urls_and_their_data_files_as_urls") {
+        return;
+    }
+    let dir = fixture("check");
+    let nginx = Nginx::start(&dir);
+    let local = |n: &str| dir.join(n).display().to_string();
+    // Each check of URLs gives what the same check of the files gives
+    // (data files beside a remote program are not looked for, so the
+    // local runs leave them out too).
+    let cases: [(&[&str], i32); 5] = [
+        (&["missing_ops.pte"], 1),
+        (&["missing_ops.bpte"], 1),
+        (&["external.pte"], 1),
+        (&["external.pte", "external.ptd"], 0),
+        (&["unaligned_ext.pte", "unaligned_ext.ptd"], 0),
+    ];
+    for (files, code) in cases {
+        let args = |at: &dyn Fn(&str) -> String| {
+            let mut a = vec!["check".to_owned(), "--json".to_owned()];
+            a.push("--no-auto-data".to_owned());
+            for d in &files[1..] {
+                a.extend(["--data".to_owned(), at(d)]);
+            }
+            a.push(at(files[0]));
+            a
+        };
+        let run = |a: Vec<String>| {
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            ptefs_with(&a, &[])
+        };
+        let remote = run(args(&|n| nginx.url(n)));
+        let here = run(args(&|n| local(n)));
+        assert_eq!(remote.status.code(), Some(code), "{files:?}: {remote:?}");
+        assert_eq!(here.status.code(), Some(code), "{files:?}: {here:?}");
+        // The same verdict, data files named by their last component.
+        let strip = |o: &Output| {
+            let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            v["file"].take();
+            for d in v["data"].as_array_mut().unwrap() {
+                *d = d.as_str().unwrap().rsplit('/').next().unwrap().into();
+            }
+            for w in v["warnings"].as_array_mut().unwrap() {
+                let why = w["why"].as_str().unwrap();
+                w["why"] = why
+                    .replace(&nginx.url(""), "")
+                    .replace(&local(""), "")
+                    .into();
+            }
+            v
+        };
+        assert_eq!(strip(&remote), strip(&here), "{files:?}");
+    }
+}

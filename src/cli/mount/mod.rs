@@ -131,7 +131,7 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
     let writable = match args.writable {
         true => {
             options.mount.retain(|o| *o != fuser::MountOption::RO);
-            let memory = options::size_value(&args.edit_memory).map_err(|e| {
+            let memory = crate::cli::size::value(&args.edit_memory).map_err(|e| {
                 error(format_args!("--edit-memory: {e}"));
                 TROUBLE
             })?;
@@ -188,7 +188,7 @@ fn read_policy(mode: &str, direct_from: &str, max_request: &str) -> Result<ReadP
         _ => ReadMode::Cached,
     };
     let size = |option: &str, value: &str| {
-        options::size_value(value).map_err(|e| {
+        crate::cli::size::value(value).map_err(|e| {
             error(format_args!("{option}: {e}"));
             TROUBLE
         })

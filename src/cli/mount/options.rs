@@ -104,7 +104,7 @@ pub(super) fn parse_options(
             "atime" => mount.push(MountOption::Atime),
             o if o.starts_with("cache_size=") => {
                 cache_size = Some(
-                    parse_size(&o["cache_size=".len()..])
+                    crate::cli::size::parse(&o["cache_size=".len()..])
                         .ok_or_else(|| OptionError::BadSize(o.to_owned()))?,
                 );
             }
@@ -139,24 +139,6 @@ pub(super) fn parse_options(
         lets_others_in,
         cache_size,
     })
-}
-
-/// `512M`, `2G`, `65536`: bytes, with an optional binary K, M or G.
-/// A size in bytes with an optional K, M or G suffix, for options given
-/// apart from `-o`.
-pub(super) fn size_value(s: &str) -> Result<u64, String> {
-    parse_size(s).ok_or_else(|| format!("{s:?}: give a size in bytes, optionally with K, M or G"))
-}
-
-fn parse_size(s: &str) -> Option<u64> {
-    let (digits, shift) = match s.as_bytes().last()? {
-        b'k' | b'K' => (&s[..s.len() - 1], 10),
-        b'm' | b'M' => (&s[..s.len() - 1], 20),
-        b'g' | b'G' => (&s[..s.len() - 1], 30),
-        _ => (s, 0),
-    };
-    let n: u64 = digits.parse().ok()?;
-    n.checked_mul(1 << shift).filter(|&n| n > 0)
 }
 
 /// fusermount3 splits its options at commas and reads a backslash as

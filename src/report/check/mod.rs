@@ -6,6 +6,7 @@
 //! method at the first kind of failure; this reports every method and
 //! every problem.
 
+pub mod alignment;
 pub mod refused;
 pub mod spec;
 
@@ -16,6 +17,7 @@ use serde::Serialize;
 
 use crate::format::{DataFile, Name, ProgramFile, TensorData, operator_name};
 use crate::meta::{external, oplist};
+use crate::report::summary::text::human;
 use crate::schema::program as fb;
 use spec::RuntimeSpec;
 
@@ -55,6 +57,9 @@ pub enum Kind {
     ProgramRefused,
     /// A delegate payload its registered backend refuses at init.
     DelegateRefused,
+    /// A constant at an offset its element type's alignment does not
+    /// divide, which the runtime reads in place.
+    Unaligned,
 }
 
 /// One problem or warning.
@@ -72,6 +77,18 @@ pub struct Finding {
     /// The delegate's index in the plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegate: Option<usize>,
+    /// Where the data is, in bytes from the start of its file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// The alignment the data needs, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alignment: Option<u64>,
+    /// The size of what is over a limit (a planned arena), in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The limit it is over, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
     /// The instructions concerned, by index in their chain.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub instructions: Vec<usize>,
@@ -159,6 +176,10 @@ fn finding(method: Option<&str>, kind: Kind, name: String, why: String) -> Findi
         name,
         operator: None,
         delegate: None,
+        offset: None,
+        alignment: None,
+        bytes: None,
+        limit: None,
         instructions: Vec::new(),
         why,
         log: Vec::new(),
@@ -181,18 +202,6 @@ pub fn check_input(
     runtime: &RuntimeSpec,
     limits: Limits,
 ) -> Result<Check, NotAProgram> {
-    let program = match &input.parsed {
-        crate::format::Parsed::Program(p) => p,
-        crate::format::Parsed::Bundled(b) => &b.program,
-        crate::format::Parsed::Package(p) => {
-            let why = "a .ptn is a native program package (a zip of a graph and \
-                       safetensors); the runtime loads only ExecuTorch flatbuffer programs";
-            let problem =
-                refused::identifier(p.bytes, why).ok_or_else(|| NotAProgram(input.name.clone()))?;
-            return Ok(refused::refused(&input.name, runtime, problem));
-        }
-        _ => return Err(NotAProgram(input.name.clone())),
-    };
     let (data, names): (Vec<&DataFile<'_>>, Vec<String>) = attached
         .iter()
         .filter_map(|i| match &i.parsed {
@@ -200,7 +209,35 @@ pub fn check_input(
             _ => None,
         })
         .unzip();
-    Ok(check(&input.name, program, &data, &names, runtime, limits))
+    check_parsed(&input.name, &input.parsed, &data, &names, runtime, limits)
+}
+
+/// Checks the file `parsed` (named `file`), if it is a program: a `.pte`,
+/// the program a `.bpte` bundles, or a `.ptn`, which the runtime refuses
+/// whole.
+pub fn check_parsed(
+    file: &str,
+    parsed: &crate::format::Parsed<'_>,
+    data: &[&DataFile<'_>],
+    data_names: &[String],
+    runtime: &RuntimeSpec,
+    limits: Limits,
+) -> Result<Check, NotAProgram> {
+    let program = match parsed {
+        crate::format::Parsed::Program(p) => p,
+        crate::format::Parsed::Bundled(b) => &b.program,
+        crate::format::Parsed::Package(p) => {
+            let why = "a .ptn is a native program package (a zip of a graph and \
+                       safetensors); the runtime loads only ExecuTorch flatbuffer programs";
+            let problem =
+                refused::identifier(p.bytes, why).ok_or_else(|| NotAProgram(file.to_owned()))?;
+            let mut c = refused::refused(file, runtime, problem);
+            c.data = data_names.to_vec();
+            return Ok(c);
+        }
+        _ => return Err(NotAProgram(file.to_owned())),
+    };
+    Ok(check(file, program, data, data_names, runtime, limits))
 }
 
 /// Checks `program` with `data` (named `data_names`) attached against
@@ -270,6 +307,7 @@ pub fn check(
             error,
         });
     }
+    warnings.extend(alignment::unaligned(file, program, data, data_names));
     for (d, dname) in data.iter().zip(data_names) {
         for e in &d.entries {
             if !used.contains(e.key.bytes()) {
@@ -432,17 +470,55 @@ fn delegates(
 
 /// A delegate whose payload its backend refuses at init: an XNNPACK
 /// flatbuffer with an identifier (format version) other than the ones
-/// the backend reads.
+/// the backend reads, or a TensorRT blob whose header its backend's
+/// parser refuses.
 fn refused_payload(
     program: &ProgramFile<'_>,
     d: &crate::format::Delegate<'_>,
     method: &str,
 ) -> Option<Finding> {
     let (id, span) = d.id.as_str().zip(d.processed)?;
-    if id != "XnnpackBackend" {
+    let payload = span.bytes(program.bytes);
+    match id {
+        "XnnpackBackend" => refused_xnnpack(payload, d.index, method),
+        crate::delegate::tensorrt::BACKEND_ID => refused_tensorrt(payload, d.index, method),
+        _ => None,
+    }
+}
+
+/// A TensorRT blob whose header `TensorRTBlobHeader::parse` refuses: a
+/// magic other than TR01 or TR02, or offsets and sizes it rejects. What
+/// that backend logs is not known here, so the finding has no log line.
+fn refused_tensorrt(payload: &[u8], index: usize, method: &str) -> Option<Finding> {
+    let id = crate::delegate::tensorrt::BACKEND_ID;
+    let refusals = match crate::delegate::tensorrt::header(payload) {
+        Some(h) => h.refusals(payload.len() as u64),
+        None => vec![format!(
+            "the payload is {} bytes, shorter than its header",
+            payload.len()
+        )],
+    };
+    if refusals.is_empty() {
         return None;
     }
-    let found = crate::delegate::xnnpack::header::refused_identifier(span.bytes(program.bytes))?;
+    let mut f = finding(
+        Some(method),
+        Kind::DelegateRefused,
+        id.to_owned(),
+        format!(
+            "the backend refuses its blob header: {}",
+            refusals.join("; ")
+        ),
+    );
+    f.delegate = Some(index);
+    Some(f)
+}
+
+/// An XNNPACK payload whose flatbuffer identifier the backend does not
+/// read.
+fn refused_xnnpack(payload: &[u8], index: usize, method: &str) -> Option<Finding> {
+    let id = "XnnpackBackend";
+    let found = crate::delegate::xnnpack::header::refused_identifier(payload)?;
     let shown =
         String::from_utf8_lossy(found.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
     let mut f = finding(
@@ -454,7 +530,7 @@ fn refused_payload(
             found.escape_ascii().to_string()
         ),
     );
-    f.delegate = Some(d.index);
+    f.delegate = Some(index);
     f.log.push(format!(
         "XNNPACK Delegate Serialization Format version identifier '{shown}' != expected XN00 or XN01'"
     ));
@@ -661,23 +737,43 @@ fn count_keys(tensors: usize, named: usize) -> String {
     }
 }
 
-/// Planned memory arenas over `limit` bytes.
+/// Planned memory arenas over `limit` bytes. Arena `i` is
+/// `non_const_buffer_sizes[i]`, what the runtime's
+/// `MethodMeta::memory_planned_buffer_size(i - 1)`
+/// (runtime/executor/method_meta.cpp) reports and the runner must
+/// allocate; entry 0 is reserved.
 fn arenas(plan: fb::ExecutionPlan<'_>, method: &str, limit: u64, problems: &mut Vec<Finding>) {
     let sizes = plan.non_const_buffer_sizes();
     for (i, size) in sizes.iter().flatten().enumerate().skip(1) {
         let size = u64::try_from(size).unwrap_or(u64::MAX);
         if size > limit {
-            problems.push(finding(
+            let mut f = finding(
                 Some(method),
                 Kind::ArenaOverLimit,
                 format!("arena {i}"),
-                format!("planned memory arena {i} is {size} bytes, over the limit of {limit}"),
-            ));
+                format!(
+                    "planned memory arena {i} is {size} bytes ({}), over the limit of {limit} ({})",
+                    human(size),
+                    human(limit)
+                ),
+            );
+            f.bytes = Some(size);
+            f.limit = Some(limit);
+            problems.push(f);
         }
     }
 }
 
 impl Check {
+    /// True when every problem of `method` is an arena over the memory
+    /// limit: it would load, on a target with room for it.
+    fn only_over_memory(&self, method: &str) -> bool {
+        self.problems
+            .iter()
+            .filter(|p| p.method.as_deref() == Some(method))
+            .all(|p| p.kind == Kind::ArenaOverLimit)
+    }
+
     /// The check as text: the runtime, each method's verdict with its
     /// problems, then warnings.
     pub fn text(&self) -> String {
@@ -720,7 +816,8 @@ impl Check {
             let verdict = match (m.ok, m.error) {
                 (true, _) => "loads".to_owned(),
                 (false, Some(e)) => format!("does not load: load_method returns {e}"),
-                (false, None) => "does not fit".to_owned(),
+                (false, None) if self.only_over_memory(&m.name) => "does not fit".to_owned(),
+                (false, None) => "does not load".to_owned(),
             };
             let _ = writeln!(out, "{}: {verdict}", crate::escape::escape(&m.name));
             for p in self

@@ -264,13 +264,15 @@ fn scalar(s: &str, line: usize) -> Result<String, String> {
     }
 }
 
-/// A selective build's `selected_operators.yaml`: the names under
+/// A selective build's `selected_operators.yaml` (the names under
 /// `operators:` and the keys under `et_kernel_metadata:`; other sections
-/// are read past.
+/// are read past), or the YAML of the JSON spec, as `yaml.safe_dump`
+/// writes it: `operators:` and `backends:` lists and a `version:`.
 fn selected_operators(text: &str) -> Result<RuntimeSpec, String> {
     #[derive(PartialEq)]
     enum Section {
         Operators,
+        Backends,
         Metadata,
         Other,
     }
@@ -290,6 +292,18 @@ fn selected_operators(text: &str) -> Result<RuntimeSpec, String> {
         }
         let indent = content.len() - content.trim_start().len();
         let body = content.trim_start();
+        // A list item of `operators:` or `backends:`, at any indent.
+        if let Some(item) = body.strip_prefix("- ")
+            && matches!(section, Section::Operators | Section::Backends)
+        {
+            let name = scalar(item, line)?;
+            if section == Section::Operators {
+                spec.operators.insert(name, Kernels::Any);
+            } else {
+                spec.backends.insert(name);
+            }
+            continue;
+        }
         if indent == 0 {
             let Some((k, v)) = body.split_once(':') else {
                 return Err(format!(
@@ -300,7 +314,12 @@ fn selected_operators(text: &str) -> Result<RuntimeSpec, String> {
             seen_section = true;
             section = match k {
                 "operators" => Section::Operators,
+                "backends" => Section::Backends,
                 "et_kernel_metadata" => Section::Metadata,
+                "version" => {
+                    spec.version = Some(scalar(v, line)?);
+                    Section::Other
+                }
                 "include_all_operators" => {
                     spec.all_operators = v.trim() == "true";
                     Section::Other
@@ -335,7 +354,7 @@ fn selected_operators(text: &str) -> Result<RuntimeSpec, String> {
         }
     }
     if !seen_section {
-        return Err("no `operators:` section".to_owned());
+        return Err("no `operators:` or `backends:` section".to_owned());
     }
     for (op, ks) in keys {
         if !ks.is_empty() {
@@ -376,6 +395,26 @@ mod tests {
     }
 
     #[test]
+    fn the_yaml_of_a_json_spec_reads_as_the_json() {
+        let yaml = "backends:\n- XnnpackBackend\noperators:\n- aten::add.out\n- 'aten::mul.out'\nversion: 1.5.1\n";
+        let json = r#"{"backends": ["XnnpackBackend"], "operators": ["aten::add.out", "aten::mul.out"], "version": "1.5.1"}"#;
+        let (y, j) = (
+            RuntimeSpec::parse("s", yaml.as_bytes()).unwrap(),
+            RuntimeSpec::parse("s", json.as_bytes()).unwrap(),
+        );
+        assert_eq!(y.operator_count(), Some(2));
+        assert_eq!(
+            y.operators.keys().collect::<Vec<_>>(),
+            j.operators.keys().collect::<Vec<_>>()
+        );
+        assert_eq!(y.backends, j.backends);
+        assert_eq!(
+            (y.version.as_deref(), j.version.as_deref()),
+            (Some("1.5.1"), Some("1.5.1"))
+        );
+    }
+
+    #[test]
     fn hostile_specs_are_refused_with_what_is_wrong() {
         let cases: &[(&[u8], &str)] = &[
             (b"\xff\xfe", "not UTF-8"),
@@ -390,6 +429,8 @@ mod tests {
             ),
             (b"{\"backends\": [\"\\u0007\"]}", "control characters"),
             (b"just text", "line 1"),
+            (b"backends:\n- \"Xnn\n", "line 2: bad quoted name"),
+            (b"backends:\n- ''\n", "empty or holds control characters"),
         ];
         for (bytes, want) in cases {
             let e = RuntimeSpec::parse("bad.json", bytes)

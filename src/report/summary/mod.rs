@@ -157,13 +157,13 @@ pub fn summarize(subject: Subject<'_>, parsed: &[(&str, &Parsed<'_>)]) -> Report
     }
 }
 
-/// `ptefs check` of each program against the default runtime, with every
-/// data file reported on attached.
+/// `ptefs check` of each program (`.pte`, `.bpte`, `.ptn`) against the
+/// default runtime, with every data file reported on attached.
 fn checks(
     parsed: &[(&str, &Parsed<'_>)],
     data: &[&DataFile<'_>],
 ) -> Vec<crate::report::check::Check> {
-    use crate::report::check::{Limits, check, spec};
+    use crate::report::check::{Limits, check_parsed, spec};
     let Some(runtime) = spec::RuntimeSpec::builtin(spec::DEFAULT) else {
         return Vec::new();
     };
@@ -175,19 +175,7 @@ fn checks(
     parsed
         .iter()
         .filter_map(|(name, p)| {
-            let program = match p {
-                Parsed::Program(p) => p,
-                Parsed::Bundled(b) => &b.program,
-                _ => return None,
-            };
-            Some(check(
-                name,
-                program,
-                data,
-                &data_names,
-                &runtime,
-                Limits::default(),
-            ))
+            check_parsed(name, p, data, &data_names, &runtime, Limits::default()).ok()
         })
         .collect()
 }
