@@ -3,11 +3,9 @@
 //! what that runtime did loading it; check must predict it with the same
 //! method, operator index, name, log line and error code.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::common::{fixture, ptefs, ptefs_bin};
+use crate::common::{fixture, ptefs};
 
 /// The lines of a runtime's log that say why a method did not load.
 const WHY: &[&str] = &[
@@ -442,7 +440,7 @@ fn report_shows_the_same_check() {
         let (code, out, _) = run(&["--json", &program]);
         assert_eq!(code, 1, "{file}");
         let checked: Value = serde_json::from_str(&out).unwrap();
-        let report = Command::new(ptefs_bin())
+        let report = ptefs()
             .args(["report", "--json", &program])
             .output()
             .unwrap();
@@ -451,7 +449,7 @@ fn report_shows_the_same_check() {
         assert_eq!(report["checks"], Value::Array(vec![checked]), "{file}");
         let dir = tempfile::tempdir().unwrap();
         let page = dir.path().join("r.html");
-        let status = Command::new(ptefs_bin())
+        let status = ptefs()
             .args(["report", &program, "-o", &page.display().to_string()])
             .status()
             .unwrap();
@@ -752,62 +750,6 @@ fn tensorrt_blobs_whose_header_the_backend_refuses_are_problems() {
         text.contains("misaligned: does not load\n  delegate refused: TensorRTBackend (delegate 0): the backend refuses its blob header: engine offset 312 is not 16-byte aligned"),
         "{text}"
     );
-}
-
-#[test]
-fn the_check_page_shows_what_check_prints() {
-    // Every `$ ptefs check` of docs/check.md, run where the files it names
-    // lie side by side, prints exactly the lines the page shows under it.
-    let page = std::fs::read_to_string(crate::common::docs::root().join("docs/check.md")).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(fixture("check"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.push(fixture("mv2_xnnpack.pte"));
-    files.push(fixture("vendor/tensorrt.pte"));
-    // Copies: a .ptd is looked for among the regular files beside a program.
-    for f in files {
-        std::fs::copy(&f, dir.path().join(f.file_name().unwrap())).unwrap();
-    }
-    std::fs::write(
-        dir.path().join("trt.json"),
-        r#"{"backends": ["TensorRTBackend"]}"#,
-    )
-    .unwrap();
-    let mut shown: Vec<(String, Vec<String>)> = Vec::new();
-    let mut in_block = false;
-    let mut current: Option<usize> = None;
-    for line in page.lines() {
-        if line.starts_with("```") {
-            in_block = !in_block;
-            current = None;
-            continue;
-        }
-        if !in_block {
-            continue;
-        }
-        if let Some(cmd) = line.strip_prefix("$ ") {
-            current = cmd.starts_with("ptefs check ").then(|| {
-                shown.push((cmd.to_owned(), Vec::new()));
-                shown.len() - 1
-            });
-        } else if let Some(i) = current {
-            shown[i].1.push(line.to_owned());
-        }
-    }
-    assert!(shown.len() >= 8, "{} commands", shown.len());
-    for (cmd, want) in shown {
-        let args: Vec<&str> = cmd.split_whitespace().skip(2).collect();
-        let out = Command::new(ptefs_bin())
-            .arg("check")
-            .args(&args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        let got = String::from_utf8(out.stdout).unwrap();
-        assert_eq!(got.lines().collect::<Vec<_>>(), want, "$ {cmd}");
-    }
 }
 
 #[test]
