@@ -35,7 +35,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Finding, Kind, finding};
+use super::findings::{Finding, Kind, finding};
 use crate::format::{DataFile, ProgramFile, TensorData, scalar};
 use crate::meta::external;
 use crate::schema::ScalarType;

@@ -1,8 +1,8 @@
 //! Delegates whose backend the runtime does not register, and payloads
 //! a registered backend refuses at init (XNNPACK, TensorRT).
 
+use super::findings::{DELEGATE_INVALID_COMPATIBILITY, Finding, Kind, NOT_FOUND, finding};
 use super::spec::RuntimeSpec;
-use super::{DELEGATE_INVALID_COMPATIBILITY, Finding, Kind, NOT_FOUND, finding};
 use crate::format::ProgramFile;
 
 /// Delegates whose backend is not registered.

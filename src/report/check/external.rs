@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Finding, INVALID_EXTERNAL_DATA, INVALID_STATE, Kind, NOT_FOUND, finding};
+use super::findings::{Finding, INVALID_EXTERNAL_DATA, INVALID_STATE, Kind, NOT_FOUND, finding};
 use crate::format::{DataFile, Name, ProgramFile, TensorData};
 use crate::meta::external;
 

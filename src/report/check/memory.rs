@@ -1,6 +1,6 @@
 //! Planned memory arenas over `--memory-limit`.
 
-use super::{Finding, Kind, finding};
+use super::findings::{Finding, Kind, finding};
 use crate::report::summary::text::human;
 use crate::schema::program as fb;
 

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use super::findings::{Finding, Kind, OPERATOR_MISSING, finding};
 use super::spec::RuntimeSpec;
-use super::{Finding, Kind, OPERATOR_MISSING, finding};
 use crate::format::operator_name;
 use crate::meta::oplist;
 use crate::schema::program as fb;

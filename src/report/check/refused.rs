@@ -4,7 +4,8 @@
 //! fails verification. Each is one problem with
 //! the line the runtime logs and the error it returns.
 
-use super::{Check, Finding, Kind, RuntimeInfo, finding, spec::RuntimeSpec};
+use super::findings::{Check, Finding, Kind, RuntimeInfo, finding};
+use super::spec::RuntimeSpec;
 use crate::format::Error;
 
 /// The identifier `Program::load` requires at bytes 4..8.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{Check, Finding, Kind};
+use super::findings::{Check, Finding, Kind};
 
 impl Check {
     /// True when every problem of `method` is an arena over the memory
