@@ -16,8 +16,8 @@ use crate::tree::{self, Contents, Ino, Input, Tree};
 pub struct View {
     /// Every opened file; tree spans refer to them by index.
     pub sources: Vec<Source>,
-    /// The tree.
-    pub tree: Tree,
+    /// The tree (shared with the `report/` files it holds, which read it).
+    pub tree: Arc<Tree>,
     /// Files skipped while expanding directory arguments, with the reason.
     pub skipped: Vec<(PathBuf, String)>,
     /// Data files attached by themselves, one line each.
@@ -232,6 +232,9 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, OpenError> {
     Checkpoint::parse(&bytes).map_err(|e| error(e.to_string()))
 }
 
+/// A tree built, and the files skipped with why.
+type Built = (Arc<Tree>, Vec<(PathBuf, String)>);
+
 impl<'a> Inputs<'a> {
     /// The data files attached to every program.
     pub fn attached_data(&self) -> Vec<&format::DataFile<'a>> {
@@ -287,7 +290,7 @@ impl Opened {
     fn build(
         &self,
         names: Option<&Checkpoint>,
-    ) -> Result<(Tree, Vec<(PathBuf, String)>), OpenError> {
+    ) -> Result<Built, OpenError> {
         Ok(self.build_from(self.parse()?, names))
     }
 
@@ -296,7 +299,7 @@ impl Opened {
         &self,
         parsed: Inputs<'_>,
         names: Option<&Checkpoint>,
-    ) -> (Tree, Vec<(PathBuf, String)>) {
+    ) -> Built {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
@@ -488,6 +491,7 @@ impl View {
         let bytes: Vec<&[u8]> = self.sources.iter().map(|s| s.bytes()).collect();
         let subject = crate::report::summary::Subject {
             tree: &self.tree,
+            dir: tree::ROOT,
             sources: &bytes,
         };
         let parsed = crate::report::summary::parse_sources(subject);

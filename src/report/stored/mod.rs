@@ -23,12 +23,52 @@ pub(crate) use names::Names;
 pub struct Subject<'a> {
     /// The tree built from the files.
     pub tree: &'a Tree,
+    /// The directory reported on, which paths are relative to: the root,
+    /// or one file's directory in a tree of several.
+    pub dir: Ino,
     /// Each source's bytes, by [`crate::tree::SourceId`]; a source the
     /// tree does not use may be empty.
     pub sources: &'a [&'a [u8]],
 }
 
 impl<'a> Subject<'a> {
+    /// Every path under [`Subject::dir`], relative to it (`dir` itself
+    /// is the empty path), with the inode it names.
+    pub fn walk(&self) -> impl Iterator<Item = (String, Ino)> + 'a {
+        let skip = self.prefix_len();
+        self.tree.walk(self.dir).map(move |(mut path, ino)| {
+            path.replace_range(..skip.min(path.len()), "");
+            (path, ino)
+        })
+    }
+
+    /// The first name of `ino` relative to [`Subject::dir`]; empty when
+    /// that name is elsewhere in the tree.
+    pub fn path(&self, ino: Ino) -> String {
+        let mut path = self.tree.path(ino);
+        if self.dir != ROOT {
+            let dir = self.tree.path(self.dir);
+            match path.strip_prefix(&dir).and_then(|p| p.strip_prefix('/')) {
+                Some(rest) => path = rest.to_owned(),
+                None => path.clear(),
+            }
+        }
+        path
+    }
+
+    /// The node at `path`, relative to [`Subject::dir`].
+    pub fn resolve(&self, path: &str) -> Option<Ino> {
+        self.tree.resolve_from(self.dir, path)
+    }
+
+    /// How much of a path under `dir` names `dir` itself (with its `/`).
+    fn prefix_len(&self) -> usize {
+        match self.dir {
+            ROOT => 0,
+            dir => self.tree.path(dir).len() + 1,
+        }
+    }
+
     /// The bytes of `span` of source `source`, or nothing when they are
     /// out of range (never a panic on a tree that disagrees with them).
     pub fn bytes(&self, source: usize, span: crate::format::Span) -> &'a [u8] {
@@ -107,7 +147,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
     // Inode → every path, in walk order.
     let mut paths: HashMap<Ino, Vec<String>> = HashMap::new();
     let mut order: Vec<Ino> = Vec::new();
-    for (path, ino) in tree.walk(ROOT) {
+    for (path, ino) in subject.walk() {
         if path
             .split('/')
             .any(|c| c == "segments" || c == "members" || c == "report")
@@ -132,7 +172,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             continue;
         };
         let all = paths.remove(&ino).unwrap_or_default();
-        let first = tree.path(ino);
+        let first = subject.path(ino);
         let path = if all.contains(&first) {
             first
         } else {
@@ -385,7 +425,7 @@ fn load_index(
     } else {
         format!("{dir}/index.json")
     };
-    let Some(ino) = subject.tree.resolve(&path) else {
+    let Some(ino) = subject.resolve(&path) else {
         return out;
     };
     let Some(f) = subject.tree.file(ino) else {
@@ -573,7 +613,7 @@ fn quant_of(subject: Subject<'_>, entries: &[Rc<Facts>], paths: &[String]) -> Op
     let scales = q.scales.as_ref().and_then(|(name, dtype)| {
         let ino = paths.iter().find_map(|p| {
             let (d, _) = p.rsplit_once('/')?;
-            subject.tree.resolve(&format!("{d}/{name}"))
+            subject.resolve(&format!("{d}/{name}"))
         })?;
         let f = subject.tree.file(ino)?;
         let Content::Source { source, span } = *f.content else {
