@@ -287,19 +287,12 @@ impl Opened {
 
     /// Parses everything and builds the tree (see [`View::open`]), with
     /// the files skipped.
-    fn build(
-        &self,
-        names: Option<&Checkpoint>,
-    ) -> Result<Built, OpenError> {
+    fn build(&self, names: Option<&Checkpoint>) -> Result<Built, OpenError> {
         Ok(self.build_from(self.parse()?, names))
     }
 
     /// Builds the tree of what [`Opened::parse`] made of these files.
-    fn build_from(
-        &self,
-        parsed: Inputs<'_>,
-        names: Option<&Checkpoint>,
-    ) -> Built {
+    fn build_from(&self, parsed: Inputs<'_>, names: Option<&Checkpoint>) -> Built {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);

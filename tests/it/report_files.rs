@@ -121,3 +121,36 @@ fn each_file_of_a_directory_has_the_report_of_that_file_alone() {
         }
     }
 }
+
+#[test]
+fn in_a_directory_each_row_has_the_type_the_tree_shows() {
+    // The data file attached to both programs types its blobs through
+    // mlp_external.pte's tensors; under mlp.pte they are the same files.
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["mlp.pte", "mlp_external.pte"] {
+        std::fs::copy(fixture(name), dir.path().join(name)).unwrap();
+    }
+    let ptd = fixture("mlp_external.ptd");
+    let args = |path: &str| {
+        let mut a = vec![dir.path().as_os_str().to_owned(), path.into()];
+        a.extend(["--data".into(), ptd.as_os_str().to_owned()]);
+        a
+    };
+    let stats = ptefs_stdout(
+        ["cat".into()]
+            .into_iter()
+            .chain(args("mlp.pte/report/stats.tsv")),
+    );
+    let rows = rows(&stats);
+    let paths: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert!(paths.contains(&"named/fc1.weight.bin"), "{stats}");
+    for r in &rows {
+        let shown = ptefs_stdout(
+            ["stat".into()]
+                .into_iter()
+                .chain(args(&format!("mlp.pte/{}", r[0]))),
+        );
+        let dtype = format!("user.ptefs.dtype=\"{}\"", r[3]);
+        assert!(shown.contains(&dtype), "{}: {shown}", r[0]);
+    }
+}
