@@ -7,8 +7,8 @@
 //! each needs to be rendered: the directory reported on, and the bytes of
 //! the file shown there and of the data files attached to it. The report
 //! is computed from the tree the files live in, which the renderer is
-//! handed when a file is read: a second tree of the same files would
-//! double the memory of a large program.
+//! handed when a file is read, so that reading `report/` builds no second
+//! tree of the same files and names everything as this tree does.
 
 use std::io::{self, Write};
 use std::sync::Arc;
