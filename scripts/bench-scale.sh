@@ -77,14 +77,31 @@ row() {
     printf "| `%s` | %.1f s | %.0f MiB | %.0f MiB | %s |\n", cmd, f[1], f[2] / 1024, bound, (f[2] / 1024 <= bound) ? "within" : "OVER"
   }'
 }
+# One row: FILE mounted, `cat` of its file PATH, the daemon's peak RSS
+# (VmHWM) against the bound.
+mount_row() {
+  local file=$1 path=$2 mnt=$work/mnt-parts pid s e
+  mkdir -p "$mnt"
+  grep -q " $mnt " /proc/self/mountinfo && $ptefs umount "$mnt"
+  $ptefs mount "$file" "$mnt"
+  pid=$(pgrep -f "ptefs mount $file $mnt" | head -1)
+  s=$(now); cat "$mnt/$path" > /dev/null; e=$(now)
+  awk -v path="$path" -v ms=$(((e - s) / 1000000)) -v size="$(stat -c %s "$file")" \
+    -v hwm="$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")" 'BEGIN {
+    bound = 16 * size / 2^20 + 64;
+    printf "| `cat MOUNT/%s` (daemon VmHWM) | %.1f s | %.0f MiB | %.0f MiB | %s |\n", path, ms / 1000, hwm / 1024, bound, (hwm / 1024 <= bound) ? "within" : "OVER"
+  }'
+  $ptefs umount "$mnt"
+}
 echo
 echo "| command ($parts parts) | time | peak RSS | bound | |"
 echo "|---|---|---|---|---|"
-for cmd in "ls -R" "ls -lR" "inspect" "report --json" "cat FILE methods/forward/plan.json" "cat FILE constants/index.json"; do
+for cmd in "ls -R" "ls -lR" "inspect" "report --json" "cat FILE report/size.json" "cat FILE methods/forward/plan.json" "cat FILE constants/index.json"; do
   read -ra words <<<"${cmd/FILE/$tiny}"
   [[ $cmd == cat* ]] || words+=("$tiny")
   row "$tiny" "${words[@]}"
 done
+mount_row "$tiny" report/size.json
 for cmd in "ls" "ls -lR" "inspect" "cat FILE runs/0/events.json" "cat FILE trace.json"; do
   read -ra words <<<"${cmd/FILE/$events}"
   [[ $cmd == cat* ]] || words+=("$events")

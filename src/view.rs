@@ -18,8 +18,8 @@ use crate::tree::{self, Contents, Ino, Input, Tree};
 pub struct View {
     /// Every opened file; tree spans refer to them by index.
     pub sources: Vec<Source>,
-    /// The tree.
-    pub tree: Tree,
+    /// The tree (shared with the `report/` files it holds, which read it).
+    pub tree: Arc<Tree>,
     /// Files skipped while expanding directory arguments, with the reason.
     pub skipped: Vec<(PathBuf, String)>,
     /// Data files attached by themselves, one line each.
@@ -234,6 +234,9 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, OpenError> {
     Checkpoint::parse(&bytes).map_err(|e| error(e.to_string()))
 }
 
+/// A tree built, and the files skipped with why.
+type Built = (Arc<Tree>, Vec<(PathBuf, String)>);
+
 impl<'a> Inputs<'a> {
     /// The data files attached to every program.
     pub fn attached_data(&self) -> Vec<&format::DataFile<'a>> {
@@ -286,19 +289,12 @@ impl Opened {
 
     /// Parses everything and builds the tree (see [`View::open`]), with
     /// the files skipped.
-    fn build(
-        &self,
-        names: Option<&Checkpoint>,
-    ) -> Result<(Tree, Vec<(PathBuf, String)>), OpenError> {
+    fn build(&self, names: Option<&Checkpoint>) -> Result<Built, OpenError> {
         Ok(self.build_from(self.parse()?, names))
     }
 
     /// Builds the tree of what [`Opened::parse`] made of these files.
-    fn build_from(
-        &self,
-        parsed: Inputs<'_>,
-        names: Option<&Checkpoint>,
-    ) -> (Tree, Vec<(PathBuf, String)>) {
+    fn build_from(&self, parsed: Inputs<'_>, names: Option<&Checkpoint>) -> Built {
         // A directory source shows each file in a directory of its own,
         // however many it holds.
         let one_dir_each = parsed.shown.len() > 1 || self.found.contains(&true);
@@ -490,6 +486,7 @@ impl View {
         let bytes: Vec<&[u8]> = self.sources.iter().map(|s| s.bytes()).collect();
         let subject = crate::report::summary::Subject {
             tree: &self.tree,
+            dir: tree::ROOT,
             sources: &bytes,
         };
         let parsed = crate::report::summary::parse_sources(subject);

@@ -304,9 +304,14 @@ impl Tree {
 
     /// The node at `path` (`a/b/c`, relative to the root; empty is the root).
     pub fn resolve(&self, path: &str) -> Option<Ino> {
+        self.resolve_from(ROOT, path)
+    }
+
+    /// The node at `path` relative to directory `dir` (empty is `dir`).
+    pub fn resolve_from(&self, dir: Ino, path: &str) -> Option<Ino> {
         path.split('/')
             .filter(|c| !c.is_empty() && *c != ".")
-            .try_fold(ROOT, |ino, c| {
+            .try_fold(dir, |ino, c| {
                 if c == ".." {
                     self.parent(ino)
                 } else {

@@ -51,6 +51,7 @@ mod progress;
 mod read_modes;
 mod remote;
 mod report;
+mod report_files;
 mod resources;
 mod secrets;
 mod sources;

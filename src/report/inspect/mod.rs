@@ -163,6 +163,7 @@ pub fn inspect_input(
         stage("computing statistics");
         report.stats = Some(crate::report::stats::of(crate::report::stored::Subject {
             tree: &tree,
+            dir: crate::tree::ROOT,
             sources,
         }));
     }

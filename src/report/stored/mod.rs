@@ -23,12 +23,51 @@ pub(crate) use names::Names;
 pub struct Subject<'a> {
     /// The tree built from the files.
     pub tree: &'a Tree,
+    /// The directory reported on, which paths are relative to: the root,
+    /// or one file's directory in a tree of several.
+    pub dir: Ino,
     /// Each source's bytes, by [`crate::tree::SourceId`]; a source the
     /// tree does not use may be empty.
     pub sources: &'a [&'a [u8]],
 }
 
 impl<'a> Subject<'a> {
+    /// Every path under [`Subject::dir`], relative to it (`dir` itself
+    /// is the empty path), with the inode it names.
+    pub fn walk(&self) -> impl Iterator<Item = (String, Ino)> + 'a {
+        let skip = self.prefix_len();
+        self.tree
+            .walk(self.dir)
+            .map(move |(path, ino)| (without_prefix(path, skip), ino))
+    }
+
+    /// The first name of `ino` relative to [`Subject::dir`]; empty when
+    /// that name is elsewhere in the tree.
+    pub fn path(&self, ino: Ino) -> String {
+        let mut path = self.tree.path(ino);
+        if self.dir != ROOT {
+            let dir = self.tree.path(self.dir);
+            match path.strip_prefix(&dir).and_then(|p| p.strip_prefix('/')) {
+                Some(rest) => path = rest.to_owned(),
+                None => path.clear(),
+            }
+        }
+        path
+    }
+
+    /// The node at `path`, relative to [`Subject::dir`].
+    pub fn resolve(&self, path: &str) -> Option<Ino> {
+        self.tree.resolve_from(self.dir, path)
+    }
+
+    /// How much of a path under `dir` names `dir` itself (with its `/`).
+    fn prefix_len(&self) -> usize {
+        match self.dir {
+            ROOT => 0,
+            dir => self.tree.path(dir).len() + 1,
+        }
+    }
+
     /// The bytes of `span` of source `source`, or nothing when they are
     /// out of range (never a panic on a tree that disagrees with them).
     pub fn bytes(&self, source: usize, span: crate::format::Span) -> &'a [u8] {
@@ -101,6 +140,13 @@ pub struct Quant {
     pub scales: Option<(usize, Span, String)>,
 }
 
+/// `path` without its first `skip` bytes: a path of a walk from a
+/// directory, relative to that directory (see [`Subject::prefix_len`]).
+fn without_prefix(mut path: String, skip: usize) -> String {
+    path.replace_range(..skip.min(path.len()), "");
+    path
+}
+
 /// Every stored range of `subject`'s tree, in path order of first names.
 pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
     let tree = subject.tree;
@@ -109,8 +155,10 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
     let mut order: Vec<Ino> = Vec::new();
     // Inode → the first delegate whose directory holds one of its paths.
     let mut delegates: HashMap<Ino, Arc<DelegateDir>> = HashMap::new();
-    let mut walk = tree.walk(ROOT);
+    let skip = subject.prefix_len();
+    let mut walk = tree.walk(subject.dir);
     while let Some((path, ino)) = walk.next() {
+        let path = without_prefix(path, skip);
         if path
             .split('/')
             .any(|c| c == "segments" || c == "members" || c == "report")
@@ -140,7 +188,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             continue;
         };
         let all = paths.remove(&ino).unwrap_or_default();
-        let first = tree.path(ino);
+        let first = subject.path(ino);
         let path = if all.contains(&first) {
             first
         } else {
@@ -383,7 +431,7 @@ fn load_index(
     } else {
         format!("{dir}/index.json")
     };
-    let Some(ino) = subject.tree.resolve(&path) else {
+    let Some(ino) = subject.resolve(&path) else {
         return out;
     };
     let Some(f) = subject.tree.file(ino) else {
@@ -571,7 +619,7 @@ fn quant_of(subject: Subject<'_>, entries: &[Rc<Facts>], paths: &[String]) -> Op
     let scales = q.scales.as_ref().and_then(|(name, dtype)| {
         let ino = paths.iter().find_map(|p| {
             let (d, _) = p.rsplit_once('/')?;
-            subject.tree.resolve(&format!("{d}/{name}"))
+            subject.resolve(&format!("{d}/{name}"))
         })?;
         let f = subject.tree.file(ino)?;
         let Content::Source { source, span } = *f.content else {

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 
 use super::Report;
-use crate::tree::Input;
+use crate::tree::Tree;
 use crate::tree::report_files::{ReportFile, ReportFiles, ReportInputs};
 
 /// The files of a tree's `report/` directory.
@@ -31,7 +31,13 @@ pub fn remote_tree_files() -> Arc<dyn ReportFiles> {
 struct Remote;
 
 impl ReportFiles for Remote {
-    fn render(&self, inputs: &ReportInputs, _file: &str, out: &mut dyn Write) -> io::Result<()> {
+    fn render(
+        &self,
+        _tree: &Tree,
+        inputs: &ReportInputs,
+        _file: &str,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         writeln!(
             out,
             "{}: the report needs every byte of the file, which a mount of a URL fetches \
@@ -44,61 +50,47 @@ impl ReportFiles for Remote {
 struct Cached(OnceLock<Result<Report, String>>);
 
 impl ReportFiles for Cached {
-    fn render(&self, inputs: &ReportInputs, file: &str, out: &mut dyn Write) -> io::Result<()> {
-        match self.0.get_or_init(|| compute(inputs)) {
+    fn render(
+        &self,
+        tree: &Tree,
+        inputs: &ReportInputs,
+        file: &str,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        match self.0.get_or_init(|| compute(tree, inputs)) {
             Ok(r) => render_file(r, file, out),
             Err(e) => writeln!(out, "cannot compute the report: {e}"),
         }
     }
 }
 
-/// `f`, parsed.
-fn input(f: &ReportFile) -> Result<Input<'_>, String> {
-    let parsed =
-        crate::format::parse((*f.bytes).as_ref()).map_err(|e| format!("{}: {e}", f.name))?;
-    Ok(Input {
-        name: f.name.clone(),
-        source: f.source,
-        bytes: f.bytes.clone(),
-        parsed,
-    })
-}
-
-/// Parses the files again and builds their tree (without `report/`), as
-/// `ptefs report` does.
-fn compute(inputs: &ReportInputs) -> Result<Report, String> {
-    let shown = input(&inputs.shown)?;
-    let attached = inputs
-        .attached
-        .iter()
-        .map(input)
-        .collect::<Result<Vec<_>, _>>()?;
-    let tree = crate::tree::build_with_names(
-        std::slice::from_ref(&shown),
-        &attached,
-        false,
-        inputs.names.as_ref(),
-    );
-    let count = std::iter::once(&inputs.shown)
+/// The report of `inputs` from `tree`, the tree they are shown in: the
+/// files are parsed once more (the tree keeps no parsed views), and
+/// their tree is the one already built.
+fn compute(tree: &Tree, inputs: &ReportInputs) -> Result<Report, String> {
+    let files: Vec<&ReportFile> = std::iter::once(&inputs.shown)
         .chain(&inputs.attached)
-        .map(|f| f.source + 1)
-        .max()
-        .unwrap_or(0);
+        .collect();
+    let count = files.iter().map(|f| f.source + 1).max().unwrap_or(0);
     let mut sources: Vec<&[u8]> = vec![&[]; count];
-    for f in std::iter::once(&inputs.shown).chain(&inputs.attached) {
+    for f in &files {
         sources[f.source] = (*f.bytes).as_ref();
     }
-    // The files as parsed for the tree, by source order, as the report
-    // takes them: parsing a large program again would double its tables.
-    let mut inputs: Vec<&Input<'_>> = std::iter::once(&shown).chain(&attached).collect();
-    inputs.sort_by_key(|i| i.source);
-    let parsed: Vec<_> = inputs
-        .into_iter()
-        .map(|i| (i.name.as_str(), &i.parsed))
-        .collect();
+    // By source order, as the report takes them.
+    let mut parsed = files
+        .iter()
+        .map(|f| {
+            let p = crate::format::parse((*f.bytes).as_ref())
+                .map_err(|e| format!("{}: {e}", f.name))?;
+            Ok((f.source, f.name.as_str(), p))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    parsed.sort_by_key(|(source, _, _)| *source);
+    let parsed: Vec<_> = parsed.iter().map(|(_, name, p)| (*name, p)).collect();
     Ok(super::summarize(
         super::Subject {
-            tree: &tree,
+            tree,
+            dir: inputs.dir,
             sources: &sources,
         },
         &parsed,

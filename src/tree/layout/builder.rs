@@ -72,6 +72,9 @@ pub(super) struct Builder {
     pub(super) etrecord: Option<SourceId>,
     /// Renders `report/` files, when the tree has them.
     pub(super) reports: Option<ReportMaker>,
+    /// The tree being built, once it is: what its `report/` files are
+    /// computed from.
+    pub(super) me: std::sync::Weak<Tree>,
     /// The attached data files, for reports.
     pub(super) report_data: Vec<ReportFile>,
 }

@@ -17,7 +17,7 @@ mod tables;
 mod tensor_index;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use super::file_names::{DirNames, encode};
 use super::lazy::{self, RenderCache, SharedBytes};
@@ -62,7 +62,7 @@ pub fn build_with_names(
         names,
         ..Options::default()
     };
-    build_with(inputs, attached, &options)
+    build_in(inputs, attached, &options, &Weak::new())
 }
 
 /// The debug buffer of an ETDump: the file whose byte ranges its debug
@@ -99,8 +99,24 @@ pub struct Options<'o, 'a> {
     pub reports: Option<ReportMaker>,
 }
 
-/// The tree of `inputs` with `attached` data, showing what `options` add.
-pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Options<'_, '_>) -> Tree {
+/// The tree of `inputs` with `attached` data, showing what `options` add;
+/// shared, so that its `report/` files can read the tree they live in.
+pub fn build_with(
+    inputs: &[Input<'_>],
+    attached: &[Input<'_>],
+    options: &Options<'_, '_>,
+) -> Arc<Tree> {
+    Arc::new_cyclic(|me| build_in(inputs, attached, options, me))
+}
+
+/// [`build_with`], for a tree that will be `me` once built (or never, for
+/// a tree without reports).
+fn build_in(
+    inputs: &[Input<'_>],
+    attached: &[Input<'_>],
+    options: &Options<'_, '_>,
+    me: &Weak<Tree>,
+) -> Tree {
     let Options {
         one_dir_each,
         names,
@@ -138,6 +154,7 @@ pub fn build_with(inputs: &[Input<'_>], attached: &[Input<'_>], options: &Option
         }),
         etrecord: etrecord.map(|i| i.source),
         reports,
+        me: me.clone(),
         report_data: attached
             .iter()
             .filter(|i| matches!(i.parsed, Parsed::Data(_)))
@@ -257,29 +274,34 @@ impl Builder {
     }
 
     /// `report/`, whose files are rendered by the builder's report maker
-    /// when first read (all from one report, computed once).
+    /// when first read (all from one report, computed once), from the
+    /// tree being built.
     fn report_dir(&mut self, dir: &mut Dir, input: &Input<'_>) {
         let Some(maker) = self.reports else {
             return;
         };
         let files = maker();
         let inputs = Arc::new(ReportInputs {
+            dir: dir.ino,
             shown: ReportFile {
                 name: input.name.clone(),
                 source: input.source,
                 bytes: input.bytes.clone(),
             },
             attached: self.report_data.clone(),
-            names: self.checkpoint.clone(),
         });
         let mut sub = self.subdir(dir, "report");
         for name in super::report_files::FILES {
-            let (files, inputs) = (files.clone(), inputs.clone());
+            let (files, inputs, me) = (files.clone(), inputs.clone(), self.me.clone());
             self.lazy(
                 &mut sub,
                 name,
                 input.source,
-                Box::new(move |_, out| files.render(&inputs, name, out)),
+                Box::new(move |_, out| match me.upgrade() {
+                    Some(tree) => files.render(&tree, &inputs, name, out),
+                    // Only a tree being dropped, whose files no one reads.
+                    None => writeln!(out, "the tree of this report is gone"),
+                }),
             );
         }
     }
