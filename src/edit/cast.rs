@@ -1,6 +1,7 @@
 //! Converting floating-point tensors between float64, float32, float16
 //! and bfloat16, rounding to nearest, ties to even.
 
+use crate::format::scalar::f16_to_f32;
 use crate::schema::ScalarType;
 
 /// Whether a tensor of `from` can be converted to `to`.
@@ -101,25 +102,6 @@ pub fn f32_to_bf16(x: f32) -> u16 {
     }
     let round = 0x7fff + ((b >> 16) & 1);
     (b.wrapping_add(round) >> 16) as u16
-}
-
-/// float16 to float32, exact.
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h & 0x8000) << 16;
-    let exp = u32::from((h >> 10) & 0x1f);
-    let man = u32::from(h & 0x3ff);
-    let bits = match (exp, man) {
-        (0, 0) => sign,
-        (0, m) => {
-            // Subnormal: m × 2^-24.
-            let v = m as f32 * f32::from_bits(0x3380_0000);
-            return if sign != 0 { -v } else { v };
-        }
-        (0x1f, 0) => sign | 0x7f80_0000,
-        (0x1f, m) => sign | 0x7fc0_0000 | (m << 13),
-        (e, m) => sign | ((e + 112) << 23) | (m << 13),
-    };
-    f32::from_bits(bits)
 }
 
 /// float32 to float16, ties to even; overflow gives infinity.

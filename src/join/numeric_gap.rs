@@ -13,7 +13,7 @@
 
 use crate::format::etdump::DebugTensor;
 use crate::format::etrecord::torch_save::{Saved, SavedTensor};
-use crate::format::scalar;
+use crate::format::scalar::{self, f16_to_f32};
 use crate::join::profile::Join;
 use crate::schema::ScalarType;
 
@@ -75,7 +75,7 @@ pub fn values(t: ScalarType, bytes: &[u8]) -> Option<Vec<f64>> {
     Some(match t {
         ScalarType::FLOAT => each(bytes, |b| f64::from(f32::from_le_bytes(b))),
         ScalarType::DOUBLE => each(bytes, f64::from_le_bytes),
-        ScalarType::HALF => each(bytes, |b| half(u16::from_le_bytes(b))),
+        ScalarType::HALF => each(bytes, |b| f64::from(f16_to_f32(u16::from_le_bytes(b)))),
         ScalarType::BFLOAT16 => each(bytes, |b| {
             f64::from(f32::from_bits(u32::from(u16::from_le_bytes(b)) << 16))
         }),
@@ -86,19 +86,6 @@ pub fn values(t: ScalarType, bytes: &[u8]) -> Option<Vec<f64>> {
         ScalarType::LONG => each(bytes, |b| i64::from_le_bytes(b) as f64),
         _ => return None,
     })
-}
-
-/// IEEE half to float64, exactly.
-fn half(h: u16) -> f64 {
-    let sign = if h >> 15 == 1 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let man = f64::from(h & 0x3ff);
-    sign * match exp {
-        0 => man * 2f64.powi(-24),
-        0x1f if man == 0.0 => f64::INFINITY,
-        0x1f => f64::NAN,
-        e => (1.0 + man / 1024.0) * 2f64.powi(e - 15),
-    }
 }
 
 /// One method output a run logged, and the reference output it is held
@@ -259,10 +246,10 @@ mod tests {
 
     #[test]
     fn halves_and_bfloat16_widen_exactly() {
-        assert_eq!(half(0x3c00), 1.0);
-        assert_eq!(half(0xc000), -2.0);
-        assert_eq!(half(0x0001), 2f64.powi(-24));
-        assert_eq!(half(0x7c00), f64::INFINITY);
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
         let bf = values(ScalarType::BFLOAT16, &0x3f80u16.to_le_bytes());
         assert_eq!(bf, Some(vec![1.0]));
     }

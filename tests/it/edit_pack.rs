@@ -180,7 +180,7 @@ fn another_dtype_needs_cast_and_a_missing_key_or_shape_is_refused() {
     for (k, _, _, b) in &tensors {
         let want: Vec<f32> = b
             .chunks_exact(2)
-            .map(|c| ptefs::edit::cast::f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
+            .map(|c| ptefs::format::scalar::f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
             .collect();
         assert_eq!(floats(&w, k), want, "{k}");
     }

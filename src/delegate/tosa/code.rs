@@ -16,6 +16,7 @@ use super::Payload;
 use super::attributes::{self, Field};
 use super::dtype;
 use super::graph::{Block, Operand, op_name};
+use crate::format::scalar::f16_to_f32;
 use crate::schema::tosa as fb;
 
 /// Most dims or values shown per operand: an operator may name one
@@ -190,21 +191,8 @@ fn element(t: fb::DType, c: &[u8]) -> String {
         fb::DType::FP32 => float32(f32::from_bits(u as u32)),
         // bfloat16 is the top half of a float32.
         fb::DType::BF16 => float32(f32::from_bits((u as u32) << 16)),
-        fb::DType::FP16 => float(half(u as u16)),
+        fb::DType::FP16 => float(f64::from(f16_to_f32(u as u16))),
         _ => (u as i64).to_string(),
-    }
-}
-
-/// An IEEE half as a double.
-fn half(h: u16) -> f64 {
-    let sign = if h >> 15 == 1 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f64::from(h & 0x3ff);
-    sign * match exp {
-        0 => frac * 2f64.powi(-24),
-        31 if frac == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        e => (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
     }
 }
 
@@ -269,6 +257,6 @@ mod tests {
         assert_eq!(element(fb::DType::SHAPE, &[2, 0, 0, 0, 0, 0, 0, 0]), "2");
         assert_eq!(numbers(fb::DType::FP32, &[0; 3]), None);
         assert_eq!(numbers(fb::DType::INT4, &[0; 4]), None);
-        assert_eq!(half(0x7c00), f64::INFINITY);
+        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
     }
 }

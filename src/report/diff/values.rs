@@ -2,7 +2,7 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::format::scalar;
+use crate::format::scalar::{self, f16_to_f32};
 use crate::schema::ScalarType;
 
 /// When two elements count as equal: exactly, or within numpy.allclose's
@@ -146,7 +146,7 @@ fn decoder(t: ScalarType) -> Option<Decode> {
     Some(match t {
         ScalarType::FLOAT => |b| f64::from(f32::from_le_bytes(le(b))),
         ScalarType::DOUBLE => |b| f64::from_le_bytes(le(b)),
-        ScalarType::HALF => |b| f16_to_f64(u16::from_le_bytes(le(b))),
+        ScalarType::HALF => |b| f64::from(f16_to_f32(u16::from_le_bytes(le(b)))),
         ScalarType::BFLOAT16 => {
             |b| f64::from(f32::from_bits(u32::from(u16::from_le_bytes(le(b))) << 16))
         }
@@ -160,19 +160,6 @@ fn decoder(t: ScalarType) -> Option<Decode> {
         ScalarType::UINT64 => |b| u64::from_le_bytes(le(b)) as f64,
         _ => return None,
     })
-}
-
-/// IEEE 754 half precision to double.
-fn f16_to_f64(h: u16) -> f64 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f64::from(h & 0x3ff);
-    sign * match exp {
-        0 => frac * 2f64.powi(-24),
-        31 if frac == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        e => (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
-    }
 }
 
 /// The logical index of the element stored at position `flat`, for a
