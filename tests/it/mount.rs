@@ -336,23 +336,12 @@ fn a_daemon_exiting_late_leaves_the_next_mount_at_its_path_alone() {
     let first = Mounted::new(&[fixture("add.pte").as_os_str()]);
     let pid = nix::unistd::Pid::from_raw(daemon_pid(&first.dir).expect("daemon pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
-    let out = ptefs().arg("umount").arg(&first.dir).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = ptefs()
-        .arg("mount")
-        .arg(fixture("mlp.pte"))
-        .arg(&first.dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ptefs_stdout([OsStr::new("umount"), first.dir.as_os_str()]);
+    ptefs_stdout([
+        OsStr::new("mount"),
+        fixture("mlp.pte").as_os_str(),
+        first.dir.as_os_str(),
+    ]);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
     wait_for("the first daemon to exit", || {
         !Path::new(&format!("/proc/{pid}")).exists() || zombie(pid.as_raw())
