@@ -23,7 +23,7 @@ fuzz_target!(|bytes: &[u8]| {
     let debug = [DebugBuffer {
         of: 1,
         source: 2,
-        len: BUFFER.len() as u64,
+        bytes: Arc::new(BUFFER),
         name: "run.debug.bin".into(),
     }];
     for program in PROGRAMS {
