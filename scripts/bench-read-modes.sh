@@ -6,7 +6,7 @@
 # same run. Prints rows of bench.sh's table: medians of RUNS runs (default
 # 3), the ratio as the mount's speed over the source's, with its minimum.
 # Usage: scripts/bench-read-modes.sh [WORKDIR]; PTEFS=<binary> to use
-# another build; MODES="cached direct cached,128K" and
+# another build; MODES="cached cached,1M direct" and
 # WORKLOADS="1GiB 2MiB small" to pick variants and workloads.
 #
 # Each first read is made on a fresh mount (its page cache empty) with the
@@ -101,32 +101,38 @@ minimum() { printf '%s\n' "$@" | sort -g | head -1; }
 # a speed for large reads, the time for the small files
 shown() { awk -v ns="$1" -v bytes="$2" 'BEGIN {if (bytes >= 1e8) printf "%.2f GB/s", bytes/ns; else printf "%.1f ms", ns/1e6}'; }
 
-modes=${MODES:-"cached direct cached,128K"}
+modes=${MODES:-"cached cached,1M direct"}
 for which in ${WORKLOADS:-1GiB 2MiB small}; do
   src=$(source_of $which)
   mapfile -t from_source < <(workload_specs $which "" "$src")
   bytes=0
   for s in "${from_source[@]}"; do bytes=$((bytes + ${s##*:})); done
   for tool in cat dd fromfile mmap; do
-    for mode in $modes; do
-      args=(--read-mode "${mode%%,*}")
-      [[ $mode == *,* ]] && args+=(--max-request "${mode#*,}")
-      first=(); again=(); base=(); rf=(); ra=()
-      for _ in $(seq "$runs"); do
+    # Runs take the modes in turn, so that a drift of the machine's speed
+    # during the run (it is several per cent on a VM) touches each alike.
+    declare -A first=() again=() base=() rf=() ra=()
+    for _ in $(seq "$runs"); do
+      for mode in $modes; do
+        args=(--read-mode "${mode%%,*}")
+        [[ $mode == *,* ]] && args+=(--max-request "${mode#*,}")
         $ptefs mount "${args[@]}" "$src" "$mnt"
         mapfile -t mounted < <(workload_specs $which "$mnt" "$src")
         b=$(read_specs $tool "${from_source[@]}")
         f=$(read_specs $tool "${mounted[@]}")
         a=$(read_specs $tool "${mounted[@]}")
         $ptefs umount "$mnt"
-        first+=("$f"); again+=("$a"); base+=("$b")
-        rf+=("$(awk -v a="$f" -v b="$b" 'BEGIN {print b/a}')")
-        ra+=("$(awk -v a="$a" -v b="$b" 'BEGIN {print b/a}')")
+        first[$mode]+="$f "; again[$mode]+="$a "; base[$mode]+="$b "
+        rf[$mode]+="$(awk -v a="$f" -v b="$b" 'BEGIN {print b/a}') "
+        ra[$mode]+="$(awk -v a="$a" -v b="$b" 'BEGIN {print b/a}') "
       done
-      d=$(median "${base[@]}")
+    done
+    for mode in $modes; do
+      # shellcheck disable=SC2086 # the lists are space-separated numbers
+      d=$(median ${base[$mode]})
       for pass in first again; do
-        if [[ $pass == first ]]; then t=$(median "${first[@]}"); r=("${rf[@]}"); label="first read"; else t=$(median "${again[@]}"); r=("${ra[@]}"); label="re-read"; fi
-        echo "| --read-mode $mode: $label of $(what_of $which), $tool | $(shown "$t" $bytes) | the source's bytes, $tool: $(shown "$d" $bytes) | $(awk -v m="$(median "${r[@]}")" -v n="$(minimum "${r[@]}")" 'BEGIN {printf "%.2f × (min %.2f)", m, n}') |"
+        if [[ $pass == first ]]; then t=${first[$mode]}; r=${rf[$mode]}; label="first read"; else t=${again[$mode]}; r=${ra[$mode]}; label="re-read"; fi
+        # shellcheck disable=SC2086
+        echo "| --read-mode $mode: $label of $(what_of $which), $tool | $(shown "$(median $t)" $bytes) | the source's bytes, $tool: $(shown "$d" $bytes) | $(awk -v m="$(median $r)" -v n="$(minimum $r)" 'BEGIN {printf "%.2f × (min %.2f)", m, n}') |"
       done
     done
   done

@@ -18,8 +18,8 @@ use std::time::SystemTime;
 pub use attr::{Attr, BLOCK, FileKind, Owner};
 pub use error::{FsError, Result};
 pub use read_mode::{
-    DEFAULT_DIRECT_FROM, DEFAULT_MAX_REQUEST, MAX_MAX_REQUEST, MIN_MAX_REQUEST, Opening, ReadMode,
-    ReadPolicy,
+    CACHED_MAX_REQUEST, DEFAULT_DIRECT_FROM, DIRECT_MAX_REQUEST, MAX_MAX_REQUEST, MIN_MAX_REQUEST,
+    Opening, ReadMode, ReadPolicy,
 };
 pub use write::{COMMIT_ATTR, EDITS_ATTR, EditRow, Writable};
 

@@ -14,14 +14,14 @@ use common::mounted::*;
 use ptefs::schema::ScalarType;
 use writer::{Bytes, Data, Program, Tensor, Value};
 
-/// Larger than the mount's readahead (four 1 MiB requests), so that a read
-/// near its end reaches the daemon after a read of its start.
+/// Larger than the mount's readahead (four requests, of 1 MiB at most), so
+/// that a read near its end reaches the daemon after a read of its start.
 const BIG: u64 = 12 << 20;
 
 /// The modes compared: what each user-facing option combination gives.
 const MODES: &[&[&str]] = &[
     &[],
-    &["--read-mode", "cached", "--max-request", "128K"],
+    &["--read-mode", "cached", "--max-request", "1M"],
     &["--read-mode", "direct"],
     &[
         "--read-mode",
@@ -272,7 +272,13 @@ fn the_core_decides_which_files_are_read_directly() {
     // The default: the kernel opens every file by itself, cached.
     let cached = fs();
     assert_eq!(cached.read_policy(), ReadPolicy::default());
-    assert_eq!(cached.read_policy().readahead_kb(), 4096);
+    assert_eq!(cached.read_policy().readahead_kb(), 1024);
+    // Requests of 256 KiB through the page cache, of 1 MiB when files are
+    // read directly, as on a writable mount.
+    assert_eq!(cached.read_policy().max_request, 256 << 10);
+    assert_eq!(ReadMode::Cached.default_max_request(false), 256 << 10);
+    assert_eq!(ReadMode::Cached.default_max_request(true), 1 << 20);
+    assert_eq!(ReadMode::Direct.default_max_request(false), 1 << 20);
     for nbytes in [BIG, 4096] {
         let i = ino(&cached, nbytes);
         assert_eq!(cached.opening(i, false).unwrap(), Opening::ByKernel);
@@ -316,7 +322,8 @@ fn the_core_decides_which_files_are_read_directly() {
 
 /// `stat` asks readers of a file that fills a read request for a whole
 /// request at a time (`st_blksize`, which `cat` and `cp` size their buffers
-/// by), and for a page otherwise.
+/// by), and for a page otherwise; a request is 256 KiB through the page
+/// cache by default, 1 MiB when files are read directly.
 #[test]
 fn files_ask_to_be_read_a_whole_request_at_a_time() {
     use std::os::unix::fs::MetadataExt;
@@ -326,9 +333,11 @@ fn files_ask_to_be_read_a_whole_request_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let src = model(dir.path());
     for (mode, request) in [
-        (MODES[0], 1 << 20),
-        (MODES[1], 128 << 10),
+        (MODES[0], 256 << 10),
+        (MODES[1], 1 << 20),
         (MODES[2], 1 << 20),
+        (MODES[3], 128 << 10),
+        (&["--writable"][..], 1 << 20),
     ] {
         let m = mount(&src, mode);
         let blksize = |nbytes| {

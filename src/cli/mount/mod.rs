@@ -72,9 +72,10 @@ pub(super) struct MountArgs {
     /// The largest read request the kernel sends (suffixes K, M, G; a
     /// multiple of 4K up to 16M; the kernel grants at most
     /// fs.fuse.max_pages_limit pages, 1M by default). Readahead is four
-    /// requests.
-    #[arg(long, value_name = "SIZE", default_value = "1M")]
-    max_request: String,
+    /// requests [default: 256K through the page cache, 1M when files are
+    /// read directly (--read-mode direct, --writable)]
+    #[arg(long, value_name = "SIZE")]
+    max_request: Option<String>,
     /// Worker threads serving requests.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
@@ -143,7 +144,12 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         }
         false => None,
     };
-    let read_policy = read_policy(&args.read_mode, &args.direct_from, &args.max_request)?;
+    let read_policy = read_policy(
+        &args.read_mode,
+        &args.direct_from,
+        args.max_request.as_deref(),
+        args.writable,
+    )?;
     let mut req = args.attach.request(inputs, args.subdirs)?;
     args.profile.apply(&mut req);
     // Fetching a remote file's structure, or laying out a large tree, takes
@@ -181,8 +187,13 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
     )
 }
 
-/// The read policy the options give.
-fn read_policy(mode: &str, direct_from: &str, max_request: &str) -> Result<ReadPolicy, i32> {
+/// The read policy the options give, on a mount that is `writable` or not.
+fn read_policy(
+    mode: &str,
+    direct_from: &str,
+    max_request: Option<&str>,
+    writable: bool,
+) -> Result<ReadPolicy, i32> {
     let mode = match mode {
         "direct" => ReadMode::Direct,
         _ => ReadMode::Cached,
@@ -194,7 +205,10 @@ fn read_policy(mode: &str, direct_from: &str, max_request: &str) -> Result<ReadP
         })
     };
     let direct_from = size("--direct-from", direct_from)?;
-    let max_request = size("--max-request", max_request)?;
+    let max_request = match max_request {
+        Some(value) => size("--max-request", value)?,
+        None => u64::from(mode.default_max_request(writable)),
+    };
     ReadPolicy::new(mode, direct_from, max_request).map_err(|e| {
         error(format_args!("--max-request: {e}"));
         TROUBLE
