@@ -28,7 +28,8 @@ use crate::source::redact::shown;
     operator the mean time per call in A and B, B - A and B / A; the exit status is 1 when \
     B is slower than A by more than --threshold anywhere.\n\n\
     Two ETRecords are compared graph by graph: nodes added, removed or changed (op, target, \
-    args, module stack), and state-dict and constant tensors as the tensors section does."
+    args, module stack), and state-dict and constant tensors as the tensors section does; \
+    an ETRecord is compared only with another ETRecord."
 )]
 pub(super) struct DiffArgs {
     /// Print the report as JSON.
