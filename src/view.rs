@@ -2,6 +2,7 @@
 //! The CLI and the FUSE adapter both serve a [`View`].
 
 pub mod check;
+pub mod etrecord_diff;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};

@@ -565,13 +565,18 @@ def diff(
 ) -> Dict[str, Any]:
     """Compares two files as ``ptefs diff --json`` does and returns its report.
 
+    Two ETRecords are compared graph by graph (nodes added, removed or
+    changed, state-dict and constant tensors), as the command compares them;
+    an ETRecord and a file of another kind raise ``ptefs.Error``.
+
     Args:
         a, b: the two files (paths or URLs); ``b`` is the reference.
         data: ``.ptd`` files attached to both, as ``--data``.
         names: a checkpoint naming tensors, as ``--names``.
         auto_data: attach the data files found beside each.
         only: sections to compare (``file``, ``methods``, ``io``,
-            ``instructions``, ``memory``, ``delegates``, ``tensors``).
+            ``instructions``, ``memory``, ``delegates``, ``tensors``);
+            not for two ETRecords, which are compared whole.
         atol, rtol: elements within ``atol + rtol * |b|`` count as equal.
 
     Returns:

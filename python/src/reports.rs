@@ -1,6 +1,7 @@
 //! `inspect` and `diff` as the `ptefs` command makes them with `--json`:
 //! the library's report values (`report::inspect::inspect_input`,
-//! `report::diff::compare_inputs`, which the command calls too),
+//! `report::diff::compare_inputs` and
+//! `view::etrecord_diff::compare_etrecords`, which the command calls too),
 //! serialised with serde_json.
 
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use pyo3::prelude::*;
 use ptefs::report::diff::{Options, Section, Tolerance, compare_inputs};
 use ptefs::report::inspect::{Extras, inspect_input};
 use ptefs::source::redact::shown;
+use ptefs::view::etrecord_diff::{EtRecordDiffError, compare_etrecords};
 use ptefs::view::{Opened, Request, load_checkpoint};
 
 use crate::errors::{Error, open_error};
@@ -49,8 +51,8 @@ pub fn inspect(py: Python<'_>, req: &Request, top: Option<usize>) -> PyResult<St
     Ok(out)
 }
 
-/// `ptefs diff --json` of two files, each with `data` attached: the
-/// report as JSON, and whether they differ.
+/// `ptefs diff --json` of two files, each with `data` attached, or of two
+/// ETRecords: the report as JSON, and whether they differ.
 #[pyfunction]
 #[pyo3(signature = (a, b, data=Vec::new(), names=None, auto_data=true, only=Vec::new(), atol=0.0, rtol=0.0))]
 #[allow(clippy::too_many_arguments)]
@@ -111,6 +113,21 @@ pub fn diff(
     let (na, nb) = (shown(&a), shown(&b));
     py.detach(|| -> PyResult<(String, bool)> {
         let fail = |e| Python::attach(|py| open_error(py, e));
+        match compare_etrecords(&a, &b, opt.tolerance) {
+            Ok(Some(_)) if !opt.only.is_empty() => {
+                return Err(Error::new_err(
+                    "only names sections of programs; two ETRecords are compared whole",
+                ));
+            }
+            Ok(Some(report)) => {
+                let json =
+                    serde_json::to_string(&report).map_err(|e| Error::new_err(e.to_string()))?;
+                return Ok((json, report.differ));
+            }
+            Ok(None) => {}
+            Err(EtRecordDiffError::Open(e)) => return Err(fail(e)),
+            Err(e) => return Err(Error::new_err(e.to_string())),
+        }
         let checkpoint = names
             .as_deref()
             .map(load_checkpoint)

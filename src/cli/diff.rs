@@ -28,7 +28,8 @@ use crate::source::redact::shown;
     operator the mean time per call in A and B, B - A and B / A; the exit status is 1 when \
     B is slower than A by more than --threshold anywhere.\n\n\
     Two ETRecords are compared graph by graph: nodes added, removed or changed (op, target, \
-    args, module stack), and state-dict and constant tensors as the tensors section does."
+    args, module stack), and state-dict and constant tensors as the tensors section does; \
+    an ETRecord is compared only with another ETRecord."
 )]
 pub(super) struct DiffArgs {
     /// Print the report as JSON.
@@ -180,27 +181,16 @@ fn profiles(args: &DiffArgs) -> Result<Option<i32>, i32> {
 }
 
 /// Two ETRecords compared graph by graph, or `None` when A and B are not
-/// both ETRecords.
+/// both ETRecords; an ETRecord paired with another kind of file is an error.
 fn etrecords(args: &DiffArgs, tolerance: Tolerance) -> Result<Option<i32>, i32> {
-    use crate::format::etrecord::is_etrecord;
-    let open = |p: &Path| crate::source::Source::open(p).ok().filter(|_| p.is_file());
-    let (Some(sa), Some(sb)) = (open(&args.a), open(&args.b)) else {
-        return Ok(None);
+    let report = match crate::view::etrecord_diff::compare_etrecords(&args.a, &args.b, tolerance) {
+        Ok(Some(report)) => report,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            error(e);
+            return Err(TROUBLE);
+        }
     };
-    if !(is_etrecord(sa.bytes()) && is_etrecord(sb.bytes())) {
-        return Ok(None);
-    }
-    fn parse<'s>(
-        p: &Path,
-        s: &'s crate::source::Source,
-    ) -> Result<crate::format::EtRecordFile<'s>, i32> {
-        crate::format::EtRecordFile::parse(s.bytes()).map_err(|e| {
-            error(format_args!("{}: {e}", shown(p)));
-            TROUBLE
-        })
-    }
-    let (a, b) = (parse(&args.a, &sa)?, parse(&args.b, &sb)?);
-    let report = diff::etrecord::compare(&a, &b, (&shown(&args.a), &shown(&args.b)), tolerance);
     if !args.only.is_empty() {
         error("--only names sections of programs; two ETRecords are compared whole");
         return Err(TROUBLE);

@@ -1113,3 +1113,47 @@ fn compare_tsv_names_a_reference_of_another_shape_and_is_absent_without_referenc
     assert!(v.tree.resolve(&format!("{outputs}/index.json")).is_some());
     assert!(v.tree.resolve(&format!("{outputs}/compare.tsv")).is_none());
 }
+
+#[test]
+fn diff_of_an_etrecord_with_another_kind_of_file_names_both() {
+    // The sections of a program say nothing about an ETRecord: the pair is
+    // refused whichever side the ETRecord is on, and a damaged ETRecord
+    // is named for what is wrong with it rather than as a mismatch.
+    let etrecord = fixture("etrecord/portable_mlp.etrecord");
+    for (other, kind) in [
+        ("etdump/portable_mlp.pte", "a program"),
+        ("mlp_external.ptd", "a data file"),
+        ("etdump/portable_mlp.etdp", "an ETDump"),
+    ] {
+        let other = fixture(other);
+        for (a, b, ka, kb) in [
+            (&etrecord, &other, "an ETRecord", kind),
+            (&other, &etrecord, kind, "an ETRecord"),
+        ] {
+            let run = crate::common::ptefs_run(["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
+            assert_eq!(
+                (run.code, run.out.as_str(), run.err),
+                (
+                    2,
+                    "",
+                    format!(
+                        "ptefs: {} is {ka} and {} is {kb}: an ETRecord is compared only with another ETRecord\n",
+                        a.display(),
+                        b.display()
+                    )
+                )
+            );
+        }
+    }
+    let run = crate::common::ptefs_run([
+        "diff".as_ref(),
+        fixture("etrecord/hostile/truncated.etrecord").as_os_str(),
+        fixture("etdump/portable_mlp.pte").as_os_str(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.err.contains("truncated.etrecord: package: no zip end"),
+        "{}",
+        run.err
+    );
+}
