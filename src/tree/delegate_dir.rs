@@ -10,4 +10,7 @@ pub struct DelegateDir {
     pub label: String,
     /// The delegate id (`XnnpackBackend`), as the directory's name spells it.
     pub backend: String,
+    /// The name of the method calling the delegate (`forward`), as the
+    /// program spells it.
+    pub method: String,
 }

@@ -3,7 +3,8 @@
 //! parsed for a reason `Program::load` refuses it for too, that refusal as
 //! the check's one problem rather than an unreadable input.
 
-use super::{OpenError, Opened};
+use super::error::OpenError;
+use super::open::Opened;
 use crate::report::check::spec::RuntimeSpec;
 use crate::report::check::{Check, Limits, NotAProgram, check_input, refused};
 

@@ -739,7 +739,7 @@ fn inspect_stats_prints_the_statistics() {
     );
 }
 
-/// The tree says which delegate and backend each delegate's directory is,
+/// The tree says which delegate, backend and method each delegate's directory is,
 /// for every delegate ExecuTorch's deserializer lists (the oracles'
 /// `execution_plan`), and of no other directory: the reports take the
 /// backend of a weight from there.
@@ -766,16 +766,17 @@ fn the_tree_names_the_delegate_and_backend_of_each_delegate_directory() {
                     format!("methods/{method}/delegates/{index}-{id}"),
                     format!("{method}/{index}-{id}"),
                     id.to_owned(),
+                    method.to_owned(),
                 ));
             }
         }
         assert!(!expected.is_empty(), "{name}: the oracle lists no delegate");
         let tree = common::in_memory::tree(&bytes);
-        let found: BTreeSet<(String, String, String)> = tree
+        let found: BTreeSet<(String, String, String, String)> = tree
             .walk(ptefs::tree::ROOT)
             .filter_map(|(path, ino)| {
                 let d = tree.delegate_dir(ino)?;
-                Some((path, d.label.clone(), d.backend.clone()))
+                Some((path, d.label.clone(), d.backend.clone(), d.method.clone()))
             })
             .collect();
         assert_eq!(found, expected, "{name}");

@@ -2,6 +2,7 @@
 //! bytes, then compared.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -10,7 +11,7 @@ use crate::format::package::PackageFile;
 use crate::format::{DataFile, Parsed, ProgramFile, TensorData, scalar};
 use crate::schema::ScalarType;
 use crate::tree::Input;
-use crate::tree::{Content, ROOT, SourceId, Tree};
+use crate::tree::{Content, DelegateDir, ROOT, SourceId, Tree, Walk};
 
 /// Where a tensor or blob is, as pairing sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -86,38 +87,65 @@ pub struct Side<'s, 'a> {
     pub tree: &'s Tree,
 }
 
-/// Every name each source range has in the tree: the file's first name,
-/// then its others in tree order.
-fn paths_by_range(tree: &Tree) -> HashMap<(SourceId, u64, u64), Vec<String>> {
-    let mut out: HashMap<_, Vec<String>> = HashMap::new();
-    for (path, ino) in tree.walk(ROOT) {
-        if let Some(f) = tree.file(ino)
-            && let Content::Source { source, span } = &*f.content
-        {
-            let paths = out.entry((*source, span.offset, span.len)).or_default();
-            if paths.is_empty() {
-                paths.push(tree.path(ino));
-            }
-            if paths[0] != path {
-                paths.push(path);
-            }
+/// A stored byte range: its source, offset and length.
+type Range = (SourceId, u64, u64);
+
+/// What the tree says of the stored byte ranges of a side.
+struct Names {
+    /// Every name each range has: the file's first name, then its others
+    /// in tree order.
+    paths: HashMap<Range, Vec<String>>,
+    /// The ranges whose first name is a weight file of a decoded delegate
+    /// (`<folder>/weights/<stem>.bin` in the delegate's directory), with
+    /// that delegate.
+    weights: HashMap<Range, Arc<DelegateDir>>,
+}
+
+/// The names of every range of `tree`, and which are delegate weights.
+fn names(tree: &Tree) -> Names {
+    let mut paths: HashMap<Range, Vec<String>> = HashMap::new();
+    let mut weights = HashMap::new();
+    let mut walk = tree.walk(ROOT);
+    while let Some((path, ino)) = walk.next() {
+        let Some(f) = tree.file(ino) else { continue };
+        let Content::Source { source, span } = &*f.content else {
+            continue;
+        };
+        let key = (*source, span.offset, span.len);
+        let all = paths.entry(key).or_default();
+        if all.is_empty() {
+            all.push(tree.path(ino));
+        }
+        if all[0] != path {
+            all.push(path);
+        } else if let Some(d) = weight_of(tree, &walk, &path) {
+            weights.insert(key, d.clone());
         }
     }
-    out
+    Names { paths, weights }
+}
+
+/// The delegate whose decoded folder's `weights/` holds `path`, the file
+/// `walk` last returned, as a `.bin`.
+fn weight_of<'t>(tree: &'t Tree, walk: &Walk<'t>, path: &str) -> Option<&'t Arc<DelegateDir>> {
+    let mut up = walk.enclosing();
+    let (weights, folder, dir) = (up.next()?, up.next()?, up.next()?);
+    let filed = path.ends_with(".bin") && tree.lookup(folder, b"weights") == Some(weights);
+    tree.delegate_dir(dir).filter(|_| filed)
 }
 
 /// Items gathered from a side, each byte range once.
 struct Collector<'a, 't> {
     tree: &'t Tree,
-    index: HashMap<(SourceId, u64, u64), Vec<String>>,
+    names: Names,
     out: Vec<Item<'a>>,
-    seen: HashMap<(SourceId, u64, u64), usize>,
+    seen: HashMap<Range, usize>,
 }
 
 impl<'a> Collector<'a, '_> {
     /// Adds `item`, whose bytes are `key`; bytes already listed only get
     /// the better name (a fully qualified one).
-    fn add(&mut self, item: Item<'a>, key: (SourceId, u64, u64)) {
+    fn add(&mut self, item: Item<'a>, key: Range) {
         if let Some(&i) = self.seen.get(&key) {
             let known = &mut self.out[i];
             if matches!(item.place, Place::Fqn(_)) && !matches!(known.place, Place::Fqn(_)) {
@@ -125,9 +153,11 @@ impl<'a> Collector<'a, '_> {
             }
             return;
         }
-        let paths = self.index.get(&key).cloned().unwrap_or_default();
+        let paths = self.names.paths.get(&key).cloned().unwrap_or_default();
         let item = match paths.first() {
-            Some(first) if matches!(item.place, Place::Key(_)) && first.contains("/weights/") => {
+            Some(first)
+                if matches!(item.place, Place::Key(_)) && self.names.weights.contains_key(&key) =>
+            {
                 self.delegate_weight(item, first)
             }
             _ => item,
@@ -233,16 +263,15 @@ impl<'a> Collector<'a, '_> {
     /// program table lists: found by their files under a delegate's
     /// `weights/`, in path order, each paired by layer and role.
     fn payload_weights(&mut self, files: &HashMap<SourceId, &'a [u8]>) {
-        let mut found: Vec<(&String, (SourceId, u64, u64))> = self
-            .index
-            .iter()
-            .filter(|(key, paths)| !self.seen.contains_key(key) && is_payload_weight(&paths[0]))
-            .map(|(key, paths)| (&paths[0], *key))
+        let mut found: Vec<(String, Range, String)> = (self.names.weights.iter())
+            .filter(|(key, _)| !self.seen.contains_key(*key))
+            .filter_map(|(key, d)| {
+                let path = self.names.paths.get(key)?.first()?;
+                Some((path.clone(), *key, d.method.clone()))
+            })
             .collect();
         found.sort();
-        let found: Vec<(String, (SourceId, u64, u64))> =
-            found.into_iter().map(|(p, k)| (p.clone(), k)).collect();
-        for (path, key) in found {
+        for (path, key, method) in found {
             let (source, offset, len) = key;
             let Some(bytes) = files.get(&source).and_then(|f| {
                 let start = usize::try_from(offset).ok()?;
@@ -250,12 +279,8 @@ impl<'a> Collector<'a, '_> {
             }) else {
                 continue;
             };
-            let method = path
-                .strip_prefix("methods/")
-                .and_then(|rest| rest.split('/').next())
-                .map(str::to_owned);
             let item = Item {
-                method,
+                method: Some(method),
                 ..self.delegate_weight(blob(Place::Key(path.clone()), bytes), &path)
             };
             self.add(item, key);
@@ -274,16 +299,6 @@ impl<'a> Collector<'a, '_> {
             self.add(item, (source, t.span.offset, t.span.len));
         }
     }
-}
-
-/// Whether `path` is a decoded delegate's weight file
-/// (`methods/<m>/delegates/<i>-<backend>/<folder>/weights/<stem>.bin`).
-fn is_payload_weight(path: &str) -> bool {
-    let parts: Vec<&str> = path.split('/').collect();
-    matches!(
-        parts.as_slice(),
-        ["methods", _, "delegates", _, _, "weights", file] if file.ends_with(".bin")
-    )
 }
 
 /// Program-wide bytes at `place`, without a type.
@@ -306,7 +321,7 @@ fn blob(place: Place, bytes: &[u8]) -> Item<'_> {
 pub(super) fn items<'a>(side: &Side<'_, 'a>) -> Vec<Item<'a>> {
     let mut c = Collector {
         tree: side.tree,
-        index: paths_by_range(side.tree),
+        names: names(side.tree),
         out: Vec::new(),
         seen: HashMap::new(),
     };

@@ -346,6 +346,7 @@ impl Builder {
             let about = crate::tree::DelegateDir {
                 label: format!("{method}/{name}"),
                 backend: encode(d.id),
+                method: m.name.to_string(),
             };
             self.delegate_dirs
                 .insert(one.ino, std::sync::Arc::new(about));
