@@ -7,6 +7,7 @@ mod error;
 pub mod etrecord_diff;
 mod folder;
 mod open;
+pub mod profile_diff;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -118,59 +118,23 @@ pub(super) fn run(args: &DiffArgs) -> Result<i32, i32> {
 /// Two ETDumps compared as a speed report, or `None` when A and B are
 /// not both ETDumps.
 fn profiles(args: &DiffArgs) -> Result<Option<i32>, i32> {
-    use crate::format::{Kind, Parsed};
-    let is_profile = |p: &Path| {
-        p.is_file()
-            && crate::source::Source::open(p)
-                .ok()
-                .is_some_and(|s| crate::format::sniff(s.bytes()).ok() == Some(Kind::Profile))
-    };
-    if !(is_profile(&args.a) && is_profile(&args.b)) {
+    let Some(pair) = crate::view::profile_diff::ProfilePair::of(&args.a, &args.b) else {
         if args.program.is_some() {
             error("--program is for comparing two ETDumps (.etdp)");
             return Err(TROUBLE);
         }
         return Ok(None);
-    }
+    };
     if args.threshold.is_nan() || args.threshold < 0.0 {
         error("--threshold must be a number at or above 0");
         return Err(TROUBLE);
     }
-    let open = |p: &Path| {
-        crate::source::Source::open(p).map_err(|e| {
+    let report = pair
+        .compare(args.program.as_deref(), args.threshold / 100.0)
+        .map_err(|e| {
             error(e);
             TROUBLE
-        })
-    };
-    let (sa, sb) = (open(&args.a)?, open(&args.b)?);
-    let sp = args.program.as_deref().map(open).transpose()?;
-    fn parse<'s>(p: &Path, s: &'s crate::source::Source) -> Result<Parsed<'s>, i32> {
-        crate::format::parse(s.bytes()).map_err(|e| {
-            error(format_args!("{}: {e}", shown(p)));
-            TROUBLE
-        })
-    }
-    let (Parsed::Profile(a), Parsed::Profile(b)) = (parse(&args.a, &sa)?, parse(&args.b, &sb)?)
-    else {
-        return Err(TROUBLE);
-    };
-    let program = match (&args.program, &sp) {
-        (Some(path), Some(s)) => match parse(path, s)? {
-            Parsed::Program(p) => Some((crate::source::base_name(path), p)),
-            Parsed::Bundled(b) => Some((crate::source::base_name(path), b.program)),
-            _ => {
-                error(format_args!("{}: is not a program (.pte)", shown(path)));
-                return Err(TROUBLE);
-            }
-        },
-        _ => None,
-    };
-    let report = diff::profile::compare(
-        (&a, &b),
-        (&shown(&args.a), &shown(&args.b)),
-        program.as_ref().map(|(n, p)| (n.as_str(), p)),
-        args.threshold / 100.0,
-    );
+        })?;
     let out = if args.json {
         json(&report)?
     } else {

@@ -681,6 +681,52 @@ fn diff_of_two_profiles_reports_slowdowns() {
     assert!(out.contains("0 row(s) slower"), "{out}");
 }
 
+#[test]
+fn diff_of_two_profiles_names_a_wrong_program_or_threshold() {
+    // The program names operators only for two ETDumps; it must be a
+    // program; the threshold is a percentage at or above 0.
+    let (a, b) = (etdp("portable_mlp"), etdp("xnnpack_mobilenetish_debug"));
+    let (program, data) = (pte("portable_mlp"), fixture("mlp_external.ptd"));
+    let run = |args: &[&std::ffi::OsStr]| {
+        let r = ptefs_run(std::iter::once("diff".as_ref()).chain(args.iter().copied()));
+        (r.code, r.out, r.err)
+    };
+    assert_eq!(
+        run(&[
+            "--program".as_ref(),
+            data.as_os_str(),
+            a.as_os_str(),
+            b.as_os_str()
+        ]),
+        (
+            2,
+            String::new(),
+            format!("ptefs: {}: is not a program (.pte)\n", data.display())
+        )
+    );
+    assert_eq!(
+        run(&[
+            "--program".as_ref(),
+            program.as_os_str(),
+            a.as_os_str(),
+            program.as_os_str()
+        ]),
+        (
+            2,
+            String::new(),
+            "ptefs: --program is for comparing two ETDumps (.etdp)\n".to_owned()
+        )
+    );
+    assert_eq!(
+        run(&["--threshold=-1".as_ref(), a.as_os_str(), b.as_os_str()]),
+        (
+            2,
+            String::new(),
+            "ptefs: --threshold must be a number at or above 0\n".to_owned()
+        )
+    );
+}
+
 /// The tensors the runtime logged, under `profile/outputs/` of the
 /// program they ran: Inspector's intermediate outputs of the delegate call
 /// (its two arguments, in order) and the method's output, each the value
