@@ -562,12 +562,22 @@ def diff(
     only: Optional[Sequence[str]] = None,
     atol: float = 0.0,
     rtol: float = 0.0,
+    threshold: float = 10.0,
+    program: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
     """Compares two files as ``ptefs diff --json`` does and returns its report.
 
     Two ETRecords are compared graph by graph (nodes added, removed or
     changed, state-dict and constant tensors), as the command compares them;
     an ETRecord and a file of another kind raise ``ptefs.Error``.
+
+    Two ETDumps (``.etdp``) are compared as a speed report: per instruction
+    and per operator the mean time per call in ``a`` (the baseline) and
+    ``b``, B - A and B / A (``method_execute``, ``instructions``,
+    ``operators``); ``report["exceeded"]`` is true where the command exits
+    with 1, when ``b`` is slower than ``a`` by more than ``threshold``
+    anywhere. ``data``, ``names``, ``only``, ``atol`` and ``rtol`` do not
+    apply to them.
 
     Args:
         a, b: the two files (paths or URLs); ``b`` is the reference.
@@ -578,9 +588,17 @@ def diff(
             ``instructions``, ``memory``, ``delegates``, ``tensors``);
             not for two ETRecords, which are compared whole.
         atol, rtol: elements within ``atol + rtol * |b|`` count as equal.
+        threshold: for two ETDumps, as ``--threshold``: the slowdown, in
+            percent of ``a``'s time, beyond which a row is slower.
+        program: for two ETDumps, as ``--program``: the program that ran
+            (a ``.pte`` or ``.bpte`` path), whose operators name the
+            instructions; without it they are named by their kernels'
+            events. With files that are not two ETDumps it raises
+            ``ptefs.Error``.
 
     Returns:
-        the report as a dict; ``report["differ"]`` says whether they differ.
+        the report as a dict; ``report["differ"]`` says whether they differ
+        (``report["exceeded"]`` for two ETDumps).
     """
     if data is None:
         data_list: List[str] = []
@@ -597,6 +615,8 @@ def diff(
         list(only or []),
         float(atol),
         float(rtol),
+        float(threshold),
+        None if program is None else _path(program),
     )
     return _json.loads(out)
 

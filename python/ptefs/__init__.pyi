@@ -81,5 +81,7 @@ def diff(
     only: Optional[Sequence[str]] = None,
     atol: float = 0.0,
     rtol: float = 0.0,
+    threshold: float = 10.0,
+    program: Optional[PathLike] = None,
 ) -> Dict[str, Any]: ...
 def main(argv: Optional[Sequence[str]] = None) -> int: ...

@@ -1,6 +1,6 @@
 //! `inspect` and `diff` as the `ptefs` command makes them with `--json`:
 //! the library's report values (`report::inspect::inspect_input`,
-//! `report::diff::compare_inputs` and
+//! `report::diff::compare_inputs`, `view::profile_diff::ProfilePair` and
 //! `view::etrecord_diff::compare_etrecords`, which the command calls too),
 //! serialised with serde_json.
 
@@ -13,6 +13,7 @@ use ptefs::report::diff::{Options, Section, Tolerance, compare_inputs};
 use ptefs::report::inspect::{Extras, inspect_input};
 use ptefs::source::redact::shown;
 use ptefs::view::etrecord_diff::{EtRecordDiffError, compare_etrecords};
+use ptefs::view::profile_diff::{ProfileDiffError, ProfilePair};
 use ptefs::view::{Opened, Request, load_checkpoint};
 
 use crate::errors::{Error, open_error};
@@ -51,10 +52,12 @@ pub fn inspect(py: Python<'_>, req: &Request, top: Option<usize>) -> PyResult<St
     Ok(out)
 }
 
-/// `ptefs diff --json` of two files, each with `data` attached, or of two
-/// ETRecords: the report as JSON, and whether they differ.
+/// `ptefs diff --json` of two files, each with `data` attached, of two
+/// ETRecords, or of two ETDumps (with `threshold` in percent and the
+/// `program` that ran): the report as JSON, and whether they differ (for
+/// ETDumps, whether B is slower than A by more than `threshold` anywhere).
 #[pyfunction]
-#[pyo3(signature = (a, b, data=Vec::new(), names=None, auto_data=true, only=Vec::new(), atol=0.0, rtol=0.0))]
+#[pyo3(signature = (a, b, data=Vec::new(), names=None, auto_data=true, only=Vec::new(), atol=0.0, rtol=0.0, threshold=10.0, program=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn diff(
     py: Python<'_>,
@@ -66,11 +69,16 @@ pub fn diff(
     only: Vec<String>,
     atol: f64,
     rtol: f64,
+    threshold: f64,
+    program: Option<PathBuf>,
 ) -> PyResult<(String, bool)> {
     if !(atol >= 0.0 && rtol >= 0.0) {
         return Err(Error::new_err(
             "atol and rtol must be numbers at or above 0",
         ));
+    }
+    if threshold.is_nan() || threshold < 0.0 {
+        return Err(Error::new_err("threshold must be a number at or above 0"));
     }
     let only = only
         .iter()
@@ -113,6 +121,25 @@ pub fn diff(
     let (na, nb) = (shown(&a), shown(&b));
     py.detach(|| -> PyResult<(String, bool)> {
         let fail = |e| Python::attach(|py| open_error(py, e));
+        match ProfilePair::of(&a, &b) {
+            Some(pair) => {
+                let report = pair
+                    .compare(program.as_deref(), threshold / 100.0)
+                    .map_err(|e| match e {
+                        ProfileDiffError::Open(e) => fail(e),
+                        e => Error::new_err(e.to_string()),
+                    })?;
+                let json =
+                    serde_json::to_string(&report).map_err(|e| Error::new_err(e.to_string()))?;
+                return Ok((json, report.exceeded));
+            }
+            None if program.is_some() => {
+                return Err(Error::new_err(
+                    "program is for comparing two ETDumps (.etdp)",
+                ));
+            }
+            None => {}
+        }
         match compare_etrecords(&a, &b, opt.tolerance) {
             Ok(Some(_)) if !opt.only.is_empty() => {
                 return Err(Error::new_err(
