@@ -96,6 +96,17 @@ fn maps_and_programs_are_shown_as_stored() {
     }
 }
 
+/// A module stack (`{key: [path, class]}`, outermost first) as the
+/// innermost module with a path and the innermost class: `path (Class)`.
+fn module_label(stack: &Value) -> String {
+    let stack = stack.as_object().unwrap();
+    let path = (stack.values().map(|v| v[0].as_str().unwrap()))
+        .rfind(|p| !p.is_empty())
+        .unwrap_or(".");
+    let class = stack.values().next_back().unwrap()[1].as_str().unwrap();
+    format!("{path} ({class})")
+}
+
 /// The first frame of a stack trace as `file:line`.
 fn first_frame(trace: &str) -> String {
     let line = trace
@@ -489,14 +500,7 @@ fn tsv_rows(v: &ptefs::view::View, path: &str) -> Vec<std::collections::BTreeMap
 /// frames Inspector gives an event, one per node.
 fn inspector_sources(e: &Value) -> (Vec<String>, Vec<String>) {
     let mut modules: Vec<String> = (e["module_hierarchy"].as_object().unwrap().values())
-        .map(|stack| {
-            let stack = stack.as_object().unwrap();
-            let path = (stack.values().map(|v| v[0].as_str().unwrap()))
-                .rfind(|p| !p.is_empty())
-                .unwrap_or(".");
-            let class = stack.values().next_back().unwrap()[1].as_str().unwrap();
-            format!("{path} ({class})")
-        })
+        .map(module_label)
         .collect();
     let mut frames: Vec<String> = (e["stack_traces"].as_object().unwrap().values())
         .map(|t| first_frame(t.as_str().unwrap()))
@@ -1018,14 +1022,7 @@ fn source_tsv_names_each_delegate_operators_nodes_as_the_delegate_map_does() {
         assert_eq!(row[3], names.join(";"), "{id}");
         let modules: Vec<String> = nodes
             .iter()
-            .map(|n| {
-                let stack = n["nn_module_stack"].as_object().unwrap();
-                let path = (stack.values().map(|v| v[0].as_str().unwrap()))
-                    .rfind(|p| !p.is_empty())
-                    .unwrap_or(".");
-                let class = stack.values().next_back().unwrap()[1].as_str().unwrap();
-                format!("{path} ({class})")
-            })
+            .map(|n| module_label(&n["nn_module_stack"]))
             .collect();
         assert_eq!(row[4], modules.join(";"), "{id}");
         let frames: Vec<String> = (nodes.iter())
