@@ -272,41 +272,27 @@ impl Opened {
                 continue;
             }
             if self.etrecord == Some(id) {
-                let not = |why: String| OpenError::NotEtRecord {
-                    path: s.path.clone(),
-                    why,
-                };
-                match format::parse(s.bytes()) {
-                    Ok(parsed @ Parsed::EtRecord(_)) => {
-                        etrecord = Some(Input {
-                            name: s.name.clone(),
-                            source: id,
-                            bytes: Arc::new(s.shared()),
-                            parsed,
-                        });
-                    }
-                    Ok(_) => return Err(not("it is another kind of file".into())),
-                    Err(e) => return Err(not(e.to_string())),
-                }
+                etrecord = Some(
+                    input_of_kind(id, s, "it is another kind of file", |p| {
+                        matches!(p, Parsed::EtRecord(_))
+                    })
+                    .map_err(|why| OpenError::NotEtRecord {
+                        path: s.path.clone(),
+                        why,
+                    })?,
+                );
                 continue;
             }
             if self.profile == Some(id) {
-                let not = |why: String| OpenError::NotProfile {
-                    path: s.path.clone(),
-                    why,
-                };
-                match format::parse(s.bytes()) {
-                    Ok(parsed @ Parsed::Profile(_)) => {
-                        profile = Some(Input {
-                            name: s.name.clone(),
-                            source: id,
-                            bytes: Arc::new(s.shared()),
-                            parsed,
-                        });
-                    }
-                    Ok(_) => return Err(not("it is another kind of ExecuTorch file".into())),
-                    Err(e) => return Err(not(e.to_string())),
-                }
+                profile = Some(
+                    input_of_kind(id, s, "it is another kind of ExecuTorch file", |p| {
+                        matches!(p, Parsed::Profile(_))
+                    })
+                    .map_err(|why| OpenError::NotProfile {
+                        path: s.path.clone(),
+                        why,
+                    })?,
+                );
                 continue;
             }
             let parsed = match format::parse(s.bytes()) {
@@ -370,5 +356,25 @@ impl Opened {
             profile,
             etrecord,
         })
+    }
+}
+
+/// Source `s` (source `id`) parsed, if `wanted` says it is of the kind
+/// asked for; else why not: its parse error, or `other`.
+fn input_of_kind<'a>(
+    id: usize,
+    s: &'a Source,
+    other: &str,
+    wanted: impl Fn(&Parsed<'_>) -> bool,
+) -> Result<Input<'a>, String> {
+    match format::parse(s.bytes()) {
+        Ok(parsed) if wanted(&parsed) => Ok(Input {
+            name: s.name.clone(),
+            source: id,
+            bytes: Arc::new(s.shared()),
+            parsed,
+        }),
+        Ok(_) => Err(other.to_owned()),
+        Err(e) => Err(e.to_string()),
     }
 }
