@@ -6,7 +6,8 @@ use clap::Args;
 
 use super::{OK, TROUBLE, error};
 use crate::edit::pack::{self, Supply};
-use crate::edit::{EditError, output, ptd};
+use crate::edit::{EditError, Inputs, output, ptd};
+use crate::format::Kind;
 use crate::source::redact::shown;
 
 #[derive(Args, Debug)]
@@ -69,8 +70,17 @@ pub(super) fn run(args: &PackArgs) -> Result<i32, i32> {
     let laid = ptd::layout(blobs);
     let segments = laid.segments.len();
     let validate = |bytes: &[u8]| pack::validate(bytes, &wants);
-    let written =
-        output::write_whole(&mut |w| laid.write(w), &args.output, &validate).map_err(fail)?;
+    let inputs = (supplies.iter().flat_map(Supply::sources))
+        .fold(Inputs::new().path(&args.program), Inputs::source);
+    let inputs = args.sources.iter().fold(inputs, |i, p| i.path(p));
+    let written = output::write_whole(
+        &mut |w| laid.write(w),
+        &args.output,
+        Kind::Data,
+        &inputs,
+        &validate,
+    )
+    .map_err(fail)?;
     println!(
         "{}: {} bytes; {keys} keys ({tensors} tensors, {} named blobs) in {segments} segments",
         shown(&written.path),

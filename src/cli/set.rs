@@ -29,9 +29,19 @@ pub(super) struct SetArgs {
     /// Tree paths of stored tensors and what to store in them.
     #[arg(required = true, value_name = "PATH=SOURCE")]
     edits: Vec<String>,
-    /// The file to write (replaced atomically; may be FILE itself).
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
-    output: PathBuf,
+    /// The file to write (replaced atomically; may be FILE itself, never
+    /// another input nor another kind of file).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "OUT",
+        required_unless_present = "data_out"
+    )]
+    output: Option<PathBuf>,
+    /// The new data file, for paths stored in the .ptd beside FILE (or
+    /// given with --data); with -o, paths stored in both give both files.
+    #[arg(long = "data-out", value_name = "PTD")]
+    data_out: Option<PathBuf>,
 }
 
 pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
@@ -39,6 +49,8 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
     let view = fs.view();
     let mut by_source: BTreeMap<usize, Edits> = BTreeMap::new();
     let mut stdin_used = false;
+    // The files the new values are read from: no output may replace one.
+    let mut values = Vec::new();
     for arg in &args.edits {
         let Some((path, ino, what)) = split(&fs, arg) else {
             error(format_args!(
@@ -67,6 +79,9 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
                     source.name
                 ),
             }));
+        }
+        if what != "-" {
+            values.push(what);
         }
         let given = if what == "-" {
             if std::mem::replace(&mut stdin_used, true) {
@@ -99,46 +114,108 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
             .add(edit, &source.name)
             .map_err(fail)?;
     }
-    let mut touched = by_source.into_iter();
-    let (id, edits) = touched.next().expect("at least one edit is required");
-    if let Some((other, _)) = touched.next() {
-        error(format_args!(
-            "the paths given are stored in {} and in {}; set writes one file: run it once for each",
-            view.sources[id].name, view.sources[other].name
-        ));
-        return Err(TROUBLE);
+    let outputs = outputs(args, &view.sources, by_source)?;
+    let inputs =
+        || (values.iter()).fold(edit::Inputs::new().sources(&view.sources), |i, w| i.path(w));
+    // Every file written and checked before any is put in place; the data
+    // file first, as the program needs it.
+    let mut ready = Vec::new();
+    for (id, edits, out) in outputs {
+        let source = &view.sources[id];
+        let differ = edits
+            .iter()
+            .filter(|e| source.mapped(e.span()).is_none_or(|old| old != e.bytes))
+            .count();
+        let (ranges, set) = (
+            edits.len(),
+            edits.iter().map(|e| e.bytes.len()).sum::<usize>(),
+        );
+        let r = edit::output::prepare(source, edits, out, inputs()).map_err(|e| {
+            error(e);
+            TROUBLE
+        })?;
+        ready.push((r, source, set, ranges, differ));
     }
-    let source = &view.sources[id];
-    if id != 0 {
-        eprintln!(
-            "ptefs: note: the paths given are stored in {}: {} is a new {}",
-            source.name,
-            shown(&args.output),
+    for (r, source, set, ranges, differ) in ready {
+        let written = r.place().map_err(|e| {
+            error(e);
+            TROUBLE
+        })?;
+        println!(
+            "{}: {} bytes; {} bytes set in {} range(s), {} changed; every other byte as in {}",
+            shown(&written.path),
+            written.len,
+            set,
+            ranges,
+            differ,
             source.name
         );
     }
-    let differ = edits
-        .iter()
-        .filter(|e| source.mapped(e.span()).is_none_or(|old| old != e.bytes))
-        .count();
-    let (ranges, set) = (
-        edits.len(),
-        edits.iter().map(|e| e.bytes.len()).sum::<usize>(),
-    );
-    let written = edit::save(source, edits, &args.output).map_err(|e| {
-        error(e);
-        TROUBLE
-    })?;
-    println!(
-        "{}: {} bytes; {} bytes set in {} range(s), {} changed; every other byte as in {}",
-        shown(&written.path),
-        written.len,
-        set,
-        ranges,
-        differ,
-        source.name
-    );
     Ok(OK)
+}
+
+/// Where each file edited is written: FILE (source 0) to `-o`, the one
+/// other file the paths given may be stored in (a program's data file) to
+/// `--data-out`, or to `-o` when FILE itself is not edited. The data
+/// file comes first.
+fn outputs<'a>(
+    args: &'a SetArgs,
+    sources: &[crate::source::Source],
+    by_source: BTreeMap<usize, Edits>,
+) -> Result<Vec<(usize, Edits, &'a std::path::Path)>, i32> {
+    let name = |id: usize| sources[id].name.as_str();
+    let (file, others): (Vec<_>, Vec<_>) = by_source.into_iter().partition(|(id, _)| *id == 0);
+    if let [(a, _), (b, _), ..] = &others[..] {
+        error(format_args!(
+            "the paths given are stored in {} and in {}; set writes one data file: run it once for each",
+            name(*a),
+            name(*b)
+        ));
+        return Err(TROUBLE);
+    }
+    let mut out = Vec::new();
+    if let Some((id, edits)) = others.into_iter().next() {
+        let to = match (&args.data_out, &args.output, file.is_empty()) {
+            (Some(d), _, _) => d,
+            (None, Some(o), true) => {
+                eprintln!(
+                    "ptefs: note: the paths given are stored in {}: {} is a new {}",
+                    name(id),
+                    shown(o),
+                    name(id)
+                );
+                o
+            }
+            (None, _, _) => {
+                error(format_args!(
+                    "the paths given are stored in {} and in {}: give -o for the new {} and --data-out for the new {}",
+                    name(0),
+                    name(id),
+                    name(0),
+                    name(id)
+                ));
+                return Err(TROUBLE);
+            }
+        };
+        out.push((id, edits, to.as_path()));
+    } else if args.data_out.is_some() {
+        error(format_args!(
+            "--data-out is given, but no path given is stored in a file other than {}",
+            name(0)
+        ));
+        return Err(TROUBLE);
+    }
+    if let Some((id, edits)) = file.into_iter().next() {
+        let Some(o) = &args.output else {
+            error(format_args!(
+                "paths given are stored in {} itself: give -o for the new file",
+                name(id)
+            ));
+            return Err(TROUBLE);
+        };
+        out.push((id, edits, o.as_path()));
+    }
+    Ok(out)
 }
 
 /// Splits `PATH=SOURCE` at the first `=` whose left side is a path of

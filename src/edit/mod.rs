@@ -5,10 +5,12 @@
 //! the path it was made through: every name of the same stored bytes (a
 //! method's tensor, `constants/<i>`, `named/<key>`) sees it. Sources are
 //! never opened for writing; a new file is written beside its destination
-//! and renamed over it only once it has been read back and validated.
+//! and renamed over it only once it has been read back and validated, and
+//! only over a destination that may be replaced (see [`destination`]).
 
 pub mod cast;
 pub mod checksums;
+pub mod destination;
 pub mod npy;
 pub mod output;
 pub mod overlay;
@@ -17,8 +19,10 @@ pub mod ptd;
 pub mod ranges;
 pub mod scalar;
 pub mod target;
+mod unnamed;
 pub mod value;
 
+pub use destination::Inputs;
 pub use output::{Written, save, write_patched};
 pub use ranges::{Edit, Edits};
 pub use target::{Stored, stored};
@@ -89,6 +93,23 @@ pub enum EditError {
     Changed {
         /// The source.
         path: PathBuf,
+    },
+    /// The source changed while the new file was being made from it.
+    #[error(
+        "{}: changed while it was copied; nothing was written",
+        crate::source::redact::shown(path)
+    )]
+    ChangedWhileCopied {
+        /// The source.
+        path: PathBuf,
+    },
+    /// An output that must not be replaced by the file written.
+    #[error("{}: {why}; nothing was written", crate::source::redact::shown(path))]
+    Refused {
+        /// The output.
+        path: PathBuf,
+        /// What it is, and why that forbids replacing it.
+        why: String,
     },
     /// The written file does not open as a valid file of its kind.
     #[error(

@@ -135,6 +135,11 @@ impl Supply {
         })
     }
 
+    /// The files it was read from, held open.
+    pub fn sources(&self) -> impl Iterator<Item = &Source> {
+        self.files.iter().map(|(_, s)| s)
+    }
+
     /// What the input offers, in its own order; in a directory, a `.npy`
     /// comes before the `.bin` of the same name.
     pub fn offers(&self) -> Result<Vec<Offer<'_>>> {

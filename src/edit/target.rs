@@ -5,7 +5,9 @@
 //! stored tensor's bytes as stored can be edited: rendered files (JSON,
 //! text, `.npy` views widened or repacked from what is stored) and stored
 //! blobs that are no one tensor (whole segments, delegate payloads) are
-//! refused.
+//! refused. A named blob (`named/<key>.bin`, a `.ptd`'s `tensors/<key>.bin`
+//! of a key with no layout) is one value a delegate reads, kept as raw
+//! bytes: it takes raw bytes of its size.
 
 use std::sync::Arc;
 
@@ -23,7 +25,8 @@ pub struct Stored {
     /// The `.npy` header served before them, for a `.npy` file.
     pub header: Option<Arc<[u8]>>,
     /// The tensor's element type and sizes; `None` for a constant buffer,
-    /// which tensors of several types may share.
+    /// which tensors of several types may share, or a named blob, whose
+    /// layout only the delegate reading it knows.
     pub tensor: Option<(Dtype, Arc<[i64]>)>,
 }
 
@@ -32,7 +35,7 @@ impl Stored {
     pub fn describe(&self) -> String {
         match &self.tensor {
             Some((dtype, sizes)) => format!("{} {:?}", dtype.name(), &sizes[..]),
-            None => format!("a constant buffer of {} bytes", self.span.len),
+            None => format!("{} stored bytes of no one type", self.span.len),
         }
     }
 }
@@ -66,7 +69,7 @@ pub fn stored(tree: &Tree, ino: Ino, path: &str) -> Result<Stored> {
         }
     };
     let tensor = file.tensor.map(|m| (m.dtype, m.sizes.clone()));
-    if tensor.is_none() && !tree.is_constant_buffer(ino) {
+    if tensor.is_none() && !tree.is_constant_buffer(ino) && !tree.is_named_blob(ino) {
         return Err(refuse(
             "holds stored bytes that are not one tensor (a segment, a delegate's payload); only a stored tensor's .bin or .npy can be set",
         ));

@@ -303,7 +303,8 @@ impl Fs {
             }
         };
         let source = self.source(id)?;
-        edit::save(source, edits, out).map_err(|e| commit(e.to_string()))
+        let inputs = edit::Inputs::new().sources(&self.view.sources);
+        edit::save(source, edits, out, inputs).map_err(|e| commit(e.to_string()))
     }
 
     /// Saves to the path given at mount, if any (at unmount).

@@ -30,7 +30,7 @@ pub struct LocalFile {
 }
 
 /// What a file that is not a regular file is, for messages.
-fn describe(t: std::fs::FileType) -> &'static str {
+pub fn describe(t: std::fs::FileType) -> &'static str {
     if t.is_dir() {
         "a directory"
     } else if t.is_fifo() {

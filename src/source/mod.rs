@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use local::LocalFile;
-pub use local::open_regular;
+pub use local::{describe as describe_type, open_regular};
 use remote::RemoteFile;
 
 use crate::format::{Ranges, Span};

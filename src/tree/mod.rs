@@ -64,6 +64,8 @@ pub struct Tree {
     constants: Vec<ConstantsTable>,
     /// Directories with computed entries.
     listings: foldhash::HashMap<Ino, Listing>,
+    /// Files of named data with no tensor layout (delegates' blobs).
+    named_blobs: foldhash::HashSet<Ino>,
     /// Source base names by [`SourceId`].
     source_names: Vec<String>,
     /// Delegates' directories, by inode.
@@ -155,6 +157,14 @@ impl Tree {
     /// tensors at once, or by none.
     pub fn is_constant_buffer(&self, ino: Ino) -> bool {
         self.constants_of(ino).is_some()
+    }
+
+    /// True when `ino` is a named blob with no tensor layout (a
+    /// program's `named/<key>.bin`, a data file's `tensors/<key>.bin` of
+    /// such a key): one value, whose layout only the delegate reading it
+    /// knows.
+    pub fn is_named_blob(&self, ino: Ino) -> bool {
+        self.named_blobs.contains(&ino)
     }
 
     fn table_of(&self, ino: Ino) -> Option<&TensorTable> {

@@ -25,6 +25,7 @@ mod edit_fs;
 mod edit_mount;
 mod edit_oracle;
 mod edit_pack;
+mod edit_safety;
 mod edit_set;
 mod etdump;
 mod etdump_join;

@@ -41,6 +41,8 @@ pub(super) struct Builder {
     pub(super) constants: Vec<ConstantsTable>,
     /// Directories with computed entries.
     pub(super) listings: foldhash::HashMap<Ino, Listing>,
+    /// Files of named data with no tensor layout.
+    pub(super) named_blobs: foldhash::HashSet<Ino>,
     /// Provisional inodes handed out so far (from [`PROVISIONAL`]).
     pub(super) computed: Ino,
     pub(super) warnings: Vec<String>,
@@ -153,6 +155,7 @@ impl Builder {
             tables: self.tables,
             constants: self.constants,
             listings: self.listings,
+            named_blobs: self.named_blobs,
             source_names,
             delegate_dirs: self.delegate_dirs,
             warnings: self.warnings,
@@ -401,6 +404,21 @@ impl Builder {
         let name = dir.names.unique(stem, ".bin");
         self.file(dir.ino, name.clone(), origin.content(span), None);
         name
+    }
+
+    /// `<stem>.bin`, a named blob of a source (named data with no tensor
+    /// layout). Returns its name and inode.
+    pub(super) fn named_blob(
+        &mut self,
+        dir: &mut Dir,
+        stem: &str,
+        origin: Origin,
+        span: Span,
+    ) -> (String, Ino) {
+        let name = dir.names.unique(stem, ".bin");
+        let ino = self.file(dir.ino, name.clone(), origin.content(span), None);
+        self.named_blobs.insert(ino);
+        (name, ino)
     }
 
     /// `<stem>.bin` and, where NumPy can describe it, `<stem>.npy`. A

@@ -61,9 +61,14 @@ impl Builder {
                 }
                 None => {
                     entry.location = Some("named");
-                    self.raw(&mut tdir, &stem, origin, e.span)
+                    self.named_blob(&mut tdir, &stem, origin, e.span).0
                 }
             };
+            if let Some(ino) = self.recent_entry(tdir.ino, &name) {
+                for k in self.checkpoint_names(e.span, d.bytes).into_iter().flatten() {
+                    self.by_name.push((k, ino));
+                }
+            }
             paths.push(Some(format!("tensors/{name}")));
             entry.name = Some(name);
             index.push(entry);
@@ -77,6 +82,8 @@ impl Builder {
                 paths: &paths,
             },
         );
+
+        self.by_name_dir(root);
 
         let mut sdir = self.subdir(root, "segments");
         let max = d.segments.len().saturating_sub(1) as u64;

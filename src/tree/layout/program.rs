@@ -160,11 +160,9 @@ impl Builder {
                     direct
                 })
             });
-            let name = self.raw(&mut ndir, &encode(key), o, span);
-            if let Some(ino) = self.recent_entry(ndir.ino, &name) {
-                for k in checkpoint_names.iter().flatten() {
-                    self.by_name.push((k.clone(), ino));
-                }
+            let (name, ino) = self.named_blob(&mut ndir, &encode(key), o, span);
+            for k in checkpoint_names.iter().flatten() {
+                self.by_name.push((k.clone(), ino));
             }
             index.push(NamedRow {
                 name,
