@@ -25,6 +25,14 @@ torch can hand the runtime tensors (ExecuTorch 1.5.1 with torch 2.11
 refuses them: "tensor does not have a device"):
 
     ET_RUNTIME_PYTHON=/path/to/venv2/bin/python scripts/make-edit-fixtures.py
+
+The XNNPACK oracle also holds `packed_by_names`: the original and the
+fine-tuned checkpoints (`xnnpack.original.safetensors`,
+`xnnpack.finetuned.safetensors`, by FQN), the sha256 of the data file
+`ptefs pack --for xnnpack.pte --names xnnpack.original.safetensors
+xnnpack.finetuned.safetensors` writes, and the runtime's outputs running
+xnnpack.pte with that very file. Build ptefs first (`cargo build`); PTEFS
+names another binary.
 """
 
 import copy
@@ -45,6 +53,10 @@ from executorch.exir.passes.external_constants_pass import (
 )
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "edit")
+# The ptefs whose packed data file the runtime runs (see packed_by_names).
+PTEFS = os.environ.get(
+    "PTEFS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "debug", "ptefs")
+)
 
 
 def sha(b):
@@ -261,7 +273,45 @@ def main():
         "runtime_outputs": runtime(before.buffer, ptd_before),
         "edited_runtime_outputs": runtime(after.buffer, ptd_after),
     }
+    oracle["packed_by_names"] = packed_by_names(m, e, before.buffer)
     json.dump(oracle, open(os.path.join(OUT, "xnnpack.oracle.json"), "w"), indent=1)
+
+
+def packed_by_names(m, e, pte):
+    """`ptefs pack --for xnnpack.pte --names original finetuned`: the data
+    file of the fine-tuned weights for the program exported before the
+    fine-tune, whose keys are the digests of the original weights. The
+    checkpoints are committed; so are the digest of what ptefs wrote and
+    the runtime's outputs running the original program with it (which
+    must be those of ExecuTorch's own fine-tuned export)."""
+    from safetensors.torch import save_file
+
+    names = {"original": "xnnpack.original.safetensors", "finetuned": "xnnpack.finetuned.safetensors"}
+    for which, model in [("original", m), ("finetuned", e)]:
+        sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+        save_file(sd, os.path.join(OUT, names[which]))
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "packed.ptd")
+        subprocess.run(
+            [
+                PTEFS,
+                "pack",
+                "--for",
+                os.path.join(OUT, "xnnpack.pte"),
+                "--names",
+                os.path.join(OUT, names["original"]),
+                os.path.join(OUT, names["finetuned"]),
+                "-o",
+                out,
+            ],
+            check=True,
+        )
+        packed = open(out, "rb").read()
+    return {
+        **names,
+        "ptd_sha256": sha(packed),
+        "runtime_outputs": runtime(pte, packed),
+    }
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ use crate::source::redact::shown;
     byte.\n\n\
     Examples:\n  \
     ptefs pack --for model.pte finetuned.safetensors -o model.ptd\n  \
-    ptefs pack --for model.pte --cast weights/ -o model.ptd"
+    ptefs pack --for model.pte --cast weights/ -o model.ptd\n  \
+    ptefs pack --for xnn.pte --names original.safetensors finetuned.safetensors -o xnn.ptd"
 )]
 pub(super) struct PackArgs {
     /// The program (.pte) whose data file to write.
@@ -33,7 +34,12 @@ pub(super) struct PackArgs {
     /// (round to nearest even), saying how many values changed.
     #[arg(long)]
     cast: bool,
-    /// The data file to write (replaced atomically).
+    /// A checkpoint (safetensors, or JSON {name: sha256}) whose names are
+    /// also the keys its bytes are stored under: a data file keyed by
+    /// digests (XNNPACK's) is packed from tensors named as in it.
+    #[arg(long = "names", value_name = "FILE")]
+    names: Option<PathBuf>,
+    /// The data file to write (replaced atomically; never an input).
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: PathBuf,
 }
@@ -61,7 +67,14 @@ pub(super) fn run(args: &PackArgs) -> Result<i32, i32> {
     for s in &supplies {
         offers.extend(s.offers().map_err(fail)?);
     }
-    let (blobs, notes) = pack::choose(&wants, &offers, args.cast).map_err(fail)?;
+    let names = (args.names.as_deref())
+        .map(crate::view::load_checkpoint)
+        .transpose()
+        .map_err(|e| {
+            error(e);
+            TROUBLE
+        })?;
+    let (blobs, notes) = pack::choose(&wants, &offers, args.cast, names.as_ref()).map_err(fail)?;
     for n in &notes {
         eprintln!("ptefs: note: {n}");
     }
@@ -72,7 +85,7 @@ pub(super) fn run(args: &PackArgs) -> Result<i32, i32> {
     let validate = |bytes: &[u8]| pack::validate(bytes, &wants);
     let inputs = (supplies.iter().flat_map(Supply::sources))
         .fold(Inputs::new().path(&args.program), Inputs::source);
-    let inputs = args.sources.iter().fold(inputs, |i, p| i.path(p));
+    let inputs = (args.sources.iter().chain(&args.names)).fold(inputs, |i, p| i.path(p));
     let written = output::write_whole(
         &mut |w| laid.write(w),
         &args.output,

@@ -3,7 +3,8 @@
 //! another data file. Every key the program needs is written with the
 //! type, shape and dimension order it declares; names match exactly, or
 //! as the same dotted path under a prefix (`model.fc1.weight` for
-//! `fc1.weight`).
+//! `fc1.weight`), or as a name a checkpoint gives the key's bytes
+//! (`--names`: XNNPACK keys its blobs by the sha256 of their bytes).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use super::npy;
 use super::ptd::Blob;
 use super::{EditError, Result};
 use crate::format::{self, Parsed, ProgramFile, TensorData, TensorLayout, scalar};
+use crate::meta::checkpoint::{Checkpoint, digest};
 use crate::schema::ScalarType;
 use crate::source::Source;
 
@@ -254,10 +256,37 @@ fn safetensors_type(d: safetensors::Dtype) -> Option<ScalarType> {
     })
 }
 
-/// The offer for `key`: the first with that name, else the only one
-/// whose dotted name ends with the key's (or the key's with its).
-fn find<'o, 's>(key: &str, offers: &'o [Offer<'s>]) -> Result<&'o Offer<'s>> {
+/// The names `checkpoint` gives `key` through its bytes: the key is the
+/// sha256 of its bytes (as XNNPACK names the blobs it keeps in a data
+/// file), or an input holds bytes under the key itself.
+fn aliases<'c>(
+    key: &str,
+    offers: &[Offer<'_>],
+    checkpoint: Option<&'c Checkpoint>,
+) -> Vec<&'c str> {
+    let Some(c) = checkpoint else {
+        return Vec::new();
+    };
+    let mut out = c.named_by_digest(key);
     if let Some(o) = offers.iter().find(|o| o.name == key) {
+        let index = c.index();
+        for n in index.get(&digest(o.bytes)).into_iter().flatten() {
+            if !out.contains(n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// The offer for `key` (or one of its `aliases`): the first with that
+/// name, else the only one whose dotted name ends with one of them (or
+/// that one of them ends with).
+fn find<'o, 's>(key: &str, aliases: &[&str], offers: &'o [Offer<'s>]) -> Result<&'o Offer<'s>> {
+    let names: Vec<&str> = std::iter::once(key)
+        .chain(aliases.iter().copied())
+        .collect();
+    if let Some(o) = offers.iter().find(|o| names.contains(&o.name.as_str())) {
         return Ok(o);
     }
     let under = |long: &str, short: &str| {
@@ -267,15 +296,19 @@ fn find<'o, 's>(key: &str, offers: &'o [Offer<'s>]) -> Result<&'o Offer<'s>> {
     };
     let near: Vec<&Offer<'s>> = offers
         .iter()
-        .filter(|o| under(&o.name, key) || under(key, &o.name))
+        .filter(|o| names.iter().any(|k| under(&o.name, k) || under(k, &o.name)))
         .collect();
+    let named = match aliases {
+        [] => String::new(),
+        a => format!(" (named {} by --names)", a.join(", ")),
+    };
     match near[..] {
         [one] => Ok(one),
         [] => Err(EditError::Pack(format!(
-            "{key}: the program needs this key and no input holds it"
+            "{key}{named}: the program needs this key and no input holds it"
         ))),
         _ => Err(EditError::Pack(format!(
-            "{key}: several inputs' names end with it ({}); give one",
+            "{key}{named}: several inputs' names end with it ({}); give one",
             near.iter()
                 .map(|o| o.name.as_str())
                 .collect::<Vec<_>>()
@@ -284,26 +317,66 @@ fn find<'o, 's>(key: &str, offers: &'o [Offer<'s>]) -> Result<&'o Offer<'s>> {
     }
 }
 
+/// Checks that `o`, found for `key` under a name the checkpoint gives it,
+/// fills what the checkpoint held under that name.
+fn fits_checkpoint(
+    key: &str,
+    o: &Offer<'_>,
+    from: &str,
+    aliases: &[&str],
+    c: &Checkpoint,
+) -> Result<()> {
+    let held = aliases.iter().find_map(|a| {
+        let under = o.name == *a
+            || o.name.ends_with(&format!(".{a}"))
+            || a.ends_with(&format!(".{}", o.name));
+        under.then(|| c.sizes.get(*a).map(|s| (a, s))).flatten()
+    });
+    let Some((alias, (nbytes, shape))) = held else {
+        return Ok(());
+    };
+    let same_shape = o.tensor.as_ref().is_none_or(|(_, s)| s == shape);
+    if o.bytes.len() as u64 != *nbytes || !same_shape {
+        let given = match &o.tensor {
+            Some((t, s)) => describe(*t, s),
+            None => "raw".to_owned(),
+        };
+        return Err(EditError::Pack(format!(
+            "{key}: {from} is {given}, {} bytes; --names held {alias} as shape {shape:?}, {nbytes} bytes",
+            o.bytes.len()
+        )));
+    }
+    Ok(())
+}
+
 fn describe(t: ScalarType, shape: &[u64]) -> String {
     format!("{} {shape:?}", scalar::name(t))
 }
 
 /// The blobs to write for `wants` from `offers` (the inputs' in the
-/// order given), and one note per tensor converted with `cast`.
+/// order given), and one note per tensor converted with `cast`. With a
+/// checkpoint (`--names`), a key is also found under each name the
+/// checkpoint gives its bytes, and the value found must fill what the
+/// checkpoint held under that name.
 pub fn choose<'s>(
     wants: &[Want],
     offers: &[Offer<'s>],
     cast: bool,
+    names: Option<&Checkpoint>,
 ) -> Result<(Vec<Blob<'s>>, Vec<String>)> {
     let mut blobs = Vec::with_capacity(wants.len());
     let mut notes = Vec::new();
     for w in wants {
-        let o = find(&w.key, offers)?;
+        let aliases = aliases(&w.key, offers, names);
+        let o = find(&w.key, &aliases, offers)?;
         let from = if o.name == w.key {
             o.from.clone()
         } else {
             format!("{} ({})", o.from, o.name)
         };
+        if let Some(c) = names {
+            fits_checkpoint(&w.key, o, &from, &aliases, c)?;
+        }
         let Some(layout) = &w.layout else {
             blobs.push(Blob {
                 key: w.key.clone(),

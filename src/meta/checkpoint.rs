@@ -23,6 +23,9 @@ pub struct Checkpoint {
     /// Key → the sizes and element size of 4-d fp32/fp16 tensors, whose
     /// bytes XNNPACK may store permuted (OIHW as OHWI).
     pub filters: BTreeMap<String, ([usize; 4], usize)>,
+    /// Key → bytes and shape, where the checkpoint holds the tensor
+    /// itself (safetensors): what a new value under that name must fill.
+    pub sizes: BTreeMap<String, (u64, Vec<u64>)>,
 }
 
 /// Sizes and element size of a 4-d fp32 or fp16 tensor.
@@ -82,6 +85,9 @@ impl Checkpoint {
                     if let Some(f) = filter(&format!("{:?}", view.dtype()), view.shape()) {
                         c.filters.insert(name.clone(), f);
                     }
+                    let shape = view.shape().iter().map(|&d| d as u64).collect();
+                    c.sizes
+                        .insert(name.clone(), (view.data().len() as u64, shape));
                     c.keys.insert(name, digest(view.data()));
                 }
                 return Ok(c);
@@ -132,6 +138,18 @@ impl Checkpoint {
             }
         }
         out
+    }
+
+    /// The keys whose bytes have the sha256 `hex` (64 hex digits, as
+    /// XNNPACK names the blobs it keeps in a data file).
+    pub fn named_by_digest(&self, hex: &str) -> Vec<&str> {
+        let Some(d) = parse_hex(hex) else {
+            return Vec::new();
+        };
+        (self.keys.iter())
+            .filter(|(_, k)| **k == d)
+            .map(|(name, _)| name.as_str())
+            .collect()
     }
 
     /// Digest → keys.

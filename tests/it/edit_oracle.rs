@@ -253,3 +253,108 @@ fn a_constant_methods_value_set_in_place_gives_executorchs_own_file() {
         assert!(String::from_utf8_lossy(&o.stderr).contains(says));
     }
 }
+
+/// XNNPACK's data file names each weight by the sha256 of its bytes and
+/// keeps no layout. Opened alone it takes raw bytes of each blob's size,
+/// and with the original checkpoint (`--names`) its blobs are found, set
+/// and packed by the checkpoint's names: ExecuTorch's runtime, run on the
+/// very file `pack --names` writes (recorded by the fixture generator),
+/// gives the outputs of ExecuTorch's own fine-tuned export.
+#[test]
+fn xnnpacks_data_file_alone_is_set_and_packed_by_a_checkpoints_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = oracle("xnnpack");
+    let by = &o["packed_by_names"];
+    let (pte, ptd) = (edit_fixture("xnnpack.pte"), edit_fixture("xnnpack.ptd"));
+    let original = edit_fixture(by["original"].as_str().unwrap());
+    let finetuned = edit_fixture(by["finetuned"].as_str().unwrap());
+    let out = dir.path().join("packed.ptd");
+    let packed = ptefs_stdout([
+        "pack".as_ref(),
+        "--for".as_ref(),
+        pte.as_os_str(),
+        "--names".as_ref(),
+        original.as_os_str(),
+        finetuned.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(
+        packed.contains("4 keys (0 tensors, 4 named blobs)"),
+        "{packed}"
+    );
+    assert_eq!(file_sha(&out), by["ptd_sha256"].as_str().unwrap());
+    assert_eq!(by["runtime_outputs"], o["edited_runtime_outputs"]);
+    assert_ne!(by["runtime_outputs"], o["runtime_outputs"]);
+    // With the keys renamed as the exporter renamed them, it is the data
+    // file of ExecuTorch's own fine-tuned export, byte for byte.
+    let mut renamed = std::fs::read(&out).unwrap();
+    for e in o["edited"].as_object().unwrap().values() {
+        let (old, new) = (
+            e["original_sha256"].as_str().unwrap().as_bytes(),
+            e["edited_sha256"].as_str().unwrap().as_bytes(),
+        );
+        let at = renamed.windows(old.len()).position(|w| w == old).unwrap();
+        renamed[at..at + old.len()].copy_from_slice(new);
+    }
+    assert_eq!(sha256(&renamed), o["edited_ptd_sha256"].as_str().unwrap());
+    // Without --names the digests name nothing in the checkpoint.
+    let run = ptefs_run([
+        "pack".as_ref(),
+        "--for".as_ref(),
+        pte.as_os_str(),
+        finetuned.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.err.contains("no input holds it"), "{}", run.err);
+
+    // `set` of the data file alone: a blob takes raw bytes of its size,
+    // by its key or by the checkpoint's name for it.
+    let (fqn, e) = o["edited"].as_object().unwrap().iter().next().unwrap();
+    let key = e["original_sha256"].as_str().unwrap();
+    let npy = std::fs::read(edit_fixture(e["npy"].as_str().unwrap())).unwrap();
+    let raw = write_file(dir.path(), "raw.bin", npy_payload(&npy));
+    let short = write_file(dir.path(), "short.bin", &npy_payload(&npy)[4..]);
+    let by_key = dir.path().join("by-key.ptd");
+    set(
+        &ptd,
+        &[format!("tensors/{key}.bin={}", raw.display())],
+        &by_key,
+    );
+    let by_name = dir.path().join("by-name.ptd");
+    let mut args: Vec<std::ffi::OsString> = vec!["set".into(), "--names".into()];
+    args.extend([
+        original.clone().into_os_string(),
+        ptd.clone().into_os_string(),
+    ]);
+    args.push(format!("by-name/{fqn}={}", raw.display()).into());
+    args.extend(["-o".into(), by_name.clone().into_os_string()]);
+    ptefs_stdout(&args);
+    assert_eq!(file_sha(&by_key), file_sha(&by_name));
+    let v = view_of(std::slice::from_ref(&by_key), &[]);
+    assert_eq!(read(&v, &format!("tensors/{key}.bin")), npy_payload(&npy));
+    let run = ptefs_run([
+        "set".as_ref(),
+        ptd.as_os_str(),
+        format!("tensors/{key}.bin={}", short.display()).as_ref(),
+        "-o".as_ref(),
+        dir.path().join("short.ptd").as_os_str(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.err.contains("holds 508 bytes of data; tensors/"),
+        "{}",
+        run.err
+    );
+    // Rendered files stay refused.
+    let run = ptefs_run([
+        "set".as_ref(),
+        ptd.as_os_str(),
+        format!("flat_tensor.json={}", raw.display()).as_ref(),
+        "-o".as_ref(),
+        dir.path().join("json.ptd").as_os_str(),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.err);
+}

@@ -485,3 +485,69 @@ fn a_replaced_output_keeps_its_mode_and_owner_and_a_new_one_is_no_more_open_than
         .collect();
     assert!(names.is_empty(), "{names:?}");
 }
+
+#[test]
+fn a_writable_mount_of_xnnpacks_data_file_takes_a_blobs_raw_bytes() {
+    if !fuse_or_skip("a_writable_mount_of_xnnpacks_data_file_takes_a_blobs_raw_bytes") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    copies(d, &["xnnpack.ptd", "xnnpack.fc1.weight.npy"]);
+    let o: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(edit_fixture("xnnpack.oracle.json")).unwrap())
+            .unwrap();
+    let key = o["edited"]["fc1.weight"]["original_sha256"]
+        .as_str()
+        .unwrap();
+    let raw = npy_payload(&std::fs::read(d.join("xnnpack.fc1.weight.npy")).unwrap()).to_vec();
+    let raw_file = write_file(d, "raw.bin", &raw);
+    let blob = format!("tensors/{key}.bin");
+    let m = Mounted::new(&["--writable".as_ref(), d.join("xnnpack.ptd").as_os_str()]);
+    let st = Command::new("cp")
+        .arg(&raw_file)
+        .arg(m.path(&blob))
+        .status()
+        .unwrap();
+    assert!(st.success(), "cp into {blob}");
+    assert_eq!(std::fs::read(m.path(&blob)).unwrap(), raw);
+    let edits = ptefs_stdout(["edits".as_ref(), m.dir.as_os_str()]);
+    assert!(
+        edits.starts_with(&format!("{blob}\txnnpack.ptd\t")),
+        "{edits}"
+    );
+    // Past its end: the blob keeps its size.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(m.path(&blob))
+        .unwrap();
+    let past = std::os::unix::fs::FileExt::write_at(&f, b"x", raw.len() as u64);
+    assert_eq!(past.err().and_then(|e| e.raw_os_error()), Some(libc::EFBIG));
+    drop(f);
+    let committed = d.join("committed.ptd");
+    ptefs_stdout([
+        "commit".as_ref(),
+        m.dir.as_os_str(),
+        "-o".as_ref(),
+        committed.as_os_str(),
+    ]);
+    let set = d.join("set.ptd");
+    let arg = format!("{blob}={}", raw_file.display());
+    let xnn = d.join("xnnpack.ptd");
+    ptefs_stdout([
+        "set".as_ref(),
+        xnn.as_os_str(),
+        arg.as_ref(),
+        "-o".as_ref(),
+        set.as_os_str(),
+    ]);
+    assert_eq!(
+        std::fs::read(&committed).unwrap(),
+        std::fs::read(&set).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(&xnn).unwrap(),
+        std::fs::read(edit_fixture("xnnpack.ptd")).unwrap(),
+        "the source is untouched"
+    );
+}
