@@ -134,6 +134,14 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
             error(e);
             TROUBLE
         })?;
+        if id != 0 && args.data_out.is_none() {
+            eprintln!(
+                "ptefs: note: the paths given are stored in {}: {} is a new {}",
+                source.name,
+                shown(out),
+                source.name
+            );
+        }
         ready.push((r, source, set, ranges, differ));
     }
     for (r, source, set, ranges, differ) in ready {
@@ -177,15 +185,7 @@ fn outputs<'a>(
     if let Some((id, edits)) = others.into_iter().next() {
         let to = match (&args.data_out, &args.output, file.is_empty()) {
             (Some(d), _, _) => d,
-            (None, Some(o), true) => {
-                eprintln!(
-                    "ptefs: note: the paths given are stored in {}: {} is a new {}",
-                    name(id),
-                    shown(o),
-                    name(id)
-                );
-                o
-            }
+            (None, Some(o), true) => o,
             (None, _, _) => {
                 error(format_args!(
                     "the paths given are stored in {} and in {}: give -o for the new {} and --data-out for the new {}",

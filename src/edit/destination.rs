@@ -167,9 +167,12 @@ pub fn check(out: &Path, kind: Kind, inputs: &Inputs<'_>) -> Result<Option<Metad
             Some(r) => format!("; only {} is rewritten", r.name),
             None => String::new(),
         };
+        let given = match shown(path) {
+            p if p == shown(out) => String::new(),
+            p => format!(" (given as {p})"),
+        };
         return Err(refuse(format!(
-            "is an input of this command ({}){rewritten}: write the new file elsewhere",
-            shown(path)
+            "is an input of this command{given}{rewritten}: write the new file elsewhere"
         )));
     }
     let written = describe(kind);

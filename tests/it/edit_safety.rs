@@ -96,7 +96,7 @@ fn a_program_is_never_replaced_by_a_data_file_nor_an_input_by_the_output() {
         // The edited bytes are in the data file: what is written is one.
         (
             with(&["-o", "external.pte"]),
-            "is an input of this command (external.pte); only external.ptd is rewritten",
+            "is an input of this command; only external.ptd is rewritten",
         ),
         (with(&["-o", "new.pte"]), "is named as a program (.pte)"),
         (
