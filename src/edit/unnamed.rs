@@ -48,6 +48,12 @@ impl Unnamed {
                 Err(e) => return Err(e),
             }
         }
+        Unnamed::named(dir, stem, mode)
+    }
+
+    /// A new, empty file named `.<stem>.<random>.tmp` in `dir`, removed
+    /// when dropped or when a signal ends the process.
+    fn named(dir: &Path, stem: &str, mode: u32) -> io::Result<Unnamed> {
         let (file, path) = create_named(dir, stem, mode)?;
         Ok(Unnamed {
             file,
@@ -260,6 +266,77 @@ extern "C" fn on_signal(sig: libc::c_int) {
         unsafe {
             libc::sigaction(sig, &previous[i], std::ptr::null_mut());
             libc::raise(sig);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use nix::sys::signal::Signal;
+    use nix::sys::wait::{WaitStatus, waitpid};
+    use nix::unistd::ForkResult;
+
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    }
+
+    #[test]
+    fn an_unnamed_file_is_named_only_when_placed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::write(&out, b"old").unwrap();
+        let t = Unnamed::create(dir.path(), "out", 0o600).unwrap();
+        assert!(t.named.is_none(), "this filesystem has unnamed files");
+        t.file().write_all(b"new").unwrap();
+        assert_eq!(names(dir.path()), ["out"]);
+        assert_eq!(std::fs::read(t.reopen_path()).unwrap(), b"new");
+        t.place(&out, "out").unwrap();
+        assert_eq!(names(dir.path()), ["out"]);
+        assert_eq!(std::fs::read(&out).unwrap(), b"new");
+        // Dropped unplaced, it leaves nothing.
+        drop(Unnamed::create(dir.path(), "out", 0o600).unwrap());
+        assert_eq!(names(dir.path()), ["out"]);
+    }
+
+    #[test]
+    fn a_named_file_is_removed_when_dropped_placed_or_ended_by_a_signal() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let t = Unnamed::named(dir.path(), "out", 0o600).unwrap();
+        t.file().write_all(b"new").unwrap();
+        assert_eq!(names(dir.path()).len(), 1);
+        t.place(&out, "out").unwrap();
+        assert_eq!(names(dir.path()), ["out"]);
+        drop(Unnamed::named(dir.path(), "out", 0o600).unwrap());
+        assert_eq!(names(dir.path()), ["out"]);
+        // SIGTERM (ending the process by default) removes it first.
+        for sig in [Signal::SIGTERM, Signal::SIGINT] {
+            let t = Unnamed::named(dir.path(), "out", 0o600).unwrap();
+            assert_eq!(names(dir.path()).len(), 2);
+            // SAFETY: the child only raises a signal, whose handler makes
+            // async-signal-safe calls only, and exits.
+            match unsafe { nix::unistd::fork() }.unwrap() {
+                // SAFETY: raise and _exit are async-signal-safe.
+                ForkResult::Child => unsafe {
+                    libc::raise(sig as libc::c_int);
+                    libc::_exit(0)
+                },
+                ForkResult::Parent { child } => {
+                    let status = waitpid(child, None).unwrap();
+                    assert_eq!(status, WaitStatus::Signaled(child, sig, false));
+                }
+            }
+            assert_eq!(names(dir.path()), ["out"], "{sig} removed it");
+            drop(t);
         }
     }
 }
