@@ -31,8 +31,9 @@ fine-tuned checkpoints (`xnnpack.original.safetensors`,
 `xnnpack.finetuned.safetensors`, by FQN), the sha256 of the data file
 `ptefs pack --for xnnpack.pte --names xnnpack.original.safetensors
 xnnpack.finetuned.safetensors` writes, and the runtime's outputs running
-xnnpack.pte with that very file. Build ptefs first (`cargo build`); PTEFS
-names another binary.
+xnnpack.pte with that very file; `xnnconv.*` hold the same for a
+convolution, whose filter XNNPACK keeps OHWI (see `xnnconv`). Build ptefs
+first (`cargo build`); PTEFS names another binary.
 """
 
 import copy
@@ -100,12 +101,12 @@ def export_external(m):
     return to_edge(ep).to_executorch(ExecutorchBackendConfig(external_constants=True))
 
 
-def export_xnnpack(m):
-    ep = torch.export.export(m, INPUT, strict=True)
+def export_xnnpack(m, given=INPUT):
+    ep = torch.export.export(m, given, strict=True)
     # Every weight of the delegate goes to the data file "model".
     unlifted = ep.module()
     delegate_external_constants_pass_unlifted(unlifted, gen_tag_fn=lambda _: "model")
-    ep = torch.export.export(unlifted, INPUT, strict=True)
+    ep = torch.export.export(unlifted, given, strict=True)
     lowered = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
     return lowered.to_executorch(ExecutorchBackendConfig())
 
@@ -130,12 +131,12 @@ print(json.dumps([o.tolist() if isinstance(o, torch.Tensor) else o for o in out]
 """
 
 
-def runtime(pte, ptd=None, method="forward"):
+def runtime(pte, ptd=None, method="forward", given=None):
     """The outputs of `method` of the program `pte` (bytes) with the data
-    file `ptd` (bytes), as ExecuTorch's runtime computes them for INPUT
-    (no input for a constant method)."""
+    file `ptd` (bytes), as ExecuTorch's runtime computes them for `given`
+    (default INPUT; no input for a constant method)."""
     python = os.environ.get("ET_RUNTIME_PYTHON", sys.executable)
-    inputs = [t.tolist() for t in INPUT] if method == "forward" else []
+    inputs = [t.tolist() for t in (given or INPUT)] if method == "forward" else []
     with tempfile.TemporaryDirectory() as d:
         open(os.path.join(d, "p.pte"), "wb").write(pte)
         data = ""
@@ -275,9 +276,56 @@ def main():
     }
     oracle["packed_by_names"] = packed_by_names(m, e, before.buffer)
     json.dump(oracle, open(os.path.join(OUT, "xnnpack.oracle.json"), "w"), indent=1)
+    xnnconv()
 
 
-def packed_by_names(m, e, pte):
+class Conv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.fc = torch.nn.Linear(16, 2)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+CONV_INPUT = (torch.arange(48, dtype=torch.float32).reshape(1, 3, 4, 4) / 48 - 0.5,)
+
+
+def xnnconv():
+    """A convolution lowered to XNNPACK with its weights in a data file,
+    which keeps the filter OHWI (keyed by the digest of those bytes), and
+    the same model fine-tuned. Committed: the program, both checkpoints,
+    and `xnnconv.oracle.json` with the runtime's outputs of ExecuTorch's
+    own fine-tuned export and of the original program run with the data
+    file `ptefs pack --names` writes (with its digest)."""
+    torch.manual_seed(1)
+    m = Conv().eval()
+    e = copy.deepcopy(m)
+    with torch.no_grad():
+        e.conv.weight.mul_(-0.5).add_(0.1)
+        e.fc.bias.copy_(torch.tensor([0.25, -0.25]))
+    before = export_xnnpack(m, CONV_INPUT)
+    after = export_xnnpack(e, CONV_INPUT)
+    (ptd_before,) = before._tensor_data.values()
+    (ptd_after,) = after._tensor_data.values()
+    ptd_before, ptd_after = bytes(ptd_before), bytes(ptd_after)
+    open(os.path.join(OUT, "xnnconv.pte"), "wb").write(before.buffer)
+    plain = {sha(t.detach().numpy().tobytes()) for t in m.state_dict().values()}
+    oracle = {
+        "made_by": "scripts/make-edit-fixtures.py with executorch 1.5.1",
+        "input": [t.tolist() for t in CONV_INPUT],
+        "original_sha256": sha(before.buffer),
+        # Keys whose bytes are no checkpoint tensor's as PyTorch lays it out.
+        "permuted_keys": sorted(k for k in ptd_segments(ptd_before) if k not in plain),
+        "runtime_outputs": runtime(before.buffer, ptd_before, given=CONV_INPUT),
+        "edited_runtime_outputs": runtime(after.buffer, ptd_after, given=CONV_INPUT),
+        "packed_by_names": packed_by_names(m, e, before.buffer, "xnnconv", CONV_INPUT),
+    }
+    json.dump(oracle, open(os.path.join(OUT, "xnnconv.oracle.json"), "w"), indent=1)
+
+
+def packed_by_names(m, e, pte, name="xnnpack", given=INPUT):
     """`ptefs pack --for xnnpack.pte --names original finetuned`: the data
     file of the fine-tuned weights for the program exported before the
     fine-tune, whose keys are the digests of the original weights. The
@@ -286,7 +334,7 @@ def packed_by_names(m, e, pte):
     must be those of ExecuTorch's own fine-tuned export)."""
     from safetensors.torch import save_file
 
-    names = {"original": "xnnpack.original.safetensors", "finetuned": "xnnpack.finetuned.safetensors"}
+    names = {"original": f"{name}.original.safetensors", "finetuned": f"{name}.finetuned.safetensors"}
     for which, model in [("original", m), ("finetuned", e)]:
         sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
         save_file(sd, os.path.join(OUT, names[which]))
@@ -297,7 +345,7 @@ def packed_by_names(m, e, pte):
                 PTEFS,
                 "pack",
                 "--for",
-                os.path.join(OUT, "xnnpack.pte"),
+                os.path.join(OUT, f"{name}.pte"),
                 "--names",
                 os.path.join(OUT, names["original"]),
                 os.path.join(OUT, names["finetuned"]),
@@ -310,7 +358,7 @@ def packed_by_names(m, e, pte):
     return {
         **names,
         "ptd_sha256": sha(packed),
-        "runtime_outputs": runtime(pte, packed),
+        "runtime_outputs": runtime(pte, packed, given=given),
     }
 
 

@@ -68,12 +68,9 @@ pub(super) fn run(args: &PackArgs) -> Result<i32, i32> {
         offers.extend(s.offers().map_err(fail)?);
     }
     let names = (args.names.as_deref())
-        .map(crate::view::load_checkpoint)
+        .map(pack::Names::open)
         .transpose()
-        .map_err(|e| {
-            error(e);
-            TROUBLE
-        })?;
+        .map_err(fail)?;
     let (blobs, notes) = pack::choose(&wants, &offers, args.cast, names.as_ref()).map_err(fail)?;
     for n in &notes {
         eprintln!("ptefs: note: {n}");

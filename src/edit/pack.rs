@@ -7,6 +7,7 @@
 //! (`--names`: XNNPACK keys its blobs by the sha256 of their bytes).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::cast;
@@ -14,7 +15,7 @@ use super::npy;
 use super::ptd::Blob;
 use super::{EditError, Result};
 use crate::format::{self, Parsed, ProgramFile, TensorData, TensorLayout, scalar};
-use crate::meta::checkpoint::{Checkpoint, digest};
+use crate::meta::checkpoint::{Checkpoint, Digest32, digest, oihw_to_ohwi};
 use crate::schema::ScalarType;
 use crate::source::Source;
 
@@ -256,27 +257,97 @@ fn safetensors_type(d: safetensors::Dtype) -> Option<ScalarType> {
     })
 }
 
+/// A checkpoint given with `--names`: the names it gives stored bytes, by
+/// their digest as they are and, for 4-d float tensors, as XNNPACK stores
+/// a convolution filter (OHWI, not PyTorch's OIHW).
+#[derive(Debug)]
+pub struct Names {
+    checkpoint: Checkpoint,
+    /// Digest of a filter's bytes laid out OHWI → its name, sizes (OIHW)
+    /// and element size.
+    ohwi: HashMap<Digest32, Vec<(String, [usize; 4], usize)>>,
+}
+
+impl Names {
+    /// Reads the checkpoint at `path`.
+    pub fn open(path: &Path) -> Result<Names> {
+        let shown = crate::source::redact::shown(path);
+        let bytes = std::fs::read(path).map_err(EditError::io(path))?;
+        let checkpoint =
+            Checkpoint::parse(&bytes).map_err(|e| EditError::Pack(format!("{shown}: {e}")))?;
+        let mut ohwi: HashMap<Digest32, Vec<_>> = HashMap::new();
+        if let Ok(st) = safetensors::SafeTensors::deserialize(&bytes) {
+            for (name, &(oihw, elem)) in &checkpoint.filters {
+                let permuted = st
+                    .tensor(name)
+                    .ok()
+                    .and_then(|v| oihw_to_ohwi(v.data(), oihw, elem));
+                if let Some(p) = permuted {
+                    ohwi.entry(digest(&p))
+                        .or_default()
+                        .push((name.clone(), oihw, elem));
+                }
+            }
+        }
+        Ok(Names { checkpoint, ohwi })
+    }
+}
+
+/// A name a checkpoint gives a key's bytes, and the filter sizes and
+/// element size when the key holds them OHWI.
+#[derive(Debug, Clone)]
+struct Alias<'c> {
+    name: &'c str,
+    ohwi: Option<([usize; 4], usize)>,
+}
+
 /// The names `checkpoint` gives `key` through its bytes: the key is the
 /// sha256 of its bytes (as XNNPACK names the blobs it keeps in a data
 /// file), or an input holds bytes under the key itself.
-fn aliases<'c>(
-    key: &str,
-    offers: &[Offer<'_>],
-    checkpoint: Option<&'c Checkpoint>,
-) -> Vec<&'c str> {
-    let Some(c) = checkpoint else {
+fn aliases<'c>(key: &str, offers: &[Offer<'_>], names: Option<&'c Names>) -> Vec<Alias<'c>> {
+    let Some(n) = names else {
         return Vec::new();
     };
-    let mut out = c.named_by_digest(key);
+    let plain = |name: &'c str| Alias { name, ohwi: None };
+    let mut out: Vec<Alias<'c>> = n
+        .checkpoint
+        .named_by_digest(key)
+        .into_iter()
+        .map(plain)
+        .collect();
     if let Some(o) = offers.iter().find(|o| o.name == key) {
-        let index = c.index();
-        for n in index.get(&digest(o.bytes)).into_iter().flatten() {
-            if !out.contains(n) {
-                out.push(n);
+        let index = n.checkpoint.index();
+        for name in index.get(&digest(o.bytes)).into_iter().flatten() {
+            if !out.iter().any(|a| a.name == *name) {
+                out.push(plain(name));
             }
         }
     }
+    if out.is_empty() {
+        let permuted = parse_digest(key).and_then(|d| n.ohwi.get(&d));
+        out.extend(
+            permuted
+                .into_iter()
+                .flatten()
+                .map(|(name, oihw, elem)| Alias {
+                    name: name.as_str(),
+                    ohwi: Some((*oihw, *elem)),
+                }),
+        );
+    }
     out
+}
+
+/// A key of 64 hex digits as the digest it spells.
+fn parse_digest(key: &str) -> Option<Digest32> {
+    if key.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(key.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 /// The offer for `key` (or one of its `aliases`): the first with that
@@ -323,16 +394,10 @@ fn fits_checkpoint(
     key: &str,
     o: &Offer<'_>,
     from: &str,
-    aliases: &[&str],
+    alias: &str,
     c: &Checkpoint,
 ) -> Result<()> {
-    let held = aliases.iter().find_map(|a| {
-        let under = o.name == *a
-            || o.name.ends_with(&format!(".{a}"))
-            || a.ends_with(&format!(".{}", o.name));
-        under.then(|| c.sizes.get(*a).map(|s| (a, s))).flatten()
-    });
-    let Some((alias, (nbytes, shape))) = held else {
+    let Some((nbytes, shape)) = c.sizes.get(alias) else {
         return Ok(());
     };
     let same_shape = o.tensor.as_ref().is_none_or(|(_, s)| s == shape);
@@ -356,31 +421,64 @@ fn describe(t: ScalarType, shape: &[u64]) -> String {
 /// The blobs to write for `wants` from `offers` (the inputs' in the
 /// order given), and one note per tensor converted with `cast`. With a
 /// checkpoint (`--names`), a key is also found under each name the
-/// checkpoint gives its bytes, and the value found must fill what the
-/// checkpoint held under that name.
+/// checkpoint gives its bytes (as they are, or laid out OHWI as XNNPACK
+/// keeps a convolution filter, in which case the value found is laid out
+/// so too), and the value found must fill what the checkpoint held under
+/// that name.
 pub fn choose<'s>(
     wants: &[Want],
     offers: &[Offer<'s>],
     cast: bool,
-    names: Option<&Checkpoint>,
+    names: Option<&Names>,
 ) -> Result<(Vec<Blob<'s>>, Vec<String>)> {
     let mut blobs = Vec::with_capacity(wants.len());
     let mut notes = Vec::new();
     for w in wants {
-        let aliases = aliases(&w.key, offers, names);
-        let o = find(&w.key, &aliases, offers)?;
+        let aliases = match w.layout {
+            None => aliases(&w.key, offers, names),
+            // A tensor's layout is declared: only plain names apply.
+            Some(_) => aliases(&w.key, offers, names)
+                .into_iter()
+                .filter(|a| a.ohwi.is_none())
+                .collect(),
+        };
+        let alias_names: Vec<&str> = aliases.iter().map(|a| a.name).collect();
+        let o = find(&w.key, &alias_names, offers)?;
         let from = if o.name == w.key {
             o.from.clone()
         } else {
             format!("{} ({})", o.from, o.name)
         };
-        if let Some(c) = names {
-            fits_checkpoint(&w.key, o, &from, &aliases, c)?;
+        let alias = aliases.iter().find(|a| {
+            let n = a.name;
+            o.name == n
+                || o.name.ends_with(&format!(".{n}"))
+                || n.ends_with(&format!(".{}", o.name))
+        });
+        if let (Some(a), Some(n)) = (alias, names) {
+            fits_checkpoint(&w.key, o, &from, a.name, &n.checkpoint)?;
         }
         let Some(layout) = &w.layout else {
+            let bytes = match alias.and_then(|a| a.ohwi) {
+                None => Cow::Borrowed(o.bytes),
+                Some((oihw, elem)) => {
+                    let b = oihw_to_ohwi(o.bytes, oihw, elem).ok_or_else(|| {
+                        EditError::Pack(format!(
+                            "{}: {from} holds {} bytes, not a filter of sizes {oihw:?}",
+                            w.key,
+                            o.bytes.len()
+                        ))
+                    })?;
+                    notes.push(format!(
+                        "{}: {from} laid out OHWI, as XNNPACK stores a convolution filter",
+                        w.key
+                    ));
+                    Cow::Owned(b)
+                }
+            };
             blobs.push(Blob {
                 key: w.key.clone(),
-                bytes: Cow::Borrowed(o.bytes),
+                bytes,
                 layout: None,
             });
             continue;

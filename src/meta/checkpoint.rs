@@ -193,6 +193,35 @@ pub fn report<'d>(
     }
 }
 
+/// `bytes` of a 4-d tensor of `elem`-byte elements in PyTorch's OIHW
+/// order (sizes `oihw`), laid out OHWI as XNNPACK stores a convolution
+/// filter: the inverse of [`ohwi_to_oihw`]. `None` when the sizes do not
+/// fit.
+pub fn oihw_to_ohwi(bytes: &[u8], oihw: [usize; 4], elem: usize) -> Option<Vec<u8>> {
+    let [o, i, h, w] = oihw;
+    let n = o
+        .checked_mul(i)?
+        .checked_mul(h)?
+        .checked_mul(w)?
+        .checked_mul(elem)?;
+    if n != bytes.len() {
+        return None;
+    }
+    let mut out = vec![0u8; n];
+    for oo in 0..o {
+        for ii in 0..i {
+            for hh in 0..h {
+                for ww in 0..w {
+                    let src = (((oo * i + ii) * h + hh) * w + ww) * elem;
+                    let dst = (((oo * h + hh) * w + ww) * i + ii) * elem;
+                    out[dst..dst + elem].copy_from_slice(&bytes[src..src + elem]);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
 /// `bytes` of a 4-d tensor of `elem`-byte elements stored OHWI, put back
 /// in the OIHW order PyTorch keeps a convolution weight in (XNNPACK packs
 /// fp32/fp16 convolution weights OHWI). `None` when the sizes do not fit.

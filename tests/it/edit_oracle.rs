@@ -358,3 +358,52 @@ fn xnnpacks_data_file_alone_is_set_and_packed_by_a_checkpoints_names() {
     ]);
     assert_eq!(run.code, 2, "{}", run.err);
 }
+
+/// A convolution's filter, which XNNPACK keeps in its data file OHWI (and
+/// keys by the digest of those bytes): `pack --names` finds it through
+/// the checkpoint's filter laid out so, and lays the fine-tuned filter
+/// out the same way. ExecuTorch's runtime, run on the very file written,
+/// gives the outputs of ExecuTorch's own fine-tuned export.
+#[test]
+fn pack_by_names_lays_a_fine_tuned_convolution_filter_out_as_xnnpack_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = oracle("xnnconv");
+    let by = &o["packed_by_names"];
+    let pte = edit_fixture("xnnconv.pte");
+    assert_eq!(file_sha(&pte), o["original_sha256"].as_str().unwrap());
+    let original = edit_fixture(by["original"].as_str().unwrap());
+    let finetuned = edit_fixture(by["finetuned"].as_str().unwrap());
+    let out = dir.path().join("packed.ptd");
+    let run = ptefs_run([
+        "pack".as_ref(),
+        "--for".as_ref(),
+        pte.as_os_str(),
+        "--names".as_ref(),
+        original.as_os_str(),
+        finetuned.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    let key = o["permuted_keys"][0].as_str().unwrap();
+    assert!(
+        run.err.contains(&format!("{key}: ")) && run.err.contains("(conv.weight) laid out OHWI"),
+        "{}",
+        run.err
+    );
+    assert_eq!(file_sha(&out), by["ptd_sha256"].as_str().unwrap());
+    assert_eq!(by["runtime_outputs"], o["edited_runtime_outputs"]);
+    assert_ne!(by["runtime_outputs"], o["runtime_outputs"]);
+    // The blob is the fine-tuned filter, OHWI.
+    let st_bytes = std::fs::read(&finetuned).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&st_bytes).unwrap();
+    let w = st.tensor("conv.weight").unwrap();
+    let sizes: [usize; 4] = w.shape().try_into().unwrap();
+    let v = view_of(std::slice::from_ref(&out), &[]);
+    let blob = read(&v, &format!("tensors/{key}.bin"));
+    assert_ne!(blob, w.data());
+    assert_eq!(
+        ptefs::meta::checkpoint::ohwi_to_oihw(&blob, sizes, 4).unwrap(),
+        w.data()
+    );
+}
