@@ -9,6 +9,7 @@
 
 pub mod cast;
 pub mod checksums;
+pub mod journal;
 pub mod npy;
 pub mod output;
 pub mod overlay;
