@@ -300,8 +300,12 @@ fn readers_see_a_write_whole_or_not_at_all_and_a_killed_daemon_leaves_the_source
     let tmp = tempfile::tempdir().unwrap();
     let pte = copy("portable.pte", tmp.path());
     let before = std::fs::read(&pte).unwrap();
+    // The journal the killed daemon leaves goes with the test's directory.
+    let work = tmp.path().join("work");
     let m = Mounted::new(&[
         "--writable".as_ref(),
+        "--work-dir".as_ref(),
+        work.as_os_str(),
         "--threads".as_ref(),
         "4".as_ref(),
         pte.as_os_str(),
