@@ -14,7 +14,7 @@ use clap::Args;
 
 use super::{OK, TROUBLE, error, print};
 use crate::edit::Written;
-use crate::edit::journal::Identity;
+use crate::edit::journal::{self, Identity};
 use crate::edit::overlay::Overlay;
 use crate::fs::{
     COMMITTED_ATTR, EditRow, FsError, JOURNAL_ATTR, JournalInfo, commit_overlay, edit_rows,
@@ -26,7 +26,9 @@ use crate::source::redact::shown;
 #[command(after_help = "Example:\n  ptefs mount --writable model.pte /tmp/m\n  \
     cp fixed.npy /tmp/m/methods/forward/tensors/0.npy\n  ptefs commit /tmp/m -o fixed.pte")]
 pub(super) struct CommitArgs {
-    /// The mount point of a `ptefs mount --writable`.
+    /// The mount point of a `ptefs mount --writable`, or a source whose
+    /// edits an earlier mount left in its journal.
+    #[arg(value_name = "MOUNTPOINT|SOURCE")]
     mountpoint: PathBuf,
     /// The file to write (replaced atomically).
     #[arg(short = 'o', long = "output", value_name = "OUT")]
@@ -36,7 +38,9 @@ pub(super) struct CommitArgs {
 #[derive(Args, Debug)]
 #[command(after_help = "Example:\n  ptefs edits /tmp/m\n  ptefs edits --json /tmp/m")]
 pub(super) struct EditsArgs {
-    /// The mount point of a `ptefs mount --writable`.
+    /// The mount point of a `ptefs mount --writable`, or a source whose
+    /// edits an earlier mount left in its journal.
+    #[arg(value_name = "MOUNTPOINT|SOURCE")]
     mountpoint: PathBuf,
     /// One JSON array of the ranges.
     #[arg(long)]
@@ -91,6 +95,35 @@ fn set(path: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
         0 => Ok(()),
         _ => Err(io::Error::last_os_error()),
     }
+}
+
+/// The journal of `path`: a writable mount's (see [`journal_info`]), or,
+/// for a source file, the one an earlier mount of it left in the default
+/// state directory.
+fn journal_of(path: &Path) -> Result<JournalInfo, String> {
+    if !path.is_file() {
+        return journal_info(path);
+    }
+    let p = shown(path);
+    let base = journal::default_base()
+        .ok_or_else(|| format!("{p}: no state directory to look for its edits in (neither XDG_STATE_HOME nor HOME is set)"))?;
+    let whole = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let file = journal::file_in(&journal::dir_for(&base, &whole));
+    let length = match std::fs::metadata(&file) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(format!(
+                "{p}: no edits are kept for it (no journal in {})",
+                shown(file.parent().unwrap_or(&file))
+            ));
+        }
+        Err(e) => return Err(format!("{}: {e}", shown(&file))),
+    };
+    Ok(JournalInfo {
+        journal: file,
+        length,
+        commit: None,
+    })
 }
 
 /// What the mount at `dir` says of its journal (made durable first), or
@@ -162,9 +195,12 @@ pub(super) fn commit_to(dir: &Path, info: &JournalInfo, out: &Path) -> Result<Wr
             e => e.to_string(),
         },
     )?;
-    // Only a hint for the unmount: a journal whose every edit was saved is
-    // removed then. A daemon gone since keeps it, which loses nothing.
-    let _ = set(dir, COMMITTED_ATTR, info.length.to_string().as_bytes());
+    // Only a hint for the unmount of a mount: a journal whose every edit
+    // was saved is removed then. A daemon gone since keeps it, which loses
+    // nothing.
+    if dir.is_dir() {
+        let _ = set(dir, COMMITTED_ATTR, info.length.to_string().as_bytes());
+    }
     Ok(written)
 }
 
@@ -177,7 +213,7 @@ pub(super) fn summary(shown_out: &str, w: &Written) -> String {
 }
 
 pub(super) fn commit(args: &CommitArgs) -> Result<i32, i32> {
-    let info = journal_info(&args.mountpoint).map_err(|e| {
+    let info = journal_of(&args.mountpoint).map_err(|e| {
         error(e);
         TROUBLE
     })?;
@@ -197,7 +233,7 @@ pub(super) fn edits(args: &EditsArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     };
-    let info = journal_info(&args.mountpoint).map_err(fail)?;
+    let info = journal_of(&args.mountpoint).map_err(fail)?;
     let (overlay, sources) = read_journal(&info).map_err(fail)?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());

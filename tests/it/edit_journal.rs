@@ -372,3 +372,183 @@ fn a_write_the_journal_has_no_room_for_fails_with_enospc_and_leaves_no_trace() {
     f.write_all_at(&vec![1; len as usize], 0).unwrap();
     assert_eq!(std::fs::read(&bin).unwrap(), vec![1; len as usize]);
 }
+
+/// Peak resident memory, in bytes, of `ptefs ARGS`, which must succeed.
+// The child is reaped by wait4, which std does not offer, to get its rusage.
+#[allow(clippy::zombie_processes)]
+fn peak_of(args: &[&OsStr]) -> u64 {
+    let child = ptefs()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut status = 0;
+    // SAFETY: rusage is plain data, for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 of this process's own child, with pointers to locals.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "ptefs {args:?} failed"
+    );
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// A process's anonymous resident memory (heap, stacks), in bytes.
+fn anon_rss(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[test]
+fn a_gibibyte_of_edits_is_listed_and_committed_in_bounded_memory() {
+    if !fuse_or_skip("a_gibibyte_of_edits_is_listed_and_committed_in_bounded_memory")
+        || !crate::common::required::slow_or_skip(
+            "a_gibibyte_of_edits_is_listed_and_committed_in_bounded_memory",
+        )
+    {
+        return;
+    }
+    const MIB: u64 = 1 << 20;
+    let (n, each) = (8u64, 128 * MIB);
+    let tmp = tempfile::tempdir().unwrap();
+    let pte = tmp.path().join("big.pte");
+    let values = (0..n)
+        .map(|i| {
+            let t = Tensor::new(
+                ScalarType::FLOAT,
+                &[(each / 4) as i32],
+                Data::Constant(Bytes::Pattern { len: each, seed: i }),
+            );
+            Value::Tensor(t)
+        })
+        .collect();
+    {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&pte).unwrap());
+        Program::forward(values).write(&mut w).unwrap();
+        std::io::Write::flush(&mut w).unwrap();
+    }
+    let work = tmp.path().join("work");
+    let (m, _) = Mount::new(
+        &[
+            "--writable".as_ref(),
+            "--work-dir".as_ref(),
+            work.as_os_str(),
+            pte.as_os_str(),
+        ],
+        &tmp.path().join("m"),
+    );
+    // Every byte of every tensor, 8 MiB at a time.
+    for i in 0..n {
+        let f = OpenOptions::new()
+            .write(true)
+            .open(m.path(&format!("methods/forward/tensors/{i}.bin")))
+            .unwrap();
+        let chunk = vec![0x5A ^ i as u8; (8 * MIB) as usize];
+        for j in 0..each / (8 * MIB) {
+            f.write_all_at(&chunk, j * 8 * MIB).unwrap();
+        }
+    }
+    let listed = peak_of(&["edits".as_ref(), m.0.as_os_str()]);
+    let out = tmp.path().join("out.pte");
+    let committed = peak_of(&[
+        "commit".as_ref(),
+        m.0.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    let daemon = anon_rss(daemon_pid(&m.0).expect("the daemon runs"));
+    eprintln!(
+        "1 GiB of edits: edits peaked at {} MiB, commit at {} MiB; the daemon holds {} MiB",
+        listed / MIB,
+        committed / MIB,
+        daemon / MIB
+    );
+    assert!(listed < 128 * MIB, "edits peaked at {listed} bytes");
+    // The changed bytes are held once (the writer takes them in memory),
+    // besides the pages of the source's and the output's maps.
+    assert!(
+        committed < n * each + 2048 * MIB,
+        "commit peaked at {committed} bytes"
+    );
+    assert!(daemon < 64 * MIB, "the daemon holds {daemon} bytes");
+    let v = view_of(&[out], &[]);
+    let tail = read(&v, "methods/forward/tensors/5.bin");
+    assert_eq!(tail.len() as u64, each);
+    assert!(tail.iter().all(|&b| b == 0x5A ^ 5));
+}
+
+#[test]
+fn edits_a_mount_left_are_listed_and_committed_from_the_source_without_mounting() {
+    if !fuse_or_skip("edits_a_mount_left_are_listed_and_committed_from_the_source_without_mounting")
+    {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let pte = copy("portable.pte", tmp.path());
+    let state = tmp.path().join("state");
+    let run = |args: &[&OsStr]| {
+        let out = ptefs()
+            .env("XDG_STATE_HOME", &state)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(&[OsStr::new("edits"), pte.as_os_str()]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no edits are kept for it"), "{err}");
+    let mnt = tmp.path().join("m");
+    std::fs::create_dir(&mnt).unwrap();
+    let (code, _, err) = run(&[
+        "mount".as_ref(),
+        "--writable".as_ref(),
+        pte.as_os_str(),
+        mnt.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let _m = Mount(mnt.clone());
+    let bin = mnt.join("methods/forward/tensors/1.bin");
+    OpenOptions::new()
+        .write(true)
+        .open(&bin)
+        .unwrap()
+        .write_all_at(b"abcd", 0)
+        .unwrap();
+    let (code, _, err) = run(&["umount".as_ref(), mnt.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&[OsStr::new("edits"), pte.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("methods/forward/tensors/1.bin\tportable.pte\t2688\t4\t"),
+        "{out}"
+    );
+    let saved = tmp.path().join("saved.pte");
+    let (code, out, err) = run(&[
+        "commit".as_ref(),
+        pte.as_os_str(),
+        "-o".as_ref(),
+        saved.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{}: 3024 bytes; 1 changed range(s), 4 bytes\n",
+            saved.display()
+        )
+    );
+    let v = view_of(&[saved], &[]);
+    assert_eq!(&read(&v, "methods/forward/tensors/1.bin")[..4], b"abcd");
+}
