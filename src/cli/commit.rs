@@ -123,6 +123,8 @@ fn journal_of(path: &Path) -> Result<JournalInfo, String> {
         journal: file,
         length,
         commit: None,
+        source: path.to_owned(),
+        saved: false,
     })
 }
 

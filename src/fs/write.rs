@@ -39,6 +39,11 @@ pub struct JournalInfo {
     pub length: u64,
     /// Where the mount saves at unmount (`--commit`).
     pub commit: Option<PathBuf>,
+    /// The first source, which names the journal.
+    pub source: PathBuf,
+    /// True when there is nothing to save: no edits, or a commit wrote
+    /// every edit the journal holds.
+    pub saved: bool,
 }
 
 /// A file handle writing a file whole (opened with `O_TRUNC`).
@@ -528,6 +533,13 @@ impl Fs {
             journal: w.overlay.journal_path().to_owned(),
             length,
             commit: w.commit_at.clone(),
+            source: self
+                .view
+                .sources
+                .first()
+                .map(|s| std::path::absolute(&s.path).unwrap_or_else(|_| s.path.clone()))
+                .unwrap_or_default(),
+            saved: w.overlay.is_empty() || w.overlay.all_committed(),
         });
         Some(match info {
             Ok(info) => Ok(serde_json::to_vec(&info).expect("the journal's info serializes")),

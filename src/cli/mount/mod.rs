@@ -296,10 +296,11 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
         }
     }
     // A mount that does not answer, or is read-only, has nothing to save.
-    if let Ok(info) = super::commit::journal_info(&path)
+    let info = super::commit::journal_info(&path).ok();
+    if let Some(info) = &info
         && let Some(out) = &info.commit
     {
-        let written = super::commit::commit_to(&path, &info, out).map_err(|why| {
+        let written = super::commit::commit_to(&path, info, out).map_err(|why| {
             error(format_args!(
                 "{shown}: not unmounted: its edits could not be saved to {}: {why}; they stay in the mount (ptefs commit {shown} -o OTHER saves them elsewhere)",
                 out.display()
@@ -311,12 +312,20 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
             &written,
         ))?;
     }
-    unmount_path(&path, false).map(|()| OK).map_err(|e| {
+    unmount_path(&path, false).map_err(|e| {
         if e.errno() == Some(Errno::EBUSY) {
             error(format_args!("{e} (close what uses it, or `umount -l`)"));
         } else {
             error(e);
         }
         TROUBLE
-    })
+    })?;
+    if let Some(info) = info.filter(|i| i.commit.is_none() && !i.saved) {
+        let source = info.source.display();
+        eprintln!(
+            "ptefs: note: the edits of {shown} were not committed; they stay in {} for the next `ptefs mount --writable {source}` (`ptefs commit {source} -o OUT` writes them, --discard-edits drops them)",
+            info.journal.display()
+        );
+    }
+    Ok(OK)
 }
