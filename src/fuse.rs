@@ -147,6 +147,14 @@ impl Filesystem for PtefsFs {
             // each inode's type, so it refuses what `open` checks by itself.
             Ok(Opening::ByKernel) => reply.error(Errno::ENOSYS),
             Ok(Opening::Cached) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            // A file opened to be written whole gets a handle of its own,
+            // whose writes count once every byte was written.
+            Ok(Opening::Direct) if write && flags.0 & libc::O_TRUNC != 0 => {
+                match self.fs.open_rewrite(ino.0) {
+                    Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO),
+                    Err(e) => reply.error(errno("open", &e)),
+                }
+            }
             Ok(Opening::Direct) => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
             Err(e) => reply.error(errno("open", &e)),
         }
@@ -180,7 +188,7 @@ impl Filesystem for PtefsFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
@@ -188,7 +196,7 @@ impl Filesystem for PtefsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.fs.write(ino.0, offset, data) {
+        match self.fs.write(ino.0, fh.0, offset, data) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(errno("write", &e)),
         }
@@ -354,13 +362,51 @@ impl Filesystem for PtefsFs {
         &self,
         _req: &Request,
         _ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Nothing is ever written, so there is nothing to flush on close;
-        // ENOSYS tells the kernel not to ask again.
-        reply.error(Errno::ENOSYS);
+        // A read-only mount has nothing to flush on close; ENOSYS tells
+        // the kernel not to ask again.
+        if !self.fs.is_writable() {
+            return reply.error(Errno::ENOSYS);
+        }
+        match self.fs.flush(fh.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno("flush", &e)),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        // A handle not flushed (closed by a killed process) is settled
+        // here; nobody hears the answer.
+        if let Err(e) = self.fs.flush(fh.0) {
+            log::debug!("release: {e}");
+        }
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.fs.fsync() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno("fsync", &e)),
+        }
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

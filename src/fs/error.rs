@@ -65,11 +65,25 @@ pub enum FsError {
         /// The file.
         path: String,
     },
-    /// The overlay is full.
+    /// The edit journal could not take a write or make it durable.
     #[error("{why}")]
-    Full {
+    Journal {
         /// Why.
         why: String,
+        /// ENOSPC or EDQUOT for a full disk, EIO otherwise.
+        errno: i32,
+    },
+    /// A file opened with `O_TRUNC` closed before it was written whole.
+    #[error(
+        "{path}: opened to be written whole (O_TRUNC), but closed with {written} of its {size} bytes written; the writes are dropped"
+    )]
+    Partial {
+        /// The file.
+        path: String,
+        /// Bytes written.
+        written: u64,
+        /// Its size.
+        size: u64,
     },
     /// Saving the edited file failed.
     #[error("saving: {why}")]
@@ -114,9 +128,11 @@ impl FsError {
             FsError::IsDir(_) => libc::EISDIR,
             FsError::ReadOnly | FsError::NotStored { .. } => libc::EROFS,
             FsError::PastEnd { .. } => libc::EFBIG,
-            FsError::Resize { .. } | FsError::Header { .. } => libc::EINVAL,
+            FsError::Resize { .. } | FsError::Header { .. } | FsError::Partial { .. } => {
+                libc::EINVAL
+            }
             FsError::NamesFixed { .. } | FsError::AttributesFixed { .. } => libc::EPERM,
-            FsError::Full { .. } => libc::ENOSPC,
+            FsError::Journal { errno, .. } => *errno,
             FsError::Commit { .. } => libc::EIO,
             FsError::NotExecutable => libc::EACCES,
             FsError::NoAttribute => libc::ENODATA,

@@ -21,7 +21,10 @@ pub use read_mode::{
     CACHED_MAX_REQUEST, DEFAULT_DIRECT_FROM, DIRECT_MAX_REQUEST, MAX_MAX_REQUEST, MIN_MAX_REQUEST,
     Opening, ReadMode, ReadPolicy,
 };
-pub use write::{COMMIT_ATTR, EDITS_ATTR, EditRow, Writable};
+pub use write::{
+    COMMITTED_ATTR, EditRow, JOURNAL_ATTR, JournalInfo, Opened, Writable, commit_overlay,
+    edit_rows, header_of, journal_dir,
+};
 
 use crate::tree::{Ino, ROOT};
 use crate::view::View;

@@ -156,11 +156,9 @@ fn a_delegates_weights_in_a_data_file_commit_to_a_new_data_file_at_unmount() {
     let saved = tmp.path().join("saved.ptd");
     let work = tmp.path().join("work");
     std::fs::create_dir(&work).unwrap();
-    // Edits beyond one byte of memory go to the work directory.
+    // The journal in a directory of the test's own.
     let m = Mounted::new(&[
         "--writable".as_ref(),
-        "--edit-memory".as_ref(),
-        "1".as_ref(),
         "--work-dir".as_ref(),
         work.as_os_str(),
         "--commit".as_ref(),
@@ -302,8 +300,12 @@ fn readers_see_a_write_whole_or_not_at_all_and_a_killed_daemon_leaves_the_source
     let tmp = tempfile::tempdir().unwrap();
     let pte = copy("portable.pte", tmp.path());
     let before = std::fs::read(&pte).unwrap();
+    // The journal the killed daemon leaves goes with the test's directory.
+    let work = tmp.path().join("work");
     let m = Mounted::new(&[
         "--writable".as_ref(),
+        "--work-dir".as_ref(),
+        work.as_os_str(),
         "--threads".as_ref(),
         "4".as_ref(),
         pte.as_os_str(),
@@ -382,7 +384,7 @@ fn an_unprivileged_owner_edits_and_commits() {
         .unwrap()
         .to_owned();
     let script = format!(
-        "set -e; cd {d}; mkdir mnt; ./ptefs mount --writable portable.pte mnt; \
+        "set -e; cd {d}; mkdir mnt; XDG_STATE_HOME={d}/state ./ptefs mount --writable portable.pte mnt; \
          for f in mnt/methods/forward/tensors/*.npy; do \
            if [ \"$(tail -c +129 $f | sha256sum | cut -c1-64)\" = {sha} ]; then cp portable.fc1.weight.npy $f; fi; \
          done; \

@@ -22,6 +22,7 @@ mod diff;
 mod doc_examples;
 mod doc_links;
 mod edit_fs;
+mod edit_journal;
 mod edit_mount;
 mod edit_oracle;
 mod edit_pack;

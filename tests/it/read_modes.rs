@@ -304,10 +304,10 @@ fn the_core_decides_which_files_are_read_directly() {
     );
     assert!(direct.opening(ino(&direct, BIG), true).is_err());
     // A writable mount reads every file directly, and maps none shared.
-    let writable = Fs::new_writable(
-        common::view_of(std::slice::from_ref(&src), &[]),
-        Writable::new(1 << 20, None, None),
-    );
+    let work = tempfile::tempdir().unwrap();
+    let view = common::view_of(std::slice::from_ref(&src), &[]);
+    let opened = Writable::open(&view, work.path(), None, false).unwrap();
+    let writable = Fs::new_writable(view, opened.writable);
     assert_eq!(
         writable.opening(ino(&writable, 4096), false).unwrap(),
         Opening::Direct

@@ -16,6 +16,7 @@ use nix::errno::Errno;
 
 use super::progress::Progress;
 use super::{OK, TROUBLE, error, report_view};
+use crate::edit::journal;
 use crate::fs::{Fs, ReadMode, ReadPolicy, Writable};
 use crate::source::redact::redact;
 use crate::view::View;
@@ -86,18 +87,14 @@ pub(super) struct MountArgs {
     /// the sources are never written); save with `ptefs commit`.
     #[arg(long)]
     writable: bool,
-    /// With --writable, bytes of edits kept in memory (suffixes K, M, G);
-    /// beyond them edits go to --work-dir.
-    #[arg(
-        long,
-        value_name = "SIZE",
-        default_value = "256M",
-        requires = "writable"
-    )]
-    edit_memory: String,
-    /// With --writable, a directory for edits beyond --edit-memory.
+    /// With --writable, the directory journals of edits are kept in
+    /// [default: $XDG_STATE_HOME/ptefs/edits, or ~/.local/state/ptefs/edits]
     #[arg(long, value_name = "DIR", requires = "writable")]
     work_dir: Option<PathBuf>,
+    /// With --writable, drop the edits an earlier mount of the same
+    /// source left, instead of taking them up again.
+    #[arg(long, requires = "writable")]
+    discard_edits: bool,
     /// With --writable, save the edited file to OUT at unmount.
     #[arg(long = "commit", value_name = "OUT", requires = "writable")]
     commit: Option<PathBuf>,
@@ -129,21 +126,18 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     })?;
-    let writable = match args.writable {
-        true => {
-            options.mount.retain(|o| *o != fuser::MountOption::RO);
-            let memory = crate::cli::size::value(&args.edit_memory).map_err(|e| {
-                error(format_args!("--edit-memory: {e}"));
-                TROUBLE
-            })?;
-            // The daemon leaves the working directory: paths must be whole.
-            let whole = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
-            let work_dir = args.work_dir.as_deref().map(whole);
-            let commit = args.commit.as_deref().map(whole);
-            Some(Writable::new(memory, work_dir.as_deref(), commit))
-        }
-        false => None,
-    };
+    if args.writable {
+        options.mount.retain(|o| *o != fuser::MountOption::RO);
+    }
+    // The daemon leaves the working directory: paths must be whole.
+    let whole = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+    let commit = args.commit.as_deref().map(whole);
+    if let Some(out) = &commit {
+        check_commit_output(out).map_err(|e| {
+            error(e);
+            TROUBLE
+        })?;
+    }
     let read_policy = read_policy(
         &args.read_mode,
         &args.direct_from,
@@ -170,9 +164,35 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     })?;
-    let fs = match writable {
-        Some(w) => Fs::new_writable(view, w),
-        None => Fs::new(view),
+    let fs = match args.writable {
+        true => {
+            let base = match args.work_dir.as_deref().map(whole) {
+                Some(dir) => dir,
+                None => journal::default_base().ok_or_else(|| {
+                    error("--writable: no state directory to keep the edits in (neither XDG_STATE_HOME nor HOME is set); give --work-dir");
+                    TROUBLE
+                })?,
+            };
+            let opened = Writable::open(&view, &base, commit, args.discard_edits).map_err(|e| {
+                match e {
+                    journal::JournalError::Io { .. } => error(format_args!(
+                        "--writable: cannot keep the journal of the edits: {e} (--work-dir DIR keeps it elsewhere)"
+                    )),
+                    _ => error(e),
+                }
+                TROUBLE
+            })?;
+            if opened.replayed > 0 {
+                eprintln!(
+                    "ptefs: note: {} write(s) kept from an earlier mount of {} are taken up again (journal {}); `ptefs edits` lists them, --discard-edits drops them",
+                    opened.replayed,
+                    source_name,
+                    opened.journal.display()
+                );
+            }
+            Fs::new_writable(view, opened.writable)
+        }
+        false => Fs::new(view),
     }
     .with_read_policy(read_policy);
     if args.foreground {
@@ -185,6 +205,40 @@ pub(super) fn run(args: MountArgs) -> Result<i32, i32> {
         args.threads,
         args.log_file.as_deref(),
     )
+}
+
+/// Checks at mount time that the file `--commit` saves to can be written:
+/// its directory exists and takes new files, and it is no directory.
+fn check_commit_output(out: &Path) -> Result<(), String> {
+    let shown = out.display();
+    if out.is_dir() {
+        return Err(format!("--commit {shown}: is a directory"));
+    }
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "--commit {shown}: {} is not a directory",
+                dir.display()
+            ));
+        }
+        Err(e) => return Err(format!("--commit {shown}: {}: {e}", dir.display())),
+    }
+    nix::unistd::access(
+        dir,
+        nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+    )
+    .map_err(|e| {
+        format!(
+            "--commit {shown}: cannot write in {}: {}",
+            dir.display(),
+            e.desc()
+        )
+    })
 }
 
 /// The read policy the options give, on a mount that is `writable` or not.
@@ -215,6 +269,16 @@ fn read_policy(
     })
 }
 
+/// The type of the mount at `dir` (`fuse.ptefs`), if one is there.
+pub(super) fn fstype(dir: &Path) -> Option<String> {
+    let path = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    let path = path.canonicalize().unwrap_or(path);
+    mount_at(&path).map(|m| m.fstype)
+}
+
+/// Unmounts a ptefs mount. A writable mount given `--commit OUT` saves
+/// its edits first, from this process: when that fails, the mount stays,
+/// with its edits, and the exit status says so.
 pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
     let shown = mountpoint.display();
     // canonicalize fails on a mount whose daemon died; use the path as given.
@@ -231,12 +295,37 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
             return Err(TROUBLE);
         }
     }
-    unmount_path(&path, false).map(|()| OK).map_err(|e| {
+    // A mount that does not answer, or is read-only, has nothing to save.
+    let info = super::commit::journal_info(&path).ok();
+    if let Some(info) = &info
+        && let Some(out) = &info.commit
+    {
+        let written = super::commit::commit_to(&path, info, out).map_err(|why| {
+            error(format_args!(
+                "{shown}: not unmounted: its edits could not be saved to {}: {why}; they stay in the mount (ptefs commit {shown} -o OTHER saves them elsewhere)",
+                out.display()
+            ));
+            TROUBLE
+        })?;
+        super::print(&super::commit::summary(
+            &out.display().to_string(),
+            &written,
+        ))?;
+    }
+    unmount_path(&path, false).map_err(|e| {
         if e.errno() == Some(Errno::EBUSY) {
             error(format_args!("{e} (close what uses it, or `umount -l`)"));
         } else {
             error(e);
         }
         TROUBLE
-    })
+    })?;
+    if let Some(info) = info.filter(|i| i.commit.is_none() && !i.saved) {
+        let source = info.source.display();
+        eprintln!(
+            "ptefs: note: the edits of {shown} were not committed; they stay in {} for the next `ptefs mount --writable {source}` (`ptefs commit {source} -o OUT` writes them, --discard-edits drops them)",
+            info.journal.display()
+        );
+    }
+    Ok(OK)
 }
