@@ -27,8 +27,13 @@ pub(super) struct SetArgs {
     #[command(flatten)]
     sources: Sources,
     /// Tree paths of stored tensors and what to store in them.
-    #[arg(required = true, value_name = "PATH=SOURCE")]
+    #[arg(required_unless_present = "from", value_name = "PATH=SOURCE")]
     edits: Vec<String>,
+    /// A safetensors file: each of its tensors replaces, by name, the
+    /// tensor of the tree's weights.safetensors it names, where the bytes
+    /// differ.
+    #[arg(long, value_name = "SAFETENSORS")]
+    from: Option<PathBuf>,
     /// The file to write (replaced atomically; may be FILE itself).
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: PathBuf,
@@ -99,8 +104,12 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
             .add(edit, &source.name)
             .map_err(fail)?;
     }
+    if let Some(from) = &args.from {
+        add_from_weights(&fs, from, &mut by_source)?;
+    }
     let mut touched = by_source.into_iter();
-    let (id, edits) = touched.next().expect("at least one edit is required");
+    // Nothing differs: the output is the input, byte for byte.
+    let (id, edits) = touched.next().unwrap_or_default();
     if let Some((other, _)) = touched.next() {
         error(format_args!(
             "the paths given are stored in {} and in {}; set writes one file: run it once for each",
@@ -139,6 +148,38 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
         source.name
     );
     Ok(OK)
+}
+
+/// Adds the edits of safetensors file `from` (`--from`) to `by_source`.
+fn add_from_weights(
+    fs: &Fs,
+    from: &std::path::Path,
+    by_source: &mut BTreeMap<usize, Edits>,
+) -> Result<(), i32> {
+    let fail = |e: EditError| {
+        error(e);
+        TROUBLE
+    };
+    let view = fs.view();
+    let given = std::fs::read(from).map_err(|e| fail(EditError::io(from)(e)))?;
+    let stored = |id: usize, span| view.sources[id].mapped(span).map(<[u8]>::to_vec);
+    let found = edit::from_weights::edits(&view.tree, crate::tree::ROOT, (from, &given), stored)
+        .map_err(fail)?;
+    eprintln!(
+        "ptefs: note: {}: {} tensor(s) differ, {} as stored",
+        shown(from),
+        found.edits.len(),
+        found.unchanged
+    );
+    for (id, e) in found.edits {
+        let name = &view.sources[id].name;
+        by_source
+            .entry(id)
+            .or_default()
+            .add(e, name)
+            .map_err(fail)?;
+    }
+    Ok(())
 }
 
 /// Splits `PATH=SOURCE` at the first `=` whose left side is a path of

@@ -9,6 +9,7 @@
 
 pub mod cast;
 pub mod checksums;
+pub mod from_weights;
 pub mod npy;
 pub mod output;
 pub mod overlay;
