@@ -66,9 +66,16 @@ pub fn scalar_dtype(t: ScalarType) -> Option<safetensors::Dtype> {
 }
 
 /// The safetensors dtype of a tensor file's type: a delegate's type counts
-/// when its stored bytes are plain elements of a scalar type.
+/// when its stored bytes are plain elements of a scalar type, or are
+/// bfloat16 (which NumPy, and so the element type, lacks).
 pub fn dtype(d: Dtype) -> Option<safetensors::Dtype> {
-    d.element().and_then(scalar_dtype)
+    match d {
+        Dtype::Named {
+            name: "bfloat16",
+            element: None,
+        } => Some(safetensors::Dtype::BF16),
+        d => d.element().and_then(scalar_dtype),
+    }
 }
 
 /// A tensor file under the tree of the file the weights are of, stored as
@@ -174,7 +181,7 @@ impl Assembly {
 
     fn plan(&self) -> &Result<Plan, String> {
         self.plan.get_or_init(|| {
-            let plan = plan(&self.parts, &self.metas);
+            let plan = plan(&self.parts, &self.metas, Limits::SAFETENSORS);
             crate::allocator::release_free();
             plan
         })
@@ -288,8 +295,23 @@ impl Assembly {
     }
 }
 
+/// How many tensors, and how large a header, a file may have.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    tensors: usize,
+    header: usize,
+}
+
+impl Limits {
+    /// What safetensors readers accept.
+    const SAFETENSORS: Limits = Limits {
+        tensors: MAX_TENSORS,
+        header: MAX_HEADER,
+    };
+}
+
 /// Lays out the file: which tensors, under which names, where.
-fn plan(parts: &Parts, metas: &[TensorMeta]) -> Result<Plan, String> {
+fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, String> {
     let mut tensors: Vec<Tensor> = Vec::new();
     let mut left_out: Vec<LeftOut> = Vec::new();
     let mut by_bytes: HashMap<(SourceId, u64, u64), usize> = HashMap::new();
@@ -385,10 +407,11 @@ fn plan(parts: &Parts, metas: &[TensorMeta]) -> Result<Plan, String> {
         };
         add(name, aliases, s.path.clone(), s.meta, (s.source, s.span));
     }
-    if tensors.len() > MAX_TENSORS {
+    if tensors.len() > limits.tensors {
         return Err(format!(
-            "{} tensors, more than safetensors' {MAX_TENSORS}",
-            tensors.len()
+            "{} tensors, more than safetensors' limit of {}",
+            tensors.len(),
+            limits.tensors
         ));
     }
     let untyped: Vec<&str> = (parts.untyped.iter())
@@ -396,7 +419,7 @@ fn plan(parts: &Parts, metas: &[TensorMeta]) -> Result<Plan, String> {
         .map(|(path, _, _)| path.as_str())
         .collect();
     unique_names(&mut tensors);
-    render(parts, tensors, left_out, &untyped)
+    render(parts, tensors, left_out, &untyped, limits.header)
 }
 
 /// Renames every tensor whose name an earlier one took (or that is the
@@ -430,6 +453,7 @@ fn render(
     tensors: Vec<Tensor>,
     left_out: Vec<LeftOut>,
     untyped: &[&str],
+    max_header: usize,
 ) -> Result<Plan, String> {
     let mut metadata: BTreeMap<&str, String> = BTreeMap::new();
     metadata.insert("format", "pt".to_owned());
@@ -491,9 +515,9 @@ fn render(
         header.push(b' ');
     }
     let n = header.len() - 8;
-    if n > MAX_HEADER {
+    if n > max_header {
         return Err(format!(
-            "its header would be {n} bytes, over safetensors' limit of {MAX_HEADER}"
+            "its header would be {n} bytes, over safetensors' limit of {max_header}"
         ));
     }
     header[..8].copy_from_slice(&(n as u64).to_le_bytes());
@@ -553,4 +577,116 @@ impl Serialize for Info<'_> {
 /// `v` as JSON text, for one of `__metadata__`'s string values.
 fn json(v: &impl Serialize) -> Result<String, String> {
     serde_json::to_string(v).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{Dtype, TensorMeta};
+
+    fn float(sizes: &[i64]) -> TensorMeta {
+        TensorMeta {
+            dtype: Dtype::Scalar(ScalarType::FLOAT),
+            sizes: sizes.into(),
+            dim_order: None,
+        }
+    }
+
+    /// `n` float tensors of 4 bytes each, back to back in source 0, keyed
+    /// `k0`, `k1`, ...
+    fn parts(n: u64) -> Parts {
+        Parts {
+            source_name: "m.ptd".to_owned(),
+            tables: Vec::new(),
+            stored: (0..n)
+                .map(|i| Stored {
+                    source: 0,
+                    span: Span {
+                        offset: 64 + 4 * i,
+                        len: 4,
+                    },
+                    meta: 0,
+                    key: Some(format!("k{i}")),
+                    checkpoint: None,
+                    path: format!("tensors/k{i}.bin"),
+                })
+                .collect(),
+            untyped: Vec::new(),
+        }
+    }
+
+    fn header_of(plan: &Plan) -> serde_json::Value {
+        serde_json::from_slice(&plan.header[8..]).unwrap()
+    }
+
+    #[test]
+    fn more_tensors_than_the_limit_is_an_error_naming_both_counts() {
+        let metas = [float(&[1])];
+        let limits = Limits {
+            tensors: 3,
+            header: MAX_HEADER,
+        };
+        let err = plan(&parts(4), &metas, limits).unwrap_err();
+        assert_eq!(err, "4 tensors, more than safetensors' limit of 3");
+        assert!(plan(&parts(3), &metas, limits).is_ok());
+    }
+
+    #[test]
+    fn a_header_over_the_limit_is_an_error_and_one_at_it_is_not() {
+        let metas = [float(&[1])];
+        let at = |header| Limits {
+            tensors: MAX_TENSORS,
+            header,
+        };
+        let fits = plan(&parts(50), &metas, Limits::SAFETENSORS).unwrap();
+        let n = fits.header.len() - 8;
+        assert!(plan(&parts(50), &metas, at(n)).is_ok());
+        let err = plan(&parts(50), &metas, at(n - 1)).unwrap_err();
+        assert!(
+            err.starts_with(&format!("its header would be {n} bytes, over")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn names_that_collide_get_a_suffix_and_keep_the_original_as_an_alias() {
+        let mut p = parts(3);
+        p.stored[1].key = Some("k0".to_owned());
+        p.stored[2].key = Some("__metadata__".to_owned());
+        let plan = plan(&p, &[float(&[1])], Limits::SAFETENSORS).unwrap();
+        let h = header_of(&plan);
+        let names: Vec<&String> = h.as_object().unwrap().keys().collect();
+        assert_eq!(names, ["__metadata__", "k0", "k0~2", "__metadata__~2"]);
+        let aliases: serde_json::Value =
+            serde_json::from_str(h["__metadata__"]["ptefs.aliases"].as_str().unwrap()).unwrap();
+        assert_eq!(aliases["k0~2"], serde_json::json!(["k0"]));
+        assert_eq!(
+            aliases["__metadata__~2"],
+            serde_json::json!(["__metadata__"])
+        );
+    }
+
+    #[test]
+    fn zero_size_tensors_have_empty_ranges_and_no_segment() {
+        let mut p = parts(3);
+        p.stored[1].span = Span { offset: 68, len: 0 };
+        p.stored[1].meta = 1;
+        let plan = plan(&p, &[float(&[1]), float(&[0, 3])], Limits::SAFETENSORS).unwrap();
+        let h = header_of(&plan);
+        assert_eq!(h["k1"]["shape"], serde_json::json!([0, 3]));
+        assert_eq!(h["k1"]["data_offsets"], serde_json::json!([4, 4]));
+        assert_eq!(h["k2"]["data_offsets"], serde_json::json!([4, 8]));
+        assert_eq!(plan.segments.len(), 2);
+        assert_eq!(plan.data_len, 8);
+    }
+
+    #[test]
+    fn bytes_that_are_not_the_elements_are_left_out_and_counted() {
+        let mut p = parts(2);
+        p.stored[1].meta = 1;
+        let plan = plan(&p, &[float(&[1]), float(&[2])], Limits::SAFETENSORS).unwrap();
+        let h = header_of(&plan);
+        assert!(h.get("k1").is_none());
+        assert_eq!(h["__metadata__"]["ptefs.left_out_count"], "1");
+    }
 }
