@@ -29,6 +29,10 @@ if ! python3 -c "import numpy" 2>/dev/null; then
   echo "setup: pip install numpy" >&2
   python3 -m pip install --quiet numpy
 fi
+if ! python3 -c "import safetensors" 2>/dev/null; then
+  echo "setup: pip install safetensors" >&2
+  python3 -m pip install --quiet safetensors
+fi
 if ! python3 -c "import websockets" 2>/dev/null; then
   echo "setup: pip install websockets" >&2
   python3 -m pip install --quiet websockets

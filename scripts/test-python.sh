@@ -13,7 +13,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 maturin build --quiet --profile "${PTEFS_WHEEL_PROFILE:-dev}" --out "$work/dist" >&2
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet --disable-pip-version-check "$work"/dist/ptefs-*.whl pytest
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check "$work"/dist/ptefs-*.whl pytest safetensors
 # PATH without any directory that holds cargo or rustc.
 path=$work/venv/bin
 IFS=: read -ra dirs <<<"$PATH"

@@ -267,6 +267,36 @@ class File:
         """File ``path`` decoded as UTF-8 (``code.txt``, ``README.txt``)."""
         return self.read(path).decode("utf-8")
 
+    # -- weights ------------------------------------------------------------
+    def weights_path(self, of: str = "") -> str:
+        """The tree path of ``weights.safetensors``, every stored tensor of a
+        program or data file as one safetensors file: the one at directory
+        ``of`` (the root by default), or of the program under it (a bundled
+        program's ``program/``)."""
+        of = of.strip("/")
+        for d in (of, f"{of}/program" if of else "program"):
+            path = f"{d}/weights.safetensors" if d else "weights.safetensors"
+            if self.exists(path):
+                return path
+        raise NotFound(f"{of or '(the root)'}: no weights.safetensors (not a program or data file)")
+
+    def save_safetensors(self, path: Any, of: str = "") -> int:
+        """Writes ``weights.safetensors`` (see :meth:`weights_path`) to file
+        ``path`` in pieces of 64 MiB, so that weights larger than memory can
+        be saved; returns the bytes written. Any safetensors reader loads
+        it: ``safetensors.numpy.load_file(path)``."""
+        src = self.weights_path(of)
+        size = self.stat(src)["size"]
+        done = 0
+        with io.open(_path(path), "wb") as out:
+            while done < size:
+                chunk = self.read(src, done, min(64 << 20, size - done))
+                if not chunk:
+                    raise Error(f"{src}: ended at byte {done} of {size}")
+                out.write(chunk)
+                done += len(chunk)
+        return done
+
     # -- tensors ------------------------------------------------------------
     def tensors(self, method: Optional[str] = None) -> Dict[str, TensorInfo]:
         """Every stored tensor once, by tree path: program constants, external

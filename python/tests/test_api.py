@@ -209,3 +209,24 @@ def test_report_equals_the_command(tmp_path: Path) -> None:
         cli_page = tmp_path / f"{name}.cli.html"
         assert run_ptefs("report", "-o", str(cli_page), str(fixture(name))).returncode == 0
         assert page.read_text() == cli_page.read_text()
+
+
+def test_weights_safetensors_saves_and_loads_as_the_tensors(tmp_path: Path) -> None:
+    from safetensors import safe_open
+    from safetensors.numpy import load_file
+
+    for name in ["mv2_xnnpack.pte", "mlp_external.pte", "mlp_external.ptd"]:
+        with ptefs.open(fixture(name)) as f:
+            assert f.weights_path() == "weights.safetensors"
+            out = tmp_path / f"{name}.safetensors"
+            assert f.save_safetensors(out) == f.stat("weights.safetensors")["size"]
+            assert out.read_bytes() == run_ptefs("cat", str(fixture(name)), "weights.safetensors", text=False).stdout
+            loaded = load_file(out)
+            with safe_open(str(out), "np") as s:
+                paths = json.loads(s.metadata()["ptefs.paths"])
+            assert len(loaded) > 0
+            for key, array in loaded.items():
+                want = f.numpy(paths[key][0])
+                assert array.dtype == want.dtype and np.array_equal(array, want), key
+    with ptefs.open(fixture("mlp.pte")) as f, pytest.raises(ptefs.NotFound):
+        f.weights_path("methods")

@@ -27,8 +27,13 @@ pub(super) struct SetArgs {
     #[command(flatten)]
     sources: Sources,
     /// Tree paths of stored tensors and what to store in them.
-    #[arg(required = true, value_name = "PATH=SOURCE")]
+    #[arg(required_unless_present = "from", value_name = "PATH=SOURCE")]
     edits: Vec<String>,
+    /// A safetensors file: each of its tensors replaces, by name, the
+    /// tensor of the tree's weights.safetensors it names, where the bytes
+    /// differ.
+    #[arg(long, value_name = "SAFETENSORS")]
+    from: Option<PathBuf>,
     /// The file to write (replaced atomically; may be FILE itself, never
     /// another input nor another kind of file).
     #[arg(
@@ -114,9 +119,19 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
             .add(edit, &source.name)
             .map_err(fail)?;
     }
+    if let Some(from) = &args.from {
+        add_from_weights(&fs, from, &mut by_source)?;
+    }
+    // Nothing differs: the output is FILE, byte for byte.
+    if by_source.is_empty() {
+        by_source.insert(0, Edits::default());
+    }
     let outputs = outputs(args, &view.sources, by_source)?;
-    let inputs =
-        || (values.iter()).fold(edit::Inputs::new().sources(&view.sources), |i, w| i.path(w));
+    let inputs = || {
+        let given =
+            (values.iter()).fold(edit::Inputs::new().sources(&view.sources), |i, w| i.path(w));
+        (args.from.iter()).fold(given, |i, f| i.path(f))
+    };
     // Every file written and checked before any is put in place; the data
     // file first, as the program needs it.
     let mut ready = Vec::new();
@@ -216,6 +231,38 @@ fn outputs<'a>(
         out.push((id, edits, o.as_path()));
     }
     Ok(out)
+}
+
+/// Adds the edits of safetensors file `from` (`--from`) to `by_source`.
+fn add_from_weights(
+    fs: &Fs,
+    from: &std::path::Path,
+    by_source: &mut BTreeMap<usize, Edits>,
+) -> Result<(), i32> {
+    let fail = |e: EditError| {
+        error(e);
+        TROUBLE
+    };
+    let view = fs.view();
+    let given = std::fs::read(from).map_err(|e| fail(EditError::io(from)(e)))?;
+    let stored = |id: usize, span| view.sources[id].mapped(span).map(<[u8]>::to_vec);
+    let found = edit::from_weights::edits(&view.tree, crate::tree::ROOT, (from, &given), stored)
+        .map_err(fail)?;
+    eprintln!(
+        "ptefs: note: {}: {} tensor(s) differ, {} as stored",
+        shown(from),
+        found.edits.len(),
+        found.unchanged
+    );
+    for (id, e) in found.edits {
+        let name = &view.sources[id].name;
+        by_source
+            .entry(id)
+            .or_default()
+            .add(e, name)
+            .map_err(fail)?;
+    }
+    Ok(())
 }
 
 /// Splits `PATH=SOURCE` at the first `=` whose left side is a path of

@@ -11,6 +11,7 @@
 pub mod cast;
 pub mod checksums;
 pub mod destination;
+pub mod from_weights;
 pub mod journal;
 pub mod npy;
 pub mod output;

@@ -62,6 +62,11 @@ pub fn stored(tree: &Tree, ino: Ino, path: &str) -> Result<Stored> {
                 "serves bfloat16 values widened to float32, not the stored bytes; set the .bin beside it",
             ));
         }
+        Content::Assembled(_) => {
+            return Err(refuse(
+                "holds every tensor of the file; set them from it with `ptefs set --from`, or set a tensor's own .bin or .npy",
+            ));
+        }
         Content::Generated(_) | Content::Lazy(_) => {
             return Err(refuse(
                 "is rendered from the file (text, JSON or a converted view), not stored bytes; only a stored tensor's .bin or .npy can be set",

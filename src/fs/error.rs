@@ -105,6 +105,13 @@ pub enum FsError {
     /// longer match the tree.
     #[error(transparent)]
     SourceChanged(#[from] crate::source::SourceError),
+    /// A file that cannot be made within its format's limits (a
+    /// `weights.safetensors` of too many tensors, or too large a header).
+    #[error("{why}")]
+    TooLarge {
+        /// What is too large.
+        why: String,
+    },
     /// Reading the source failed.
     #[error("{source_name}: reading bytes {offset}..{end}: {error}")]
     Read {
@@ -127,7 +134,7 @@ impl FsError {
             FsError::NotDir(_) => libc::ENOTDIR,
             FsError::IsDir(_) => libc::EISDIR,
             FsError::ReadOnly | FsError::NotStored { .. } => libc::EROFS,
-            FsError::PastEnd { .. } => libc::EFBIG,
+            FsError::PastEnd { .. } | FsError::TooLarge { .. } => libc::EFBIG,
             FsError::Resize { .. } | FsError::Header { .. } | FsError::Partial { .. } => {
                 libc::EINVAL
             }

@@ -17,6 +17,10 @@ impl Fs {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
         self.rendered_intact(&content)?;
+        if piece.len() < size.min(content.len().saturating_sub(offset)) {
+            // Parts of an assembled file: one after another.
+            return self.read_pieces(&content, offset, size).map(Data::Owned);
+        }
         let Some((id, span)) = piece.tail else {
             return Ok(match piece.head {
                 Cow::Borrowed(b) => Data::Rendered(b),
@@ -62,15 +66,30 @@ impl Fs {
     /// for callers that process the bytes themselves.
     pub fn read_copy(&self, ino: Ino, offset: u64, size: u64) -> Result<Vec<u8>> {
         let content = self.content(ino)?;
-        let piece = content.read(offset, size);
+        let buf = self.read_pieces(&content, offset, size)?;
         self.rendered_intact(&content)?;
-        let mut buf = Vec::with_capacity(piece.len() as usize);
-        match piece.tail {
-            Some((id, span)) => {
-                let source = self.source(id)?;
-                self.assemble(&piece, (id, source), span, source_end(&content), &mut buf)?
+        Ok(buf)
+    }
+
+    /// Up to `size` bytes of `content` from `offset`, piece after piece,
+    /// read with `pread`.
+    fn read_pieces(&self, content: &Contents<'_>, offset: u64, size: u64) -> Result<Vec<u8>> {
+        let want = size.min(content.len().saturating_sub(offset));
+        let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
+        while (buf.len() as u64) < want {
+            let at = offset + buf.len() as u64;
+            let piece = content.read(at, want - buf.len() as u64);
+            if piece.is_empty() {
+                break;
             }
-            None => buf.extend_from_slice(&piece.head),
+            match piece.tail {
+                Some((id, span)) => {
+                    let source = self.source(id)?;
+                    let end = source_end(content).max(span.end());
+                    self.assemble(&piece, (id, source), span, end, &mut buf)?
+                }
+                None => buf.extend_from_slice(&piece.head),
+            }
         }
         Ok(buf)
     }
@@ -85,6 +104,11 @@ impl Fs {
             });
         };
         self.renderable(&f.content, true)?;
+        if let Content::Assembled(a) = &*f.content
+            && let Some(why) = a.error()
+        {
+            return Err(FsError::TooLarge { why });
+        }
         Ok(f.content)
     }
 
@@ -166,6 +190,6 @@ fn source_end(content: &Content) -> u64 {
         Content::Source { span, .. }
         | Content::Prefixed { span, .. }
         | Content::Widened { span, .. } => span.end(),
-        Content::Generated(_) | Content::Lazy(_) => 0,
+        Content::Generated(_) | Content::Lazy(_) | Content::Assembled(_) => 0,
     }
 }

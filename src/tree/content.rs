@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use std::ops::Deref;
 
+use super::weights::Assembly;
 use super::{Lazy, SourceId, TensorMeta};
 use crate::format::Span;
 
@@ -41,6 +42,9 @@ pub enum Content {
         /// The bfloat16 values (two bytes each).
         span: Span,
     },
+    /// A rendered header followed by spans of sources back to back
+    /// (`weights.safetensors`), laid out when first looked at.
+    Assembled(std::sync::Arc<Assembly>),
 }
 
 impl Content {
@@ -52,6 +56,7 @@ impl Content {
             Content::Source { span, .. } => span.len,
             Content::Prefixed { prefix, span, .. } => prefix.len() as u64 + span.len,
             Content::Widened { prefix, span, .. } => prefix.len() as u64 + span.len / 2 * 4,
+            Content::Assembled(a) => a.len(),
         }
     }
 
@@ -62,8 +67,13 @@ impl Content {
 
     /// What `size` bytes at `offset` are made of: up to two pieces, rendered
     /// bytes first and then a span of a source (to be widened, for
-    /// [`Content::Widened`]). Past the end gives nothing.
+    /// [`Content::Widened`]). Past the end gives nothing. An
+    /// [`Content::Assembled`] file gives at most one of its parts: a read
+    /// across parts gets less than asked and goes on from where it ended.
     pub fn read(&self, offset: u64, size: u64) -> Piece<'_> {
+        if let Content::Assembled(a) = self {
+            return a.read(offset, size);
+        }
         if let Content::Lazy(l) = self {
             let size = usize::try_from(size).unwrap_or(usize::MAX);
             return Piece {
@@ -74,7 +84,7 @@ impl Content {
         }
         let (prefix, source, widened): (&[u8], Option<(SourceId, Span)>, bool) = match self {
             Content::Generated(b) => (b, None, false),
-            Content::Lazy(_) => (&[], None, false),
+            Content::Lazy(_) | Content::Assembled(_) => (&[], None, false),
             Content::Source { source, span } => (&[], Some((*source, *span)), false),
             Content::Prefixed {
                 prefix,

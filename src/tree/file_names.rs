@@ -37,6 +37,39 @@ pub fn encode(raw: impl AsRef<[u8]>) -> String {
     out
 }
 
+/// The raw name an [`encode`]d name stands for; bytes that are not UTF-8
+/// become U+FFFD.
+pub fn decode(encoded: &str) -> String {
+    if !encoded.contains('%') {
+        return encoded.to_owned();
+    }
+    if encoded == "%" {
+        return String::new();
+    }
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match hex
+            .filter(|_| bytes[i] == b'%')
+            .map(|h| u8::from_str_radix(h, 16))
+        {
+            Some(Ok(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            _ => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// `index` zero-padded to the width of `max`.
 pub fn padded(index: u64, max: u64) -> String {
     let width = max.to_string().len();

@@ -22,6 +22,7 @@ pub mod render;
 pub mod report_files;
 pub mod table;
 mod walk;
+pub mod weights;
 
 use std::borrow::Cow;
 
@@ -57,7 +58,7 @@ pub struct Tree {
     /// Names beyond the first of files that have several, by inode.
     extra_links: std::collections::HashMap<Ino, u32>,
     /// Tensor types and shapes, for extended attributes.
-    tensors: Vec<TensorMeta>,
+    tensors: std::sync::Arc<[TensorMeta]>,
     /// Methods' tensor files, computed from rows.
     tables: Vec<TensorTable>,
     /// Programs' constant buffers, computed.
@@ -291,7 +292,9 @@ impl Tree {
             return Vec::new();
         };
         let (source, span) = match &*f.content {
-            Content::Generated(_) | Content::Lazy(_) => return Vec::new(),
+            Content::Generated(_) | Content::Lazy(_) | Content::Assembled(_) => {
+                return Vec::new();
+            }
             Content::Source { source, span }
             | Content::Prefixed { source, span, .. }
             | Content::Widened { source, span, .. } => (*source, *span),
@@ -359,7 +362,8 @@ impl Tree {
 
     /// Total bytes of all files, as `du --apparent-size` would add them
     /// up; a lazy file that was never rendered counts as empty, as
-    /// rendering every file to answer `df` would defeat their laziness.
+    /// rendering every file to answer `df` would defeat their laziness
+    /// (and so does a `weights.safetensors` never looked at).
     pub fn total_bytes(&self) -> u64 {
         let stored: u64 = self
             .nodes
@@ -369,6 +373,10 @@ impl Tree {
                     content: Content::Lazy(l),
                     ..
                 }) => l.known_len().unwrap_or(0),
+                NodeKind::File(File {
+                    content: Content::Assembled(a),
+                    ..
+                }) => a.known_len().unwrap_or(0),
                 NodeKind::File(f) => f.content.len(),
                 NodeKind::Dir(_) => 0,
             })

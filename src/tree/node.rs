@@ -95,4 +95,7 @@ pub struct TensorMeta {
     pub dtype: Dtype,
     /// Logical sizes (shared with the tensor's other files and values).
     pub sizes: std::sync::Arc<[i64]>,
+    /// The dim order, where it is not the default one (`None`: dimensions
+    /// stored outermost first).
+    pub dim_order: Option<std::sync::Arc<[u8]>>,
 }

@@ -30,8 +30,12 @@ fn read_all(root: &Path) -> Vec<(String, std::io::Result<Vec<u8>>)> {
 }
 
 fn is_raw(path: &str) -> bool {
-    // `values/<id>` are further names of tensor files.
-    path.ends_with(".bin") || path.ends_with(".npy") || path.contains("/values/")
+    // `values/<id>` are further names of tensor files; weights.safetensors
+    // is the tensors' bytes after a header.
+    path.ends_with(".bin")
+        || path.ends_with(".npy")
+        || path.contains("/values/")
+        || path.ends_with("weights.safetensors")
 }
 
 /// Files rendered from the source when first read (see `tree::lazy`):
@@ -274,10 +278,11 @@ fn cat_while_truncating(cut: impl Fn(u64, u64) -> u64) {
     let dir = tempfile::tempdir().unwrap();
     let src = copy(dir.path(), "mv2_xnnpack.pte");
     let v = view_of(std::slice::from_ref(&src), &[]);
+    // The largest file that is one range of the source.
     let (path, ino) = v
         .tree
         .walk(ptefs::tree::ROOT)
-        .filter(|(_, i)| v.content(*i).is_some())
+        .filter(|(_, i)| v.content(*i).is_some() && !v.tree.xattrs(*i).is_empty())
         .max_by_key(|(_, i)| v.content(*i).unwrap().len())
         .unwrap();
     let size = v.content(ino).unwrap().len();

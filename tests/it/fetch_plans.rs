@@ -55,6 +55,7 @@ fn shape(t: &Tree) -> BTreeMap<String, String> {
                     // Rendered from the bytes each tree was built from: the
                     // planned image must hold all that rendering reads.
                     Content::Lazy(l) => format!("lazy {}", sha256(&l.rendered())),
+                    Content::Assembled(a) => format!("assembled {}", sha256(a.header())),
                 },
             };
             (path, what)

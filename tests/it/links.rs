@@ -52,7 +52,7 @@ fn equal_source_ranges_are_one_file() {
                     span.len,
                     [b"widened", &prefix[..]].concat(),
                 ),
-                Content::Generated(_) | Content::Lazy(_) => continue,
+                Content::Generated(_) | Content::Lazy(_) | Content::Assembled(_) => continue,
             };
             if key.2 > 0 {
                 by_range.entry(key).or_default().push(ino);

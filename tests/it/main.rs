@@ -59,6 +59,7 @@ mod secrets;
 mod sources;
 mod tables;
 mod truncate_rendering;
+mod weights;
 mod workflows;
 mod writer_features;
 mod writer_roundtrip;

@@ -193,19 +193,28 @@ fn exercise(bytes: &[u8]) -> bool {
             continue;
         };
         let len = f.content.len();
-        let piece = f.content.read(0, len);
-        assert_eq!(piece.len(), len);
-        std::hint::black_box(piece.head.iter().fold(0u8, |a, &b| a ^ b));
-        if let Some((_, span)) = piece.tail {
-            assert!(
-                span.end() <= bytes.len() as u64,
-                "{span:?} is beyond the {} bytes",
-                bytes.len()
-            );
-            if span.len > 0 {
-                std::hint::black_box((bytes[span.offset as usize], bytes[span.end() as usize - 1]));
+        // Piece after piece: an assembled file gives one part at a time.
+        let mut at = 0;
+        while at < len {
+            let piece = f.content.read(at, len - at);
+            assert!(!piece.is_empty(), "nothing at {at} of {len}");
+            at += piece.len();
+            std::hint::black_box(piece.head.iter().fold(0u8, |a, &b| a ^ b));
+            if let Some((_, span)) = piece.tail {
+                assert!(
+                    span.end() <= bytes.len() as u64,
+                    "{span:?} is beyond the {} bytes",
+                    bytes.len()
+                );
+                if span.len > 0 {
+                    std::hint::black_box((
+                        bytes[span.offset as usize],
+                        bytes[span.end() as usize - 1],
+                    ));
+                }
             }
         }
+        assert_eq!(at, len);
     }
     true
 }

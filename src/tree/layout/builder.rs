@@ -35,7 +35,7 @@ pub(super) struct Builder {
     pub(super) nodes: Vec<Node>,
     pub(super) tensors: Vec<TensorMeta>,
     /// Each distinct type and shape's index in `tensors`.
-    pub(super) metas: foldhash::HashMap<(Dtype, Arc<[i64]>), u32>,
+    pub(super) metas: foldhash::HashMap<MetaKey, u32>,
     /// Methods' tensor files and programs' constants, computed from rows.
     pub(super) tables: Vec<TensorTable>,
     pub(super) constants: Vec<ConstantsTable>,
@@ -79,7 +79,15 @@ pub(super) struct Builder {
     pub(super) me: std::sync::Weak<Tree>,
     /// The attached data files, for reports.
     pub(super) report_data: Vec<ReportFile>,
+    /// The `weights.safetensors` files to assemble once the tree is
+    /// built, with the directories they are at the root of.
+    pub(super) weights: Vec<super::weights::Pending>,
+    /// Keys of named data and data file entries, by their bytes.
+    pub(super) weight_keys: foldhash::HashMap<(SourceId, u64, u64), Box<str>>,
 }
+
+/// A tensor type, shape and dim order.
+pub(super) type MetaKey = (Dtype, Arc<[i64]>, Option<Arc<[u8]>>);
 
 /// Source, offset, length and prefix length of a file's bytes.
 pub(super) type BytesKey = (SourceId, u64, u64, usize);
@@ -99,7 +107,7 @@ pub(super) fn bytes_key(content: &Content) -> Option<BytesKey> {
             source,
             span,
         } => Some((*source, span.offset, span.len, prefix.len())),
-        Content::Generated(_) | Content::Lazy(_) => None,
+        Content::Generated(_) | Content::Lazy(_) | Content::Assembled(_) => None,
     }
     .filter(|k| k.2 > 0)
 }
@@ -143,6 +151,8 @@ impl Builder {
             }
         }
         self.relocate();
+        let tensors: Arc<[TensorMeta]> = std::mem::take(&mut self.tensors).into();
+        self.assemble_weights(&tensors);
         let count = self.source_names.keys().max().map_or(0, |m| m + 1);
         let mut source_names = vec![String::new(); count];
         for (id, name) in self.source_names {
@@ -151,7 +161,7 @@ impl Builder {
         Tree {
             nodes: self.nodes,
             extra_links: self.extra_links,
-            tensors: self.tensors,
+            tensors,
             tables: self.tables,
             constants: self.constants,
             listings: self.listings,
@@ -164,14 +174,28 @@ impl Builder {
 
     /// The index in `tensors` of a type and shape, recorded once.
     pub(super) fn meta_of(&mut self, dtype: Dtype, sizes: Arc<[i64]>) -> u32 {
+        self.meta_ordered(dtype, sizes, None)
+    }
+
+    /// [`meta_of`](Self::meta_of) for a tensor stored in `dim_order`
+    /// (`None`, or the default order, when outermost first).
+    pub(super) fn meta_ordered(
+        &mut self,
+        dtype: Dtype,
+        sizes: Arc<[i64]>,
+        dim_order: Option<Arc<[u8]>>,
+    ) -> u32 {
+        let default = |o: &Arc<[u8]>| o.iter().enumerate().all(|(i, &d)| d as usize == i);
+        let dim_order = dim_order.filter(|o| !default(o));
         let next = self.tensors.len() as u32;
-        let key = (dtype, sizes);
+        let key = (dtype, sizes, dim_order);
         if let Some(&i) = self.metas.get(&key) {
             return i;
         }
         self.tensors.push(TensorMeta {
             dtype,
             sizes: key.1.clone(),
+            dim_order: key.2.clone(),
         });
         self.metas.insert(key, next);
         next
@@ -441,7 +465,11 @@ impl Builder {
             (None, header) => Content::Generated(header.as_deref().unwrap_or_default().into()),
         };
         let header = self.npy_header(shape);
-        let meta = Some(self.meta_of(Dtype::Scalar(shape.scalar_type), shape.sizes.clone()));
+        let meta = Some(self.meta_ordered(
+            Dtype::Scalar(shape.scalar_type),
+            shape.sizes.clone(),
+            Some(shape.dim_order.clone()),
+        ));
         let Some(header) = header else {
             let name = dir.names.unique(stem, ".bin");
             self.file(dir.ino, name.clone(), content(None), meta);

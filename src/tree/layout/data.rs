@@ -9,8 +9,9 @@ use crate::tree::file_names::{encode, padded};
 use crate::tree::render::{flatc_json, readme};
 
 impl Builder {
-    pub(super) fn data(&mut self, root: &mut Dir, origin: Origin, d: &DataFile<'_>) {
+    pub(super) fn data(&mut self, root: &mut Dir, name: &str, origin: Origin, d: &DataFile<'_>) {
         self.generated(root, "README.txt", readme::DATA.as_bytes().into());
+        self.weights_file(root, name);
         let h = &d.header;
         self.json(
             root,
@@ -47,6 +48,7 @@ impl Builder {
             entry.flag_escaped_names();
             let name = match &e.layout {
                 Some(l) => {
+                    self.weight_key(origin.source, origin.shifted(e.span), &e.key.to_string());
                     let shape = TensorShape {
                         scalar_type: l.scalar_type,
                         sizes: l.sizes.clone(),

@@ -15,6 +15,7 @@ mod program;
 mod program_profile;
 mod tables;
 mod tensor_index;
+mod weights;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -259,7 +260,7 @@ impl Builder {
         };
         match &input.parsed {
             Parsed::Program(p) => self.program(&mut dir, &input.name, origin, p, data),
-            Parsed::Data(d) => self.data(&mut dir, origin, d),
+            Parsed::Data(d) => self.data(&mut dir, &input.name, origin, d),
             Parsed::Bundled(b) => self.bundled(&mut dir, &input.name, origin, b, data),
             Parsed::Package(p) => self.package(&mut dir, origin, p),
             Parsed::Profile(p) => self.profile(&mut dir, origin, p),

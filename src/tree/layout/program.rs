@@ -28,6 +28,7 @@ impl Builder {
         data: &[Attached<'_, '_>],
     ) {
         self.generated(root, "README.txt", readme::PROGRAM.as_bytes().into());
+        self.weights_file(root, file_name);
         self.json(root, "header.json", &header(p));
         let len = p.bytes.len();
         self.lazy_program(root, "program.json", origin, len, move |p, out| {
@@ -161,6 +162,7 @@ impl Builder {
                 })
             });
             let (name, ino) = self.named_blob(&mut ndir, &encode(key), o, span);
+            self.weight_key(o.source, o.shifted(span), &key.to_string());
             for k in checkpoint_names.iter().flatten() {
                 self.by_name.push((k.clone(), ino));
             }
@@ -230,7 +232,11 @@ impl Builder {
                 None => {
                     let shape = shape_of(t);
                     let kind = Kind {
-                        meta: self.meta_of(Dtype::Scalar(shape.scalar_type), shape.sizes.clone()),
+                        meta: self.meta_ordered(
+                            Dtype::Scalar(shape.scalar_type),
+                            shape.sizes.clone(),
+                            Some(shape.dim_order.clone()),
+                        ),
                         npy: self.npy_header(&shape),
                     };
                     let k = rows.push_kind(kind);

@@ -36,6 +36,9 @@ report/              ptefs report's numbers, computed when first read:
                      size.json (bytes by file, store, layer, tensor; by dtype
                      and backend), layers.tsv, duplicates.tsv, coverage.json,
                      quantization.tsv, stats.tsv, treemap.svg
+weights.safetensors  every stored tensor once (constants, attached data,
+                     typed delegate weights), named by FQN or key, else by
+                     tree path; __metadata__ gives each one's tree paths
 
 Raw files are byte ranges of the source file. Names are percent-encoded
 where a key holds '/', NUL, '%', '~' or a leading '.'; index.json keeps
@@ -51,6 +54,7 @@ flat_tensor.json     version, segments and named data with tensor layouts
 tensors/             <key>.bin per named blob; <key>.npy where a tensor
                      layout is recorded; index.json what each one is
 segments/<i>.bin     each raw segment
+weights.safetensors  every entry with a tensor layout, named by its key
 
 Raw files are byte ranges of the source file. Names are percent-encoded
 where a key holds '/', NUL, '%', '~' or a leading '.'; index.json keeps

@@ -216,6 +216,13 @@ impl Rows {
         }
     }
 
+    /// The encoded fully qualified name of row `row`, if it has one.
+    pub fn fqn(&self, row: u32) -> Option<&str> {
+        let r = self.get(row).filter(|r| r.fqn_len != NO_FQN)?;
+        let at = r.fqn_at as usize;
+        self.text.get(at..at + r.fqn_len as usize)
+    }
+
     /// The further name of row `row`, if it has one.
     pub fn alias(&self, row: u32) -> Option<&str> {
         self.aliases.get(&row).map(|a| &**a)

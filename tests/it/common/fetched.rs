@@ -50,6 +50,7 @@ pub fn shape(t: &Tree, under: &str) -> BTreeMap<String, String> {
                         format!("widened {} {span:?}", sha256(prefix))
                     }
                     Content::Lazy(l) => format!("lazy {}", sha256(&l.rendered())),
+                    Content::Assembled(a) => format!("assembled {}", sha256(a.header())),
                 },
             };
             (path, what)

@@ -81,20 +81,28 @@ pub fn read_ino(v: &View, ino: Ino) -> Vec<u8> {
     out
 }
 
-/// `size` bytes of file `ino` from `offset`, like [`read_ino`].
+/// `size` bytes of file `ino` from `offset`, like [`read_ino`]: piece
+/// after piece, as an assembled file (`weights.safetensors`) gives one of
+/// its parts at a time.
 pub fn read_range(v: &View, ino: Ino, offset: u64, size: u64) -> Vec<u8> {
-    let piece = v.content(ino).expect("a file").read(offset, size);
-    let mut tail = Vec::new();
-    if let Some((id, span)) = piece.tail {
-        let source = &v.sources[id];
-        match source.mapped(span) {
-            Some(bytes) => tail.extend_from_slice(bytes),
-            None => source.read_span(span, &mut tail).unwrap(),
-        }
-    }
+    let content = v.content(ino).expect("a file");
     let mut out = Vec::new();
-    piece.assemble(&tail, &mut out);
-    out
+    loop {
+        let at = offset + out.len() as u64;
+        let piece = content.read(at, size - out.len() as u64);
+        if piece.is_empty() {
+            return out;
+        }
+        let mut tail = Vec::new();
+        if let Some((id, span)) = piece.tail {
+            let source = &v.sources[id];
+            match source.mapped(span) {
+                Some(bytes) => tail.extend_from_slice(bytes),
+                None => source.read_span(span, &mut tail).unwrap(),
+            }
+        }
+        piece.assemble(&tail, &mut out);
+    }
 }
 
 /// The JSON file at `path`.

@@ -1,0 +1,116 @@
+//! Edits from a safetensors file, by name: each tensor of the file that
+//! names a tensor of the tree's `weights.safetensors` replaces that
+//! tensor's stored bytes where they differ (`ptefs set --from`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{Edit, EditError, Result};
+use crate::tree::weights::FILE_NAME;
+use crate::tree::{Content, Ino, SourceId, Tree};
+
+/// What a safetensors file changes in a tree.
+#[derive(Debug, Default)]
+pub struct FromWeights {
+    /// The edits, each with the source it writes.
+    pub edits: Vec<(SourceId, Edit)>,
+    /// Tensors of the file whose bytes equal the stored ones.
+    pub unchanged: usize,
+}
+
+/// One tensor's entry in a safetensors header.
+#[derive(Deserialize)]
+struct Entry {
+    dtype: String,
+    shape: Vec<u64>,
+    data_offsets: [u64; 2],
+}
+
+/// The edits that make the tensors of the tree at `root` (a program's or
+/// data file's) hold those of the safetensors file `given` (read from
+/// `path`), matched by name with the tree's `weights.safetensors`.
+/// `stored` gives the current bytes of a source range.
+pub fn edits(
+    tree: &Tree,
+    root: Ino,
+    (path, given): (&Path, &[u8]),
+    stored: impl Fn(SourceId, crate::format::Span) -> Option<Vec<u8>>,
+) -> Result<FromWeights> {
+    let shown = crate::source::redact::shown(path);
+    let mismatch = |why: String| EditError::Mismatch {
+        path: shown.to_string(),
+        why,
+    };
+    let ours = tree
+        .resolve_from(root, FILE_NAME)
+        .and_then(|ino| tree.file(ino))
+        .ok_or_else(|| {
+            mismatch(format!(
+                "the tree has no {FILE_NAME} to match its names with"
+            ))
+        })?;
+    let Content::Assembled(assembly) = &*ours.content else {
+        return Err(mismatch(format!("the tree's {FILE_NAME} is not assembled")));
+    };
+    if let Some(why) = assembly.error() {
+        return Err(mismatch(why));
+    }
+    let header = assembly.header();
+    let entries: BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(header.get(8..).unwrap_or_default())
+            .map_err(|e| mismatch(format!("the tree's {FILE_NAME} header: {e}")))?;
+    let theirs = safetensors::SafeTensors::deserialize(given)
+        .map_err(|e| mismatch(format!("not a safetensors file: {e}")))?;
+    let mut out = FromWeights::default();
+    let mut names: Vec<&str> = theirs.names();
+    names.sort();
+    for name in names {
+        let name = name.to_owned();
+        let view = theirs
+            .tensor(&name)
+            .map_err(|e| mismatch(format!("{name}: {e}")))?;
+        let entry: Entry = entries
+            .get(&name)
+            .filter(|_| name != "__metadata__")
+            .and_then(|v| Entry::deserialize(v).ok())
+            .ok_or_else(|| {
+                mismatch(format!(
+                    "{name}: names no tensor of the tree's {FILE_NAME} (`ptefs cat FILE {FILE_NAME}` lists them)"
+                ))
+            })?;
+        let dtype = view.dtype().to_string();
+        let shape: Vec<u64> = view.shape().iter().map(|&d| d as u64).collect();
+        if dtype != entry.dtype || shape != entry.shape {
+            return Err(mismatch(format!(
+                "{name}: is {dtype} {shape:?}, but the tensor it names is {} {:?}",
+                entry.dtype, entry.shape
+            )));
+        }
+        let [start, end] = entry.data_offsets;
+        if start == end {
+            out.unchanged += 1;
+            continue;
+        }
+        let (source, span) = assembly.locate(start, end - start).ok_or_else(|| {
+            mismatch(format!(
+                "{name}: its bytes are not one stored range of the tree"
+            ))
+        })?;
+        let bytes = view.data();
+        if stored(source, span).as_deref() == Some(bytes) {
+            out.unchanged += 1;
+            continue;
+        }
+        out.edits.push((
+            source,
+            Edit {
+                offset: span.offset,
+                bytes: bytes.to_vec(),
+                path: format!("{FILE_NAME}:{name}"),
+            },
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,137 @@
+//! `weights.safetensors` in the layouts of programs and data files: a
+//! placeholder while the tree is built, made into an
+//! [`Assembly`](crate::tree::weights::Assembly) of the tensor files under
+//! the same directory once every file and name is in place.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::builder::PROVISIONAL;
+use super::{Builder, Dir};
+use crate::format::Span;
+use crate::tree::weights::{Assembly, FILE_NAME, Parts, Stored};
+use crate::tree::{Content, File, Ino, NodeKind, ROOT, SourceId, TensorMeta};
+
+/// A `weights.safetensors` to assemble.
+pub(crate) struct Pending {
+    /// The file.
+    file: Ino,
+    /// The directory it is at the root of.
+    root: Ino,
+    /// The name of the file the weights are of.
+    source_name: String,
+}
+
+impl Builder {
+    /// Adds `weights.safetensors` to `root`, the tree of `source_name`.
+    pub(super) fn weights_file(&mut self, root: &mut Dir, source_name: &str) {
+        let name = root.names.unique(FILE_NAME, "");
+        let file = self.push(
+            root.ino,
+            name,
+            NodeKind::File(File {
+                content: Content::Generated(Box::default()),
+                tensor: None,
+            }),
+        );
+        self.weights.push(Pending {
+            file,
+            root: root.ino,
+            source_name: source_name.to_owned(),
+        });
+    }
+
+    /// Notes `key` as the name of the tensor whose bytes are `span` of
+    /// `source`.
+    pub(super) fn weight_key(&mut self, source: SourceId, span: Span, key: &str) {
+        self.weight_keys
+            .entry((source, span.offset, span.len))
+            .or_insert_with(|| key.into());
+    }
+
+    /// Makes each pending `weights.safetensors` an assembly of the tensor
+    /// files under its directory, typed by `metas`. Runs once directories
+    /// are sorted and computed inodes placed.
+    pub(super) fn assemble_weights(&mut self, metas: &Arc<[TensorMeta]>) {
+        if self.weights.is_empty() {
+            return;
+        }
+        let checkpoint: HashMap<Ino, &str> = self
+            .by_name
+            .iter()
+            .rev()
+            .filter(|(_, ino)| *ino < PROVISIONAL)
+            .map(|(k, ino)| (*ino, k.as_str()))
+            .collect();
+        let mut assemblies = Vec::with_capacity(self.weights.len());
+        for w in &self.weights {
+            let mut parts = Parts {
+                source_name: w.source_name.clone(),
+                tables: Vec::new(),
+                stored: Vec::new(),
+                untyped: Vec::new(),
+            };
+            for t in &self.tables {
+                if let Some(dir) = self.path_under(t.dir, w.root) {
+                    parts.tables.push((dir, t.rows.clone()));
+                }
+            }
+            for (i, node) in self.nodes.iter().enumerate() {
+                let NodeKind::File(File {
+                    content: Content::Source { source, span },
+                    tensor,
+                }) = &node.kind
+                else {
+                    continue;
+                };
+                let ino = i as Ino + 1;
+                let Some(path) = self.path_under(ino, w.root) else {
+                    continue;
+                };
+                let key = self.weight_keys.get(&(*source, span.offset, span.len));
+                match tensor {
+                    Some(meta) => parts.stored.push(Stored {
+                        source: *source,
+                        span: *span,
+                        meta: *meta,
+                        key: key.map(|k| k.to_string()),
+                        checkpoint: checkpoint.get(&ino).map(|k| k.to_string()),
+                        path,
+                    }),
+                    // Named data: blobs with keys that no decoder types.
+                    None if key.is_some() => parts.untyped.push((path, *source, *span)),
+                    None => {}
+                }
+            }
+            assemblies.push((w.file, Assembly::new(parts, metas.clone())));
+        }
+        for (file, assembly) in assemblies {
+            if let Some(NodeKind::File(f)) =
+                self.nodes.get_mut(file as usize - 1).map(|n| &mut n.kind)
+            {
+                f.content = Content::Assembled(Arc::new(assembly));
+            }
+        }
+    }
+
+    /// The path of stored node `ino` from directory `root`, if it is under
+    /// it; directories are sorted, so each node's first name is at its
+    /// slot.
+    fn path_under(&self, ino: Ino, root: Ino) -> Option<String> {
+        let mut parts = Vec::new();
+        let mut cur = ino;
+        while cur != root {
+            if cur == ROOT {
+                return None;
+            }
+            let node = self.nodes.get(cur as usize - 1)?;
+            let NodeKind::Dir(entries) = &self.nodes.get(node.parent as usize - 1)?.kind else {
+                return None;
+            };
+            parts.push(&*entries.get(node.slot as usize)?.name);
+            cur = node.parent;
+        }
+        parts.reverse();
+        Some(parts.join("/"))
+    }
+}
