@@ -17,6 +17,7 @@ impl Fs {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
         self.rendered_intact(&content)?;
+        rendered_whole(&content)?;
         let Some((id, span)) = piece.tail else {
             return Ok(match piece.head {
                 Cow::Borrowed(b) => Data::Rendered(b),
@@ -64,6 +65,7 @@ impl Fs {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
         self.rendered_intact(&content)?;
+        rendered_whole(&content)?;
         let mut buf = Vec::with_capacity(piece.len() as usize);
         match piece.tail {
             Some((id, span)) => {
@@ -157,6 +159,19 @@ impl Fs {
             end: span.end(),
             error,
         })
+    }
+}
+
+/// Refuses the bytes of a rendered file that could not be made: what was
+/// rendered is not the file.
+pub(super) fn rendered_whole(content: &Content) -> Result<()> {
+    match content {
+        Content::Lazy(l) => l.failure().map_or(Ok(()), |why| {
+            Err(FsError::Unrenderable {
+                why: why.to_owned(),
+            })
+        }),
+        _ => Ok(()),
     }
 }
 

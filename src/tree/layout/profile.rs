@@ -28,7 +28,6 @@ pub fn ms(ticks: u64) -> f64 {
 impl Builder {
     pub(super) fn profile(&mut self, root: &mut Dir, origin: Origin, p: &ProfileFile<'_>) {
         let buffer = self.debug_buffers.get(&origin.source).copied();
-        self.generated(root, "README.txt", readme::PROFILE.as_bytes().into());
         let events: usize = p.runs.iter().map(|r| r.events.len()).sum();
         self.json(
             root,
@@ -109,14 +108,32 @@ impl Builder {
         }
         // The one file as large as all the runs together: rendered when
         // first looked at, from the ETDump parsed again.
-        let sources = self.trace_sources(p);
+        let mut not_made = Vec::new();
+        let name = (self.source_names.get(&origin.source).cloned()).unwrap_or_default();
+        let sources = match self.profiled_method(p) {
+            Some(method) => self
+                .joined_or_say_why(
+                    &name,
+                    &method,
+                    &["the module_hierarchy and stack_frame of trace.json's events".to_owned()],
+                    &mut not_made,
+                )
+                .map(|rows| crate::join::etrecord::instruction_sources(&rows))
+                .unwrap_or_default(),
+            None => Default::default(),
+        };
+        self.generated(
+            root,
+            "README.txt",
+            readme::with_not_made(readme::PROFILE, &not_made),
+        );
         self.lazy(
             root,
             "trace.json",
             origin.source,
             Box::new(move |bytes, out| match ProfileFile::parse(bytes) {
                 Ok(p) => crate::tree::render::json_to(out, &Trace(&p, &sources)),
-                Err(e) => writeln!(out, "cannot render: {e}"),
+                Err(e) => Err(crate::tree::lazy::failed(e)),
             }),
         );
     }
@@ -207,9 +224,11 @@ fn with_run(
     match ProfileFile::parse(bytes) {
         Ok(p) => match p.runs.get(i) {
             Some(run) => render(run, out),
-            None => writeln!(out, "cannot render: the ETDump has no run {i}"),
+            None => Err(crate::tree::lazy::failed(format!(
+                "the ETDump has no run {i}"
+            ))),
         },
-        Err(e) => writeln!(out, "cannot render: {e}"),
+        Err(e) => Err(crate::tree::lazy::failed(e)),
     }
 }
 

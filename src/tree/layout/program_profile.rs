@@ -110,11 +110,11 @@ impl Builder {
                 "tick": TICK,
             }),
         );
-        let rows = self.source_rows(&join.method);
-        let sources: HashMap<usize, (String, String)> = (rows.iter().flatten())
-            .filter(|r| r.kind == "instruction")
-            .filter_map(|r| Some((r.id.parse().ok()?, etrecord::source_columns(r))))
-            .collect();
+        let rows = self.joined.get(&join.method).and_then(|r| r.clone().ok());
+        let sources = rows
+            .as_deref()
+            .map(|rows| etrecord::instruction_sources(rows))
+            .unwrap_or_default();
         self.generated(
             &mut dir,
             "ops.tsv",
