@@ -561,7 +561,7 @@ fn profile_ops_name_each_events_modules_and_lines_as_inspector_does() {
     assert!(checked >= 10, "only {checked} events checked");
 }
 
-/// Ticks as `by_module.tsv` and `ops.tsv` write them.
+/// Ticks as `by-module.tsv` and `ops.tsv` write them.
 fn ticks(row: &std::collections::BTreeMap<String, String>, col: &str) -> u64 {
     row[col].parse().unwrap()
 }
@@ -574,7 +574,7 @@ fn time_per_module_is_the_time_of_the_instructions_inspector_puts_in_it() {
         "etrecord/portable_mlp.etrecord",
     );
     let ops = tsv_rows(&v, "methods/forward/profile/ops.tsv");
-    let by = tsv_rows(&v, "methods/forward/profile/by_module.tsv");
+    let by = tsv_rows(&v, "methods/forward/profile/by-module.tsv");
     let (_, _, oracle) = open("portable_mlp");
     // Each instruction's innermost module, as Inspector's module_hierarchy
     // has it.

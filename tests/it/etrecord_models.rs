@@ -189,7 +189,7 @@ fn an_unreadable_program_json_fails_its_files_and_is_named_not_joined() {
     );
     for absent in [
         "methods/forward/source.tsv",
-        "methods/forward/profile/by_module.tsv",
+        "methods/forward/profile/by-module.tsv",
         "methods/forward/profile/modules.folded",
     ] {
         assert!(v.tree.resolve(absent).is_none(), "{absent}");
@@ -199,7 +199,7 @@ fn an_unreadable_program_json_fails_its_files_and_is_named_not_joined() {
         "ETRecord bad_program_json.etrecord: method \"forward\": program JSON: EOF while parsing";
     assert!(
         readme.contains(&format!(
-            "Not made:\n  methods/forward/source.tsv, methods/forward/profile/by_module.tsv, \
+            "Not made:\n  methods/forward/source.tsv, methods/forward/profile/by-module.tsv, \
              methods/forward/profile/modules.folded: {why}"
         )),
         "{readme}"
@@ -211,5 +211,170 @@ fn an_unreadable_program_json_fails_its_files_and_is_named_not_joined() {
             .any(|w| w.starts_with("portable_mlp.pte: ") && w.contains(why)),
         "{:?}",
         v.tree.warnings
+    );
+}
+
+/// Links `from` (a fixture) as `dir/name`.
+fn link(from: &str, dir: &std::path::Path, name: &str) {
+    std::os::unix::fs::symlink(fixture(from), dir.join(name)).unwrap();
+}
+
+#[test]
+fn files_found_beside_a_program_are_joined_through_symlinks_and_default_names() {
+    // As a build leaves them: the program and ETRecord linked from where
+    // they were made, the profile and debug buffer under the names
+    // ExecuTorch's runners write by default.
+    let dir = tempfile::tempdir().unwrap();
+    link("etrecord/tiny_gpt.pte", dir.path(), "model.pte");
+    link("etrecord/tiny_gpt.etrecord", dir.path(), "etrecord.bin");
+    link("etrecord/tiny_gpt.etdp", dir.path(), "etdump_output.etdp");
+    link(
+        "etrecord/tiny_gpt.debug.bin",
+        dir.path(),
+        "debug_output.bin",
+    );
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![dir.path().join("model.pte")],
+        auto_data: true,
+        ..Default::default()
+    })
+    .unwrap();
+    for note in ["as its ETRecord", "as its profile"] {
+        assert!(v.notes.iter().any(|n| n.contains(note)), "{:?}", v.notes);
+    }
+    for file in [
+        "methods/forward/source.tsv",
+        "methods/forward/profile/by-module.tsv",
+        "methods/forward/profile/modules.folded",
+        "methods/forward/profile/outputs/compare.tsv",
+    ] {
+        assert!(v.tree.resolve(file).is_some(), "{file} not made");
+    }
+    let ops = tsv_rows(&v, "methods/forward/profile/ops.tsv");
+    assert!(
+        ops.iter().all(|r| !r["module_hierarchy"].is_empty()),
+        "{ops:?}"
+    );
+}
+
+#[test]
+fn files_found_beside_a_program_and_not_attached_are_named_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    link("etrecord/tiny_gpt.pte", dir.path(), "model.pte");
+    link(
+        "etrecord/xnnpack_resnetish.pte",
+        dir.path(),
+        "model.etrecord",
+    );
+    link("etrecord/tiny_gpt.etdp", dir.path(), "a.etdp");
+    link("etrecord/xnnpack_resnetish.etdp", dir.path(), "b.etdp");
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![dir.path().join("model.pte")],
+        auto_data: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let said = |s: &str| v.notes.iter().any(|n| n.contains(s));
+    assert!(
+        said("not attached ") && said("model.etrecord as its ETRecord: it is not an ETRecord"),
+        "{:?}",
+        v.notes
+    );
+    // Several ETDumps: none is the one found, and none is attached.
+    assert!(!said(".etdp as its profile"), "{:?}", v.notes);
+    assert!(v.tree.resolve("methods/forward/profile").is_none());
+
+    // One ETDump of another program: its events name what this one lacks.
+    std::fs::remove_file(dir.path().join("a.etdp")).unwrap();
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![dir.path().join("model.pte")],
+        auto_data: true,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.contains("not attached b.etdp as its profile: ")),
+        "{:?}",
+        v.notes
+    );
+}
+
+#[test]
+fn a_profile_whose_debug_buffer_is_not_there_says_what_is_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    link("etrecord/tiny_gpt.etdp", dir.path(), "run.etdp");
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("etrecord/tiny_gpt.pte")],
+        profile: Some(dir.path().join("run.etdp")),
+        etrecord: Some(fixture("etrecord/tiny_gpt.etrecord")),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(
+        v.tree
+            .resolve("methods/forward/profile/outputs/compare.tsv")
+            .is_none()
+    );
+    let why = "profile run.etdp: its runs logged ";
+    assert!(
+        v.tree
+            .warnings
+            .iter()
+            .any(|w| w.starts_with(why) && w.contains("no compare.tsv")),
+        "{:?}",
+        v.tree.warnings
+    );
+    let readme = String::from_utf8(crate::common::read(&v, "README.txt")).unwrap();
+    assert!(
+        readme.contains(
+            "  methods/forward/profile/outputs/<run>/*.npy, compare.tsv: profile run.etdp"
+        ),
+        "{readme}"
+    );
+}
+
+#[test]
+fn a_module_list_has_a_row_holding_its_blocks_and_a_frame_above_them() {
+    let v = view("tiny_gpt");
+    let by = tsv_rows(&v, "methods/forward/profile/by-module.tsv");
+    let ticks = |r: &BTreeMap<String, String>, c: &str| r[c].parse::<u64>().unwrap();
+    let runs: Vec<&str> = (by.iter().filter(|r| r["module"] == "."))
+        .map(|r| r["run"].as_str())
+        .collect();
+    assert!(!runs.is_empty());
+    for run in runs {
+        let row = |m: &str| {
+            (by.iter())
+                .find(|r| r["run"] == run && r["module"] == m)
+                .unwrap_or_else(|| panic!("run {run}: no row for {m}"))
+        };
+        let blocks = row("blocks");
+        // Never called itself, its class unrecorded: no time of its own.
+        assert_eq!(
+            (blocks["class"].as_str(), ticks(blocks, "self_ticks")),
+            ("", 0)
+        );
+        assert_eq!(
+            ticks(blocks, "total_ticks"),
+            ticks(row("blocks.0"), "total_ticks") + ticks(row("blocks.1"), "total_ticks"),
+            "run {run}"
+        );
+        assert_eq!(row("blocks.1")["class"], "__main__.Block");
+    }
+    let folded = String::from_utf8(crate::common::read(
+        &v,
+        "methods/forward/profile/modules.folded",
+    ))
+    .unwrap();
+    assert!(
+        folded.contains("forward;TinyGPT;blocks;blocks.1 (Block);blocks.1.attn (Attention);"),
+        "{folded}"
+    );
+    assert!(
+        folded
+            .lines()
+            .all(|l| !l.contains(";blocks.0 (Block)") || l.contains(";blocks;blocks.0 (Block)"))
     );
 }

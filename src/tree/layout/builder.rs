@@ -70,6 +70,9 @@ pub(super) struct Builder {
     pub(super) profile: Option<AttachedProfile>,
     /// The source of the ETRecord joined with every program shown.
     pub(super) etrecord: Option<SourceId>,
+    /// What of the tree being built was not made and why, for its
+    /// README.txt.
+    pub(super) not_made: Vec<String>,
     /// The ETRecord joined so far, by method, or why it cannot be.
     pub(super) joined: HashMap<String, Result<Arc<Vec<crate::join::etrecord::SourceRow>>, String>>,
     /// Renders `report/` files, when the tree has them.

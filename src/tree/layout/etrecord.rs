@@ -58,14 +58,13 @@ impl Builder {
     }
 
     /// The join of `method` for the tree of `file_name`, or `None`, once
-    /// the tree's warnings and `not_made` (for its README.txt) say why:
-    /// `files` (paths in the tree) are then not made.
+    /// the tree's warnings and README.txt say why: `files` (paths in the
+    /// tree) are then not made.
     pub(super) fn joined_or_say_why(
         &mut self,
         file_name: &str,
         method: &str,
         files: &[String],
-        not_made: &mut Vec<String>,
     ) -> Option<Arc<Vec<SourceRow>>> {
         match self.source_rows(method)? {
             Ok(rows) => Some(rows),
@@ -79,7 +78,7 @@ impl Builder {
                     "{file_name}: {why}; not made: {}",
                     files.join(", ")
                 ));
-                not_made.push(format!("{}: {why}", files.join(", ")));
+                self.not_made.push(format!("{}: {why}", files.join(", ")));
                 None
             }
         }

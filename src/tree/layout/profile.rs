@@ -18,7 +18,7 @@ use crate::tree::render::{Streamed, readme};
 
 /// Why a logged tensor has no file.
 pub(super) const NO_DEBUG_BUFFER: &str =
-    "the debug buffer (<name>.debug.bin beside the ETDump) is not there";
+    "the debug buffer (<name>.debug.bin or debug_output.bin beside the ETDump) is not there";
 
 /// Ticks as milliseconds, a tick being taken as 1 ns.
 pub fn ms(ticks: u64) -> f64 {
@@ -108,7 +108,6 @@ impl Builder {
         }
         // The one file as large as all the runs together: rendered when
         // first looked at, from the ETDump parsed again.
-        let mut not_made = Vec::new();
         let name = (self.source_names.get(&origin.source).cloned()).unwrap_or_default();
         let sources = match self.profiled_method(p) {
             Some(method) => self
@@ -116,17 +115,13 @@ impl Builder {
                     &name,
                     &method,
                     &["the module_hierarchy and stack_frame of trace.json's events".to_owned()],
-                    &mut not_made,
                 )
                 .map(|rows| crate::join::etrecord::instruction_sources(&rows))
                 .unwrap_or_default(),
             None => Default::default(),
         };
-        self.generated(
-            root,
-            "README.txt",
-            readme::with_not_made(readme::PROFILE, &not_made),
-        );
+        let readme = readme::with_not_made(readme::PROFILE, &std::mem::take(&mut self.not_made));
+        self.generated(root, "README.txt", readme);
         self.lazy(
             root,
             "trace.json",

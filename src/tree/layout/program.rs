@@ -35,7 +35,6 @@ impl Builder {
 
         let mut methods = self.subdir(root, "methods");
         let mut method_dirs = Vec::new();
-        let mut not_made = Vec::new();
         let joined = self.profile_join(file_name, p);
         let plans: Vec<_> = p.methods.iter().map(|m| m.plan).collect();
         let named = NamedIndex::new(p, origin, data);
@@ -74,11 +73,11 @@ impl Builder {
             let mut files = vec![format!("methods/{name}/source.tsv")];
             if joined.as_ref().is_some_and(|j| j.method_index == mi) {
                 files.extend(
-                    ["by_module.tsv", "modules.folded"]
+                    ["by-module.tsv", "modules.folded"]
                         .map(|f| format!("methods/{name}/profile/{f}")),
                 );
             }
-            let source = self.joined_or_say_why(file_name, &method, &files, &mut not_made);
+            let source = self.joined_or_say_why(file_name, &method, &files);
             let notes = source.as_ref().and_then(|_| self.source_notes(&method));
             self.lazy_program(&mut mdir, "code.txt", origin, len, move |p, out| {
                 match p.methods.get(mi) {
@@ -106,11 +105,8 @@ impl Builder {
         }
 
         self.program_ops(root, p, &method_dirs);
-        self.generated(
-            root,
-            "README.txt",
-            readme::with_not_made(readme::PROGRAM, &not_made),
-        );
+        let readme = readme::with_not_made(readme::PROGRAM, &std::mem::take(&mut self.not_made));
+        self.generated(root, "README.txt", readme);
 
         let mut cdir = self.subdir(root, "constants");
         self.constants_table(cdir.ino, origin, &p.constants);
