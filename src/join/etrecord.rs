@@ -144,6 +144,14 @@ pub fn instruction_sources(
         .collect()
 }
 
+/// The `module_hierarchy` and `stack_frame` columns of each row, by its
+/// id: an instruction's index, or a delegate's operator's `<instruction>:<debug id>`.
+pub fn row_sources(rows: &[SourceRow]) -> std::collections::HashMap<String, (String, String)> {
+    rows.iter()
+        .map(|r| (r.id.clone(), source_columns(r)))
+        .collect()
+}
+
 /// `source.tsv`: one line per instruction or delegate operator: its debug handles,
 /// node names, module paths with classes, and source lines (`;` between
 /// nodes).

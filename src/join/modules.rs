@@ -154,7 +154,7 @@ pub fn by_module_tsv(j: &Join, stacks: &HashMap<usize, Vec<Module>>) -> String {
 
 /// `modules.folded`: one line per distinct stack, `method;module;…;operator
 /// ticks`, summed over every run, as flamegraph.pl, inferno and speedscope
-/// read them. The model is framed by its class (`MLP`), a submodule by
+/// read them; a delegate call's own events are frames under it. The model is framed by its class (`MLP`), a submodule by
 /// its path and class (`l1 (Linear)`).
 pub fn folded(j: &Join, stacks: &HashMap<usize, Vec<Module>>) -> String {
     // `;` separates frames and a line is one stack.
@@ -177,12 +177,31 @@ pub fn folded(j: &Join, stacks: &HashMap<usize, Vec<Module>>) -> String {
             });
         }
         frames.push(frame(&i.does.label()));
-        let key = frames.join(";");
-        let n = lines.entry(key.clone()).or_insert_with(|| {
-            order.push(key);
-            0
-        });
-        *n = n.saturating_add(total);
+        // A delegate call's own events (XNNPACK's operators) are frames
+        // under it, each with its time; the call keeps the rest.
+        let mut own = total;
+        let mut stacks: Vec<(String, u64)> = Vec::new();
+        for e in
+            (j.delegate_events.iter()).filter(|e| e.chain == i.chain && e.instruction == i.index)
+        {
+            let ticks = e.durations.iter().fold(0u64, |a, &x| a.saturating_add(x));
+            own = own.saturating_sub(ticks);
+            stacks.push((
+                format!("{};{}", frames.join(";"), frame(&e.id.to_string())),
+                ticks,
+            ));
+        }
+        stacks.insert(0, (frames.join(";"), own));
+        for (key, ticks) in stacks {
+            if ticks == 0 {
+                continue;
+            }
+            let n = lines.entry(key.clone()).or_insert_with(|| {
+                order.push(key);
+                0
+            });
+            *n = n.saturating_add(ticks);
+        }
     }
     let mut o = String::new();
     for k in order {

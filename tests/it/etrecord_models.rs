@@ -378,3 +378,78 @@ fn a_module_list_has_a_row_holding_its_blocks_and_a_frame_above_them() {
             .all(|l| !l.contains(";blocks.0 (Block)") || l.contains(";blocks;blocks.0 (Block)"))
     );
 }
+
+#[test]
+fn xnnpack_events_are_placed_on_nodes_get_only_what_is_known_and_fold_under_their_call() {
+    let o = oracle("xnnpack_resnetish");
+    let v = view("xnnpack_resnetish");
+    let nodes = tsv_rows(
+        &v,
+        "methods/forward/profile/delegates/0-XnnpackBackend/nodes.tsv",
+    );
+    let events: Vec<&Value> = (o["inspector_events"].as_array().unwrap().iter())
+        .filter(|e| e["delegate_debug_identifier"].is_string())
+        .collect();
+    assert_eq!(nodes.len(), events.len());
+    for (row, e) in nodes.iter().zip(&events) {
+        assert_eq!(row["debug_id"], e["name"].as_str().unwrap());
+        assert!(!row["node"].is_empty(), "not placed: {row:?}");
+        // Inspector gives XNNPACK's events no module: 1.5.1 writes an
+        // empty delegate map.
+        assert_eq!(e["module_hierarchy"], serde_json::json!({}), "{e}");
+    }
+    let placed = |prefix: &str, op: &str| {
+        (nodes.iter())
+            .filter(|r| r["debug_id"].starts_with(prefix))
+            .all(|r| r["node_op"] == op)
+    };
+    assert!(placed("Convolution", "conv2d") && placed("Clamp", "add"));
+    assert!(placed("Fully Connected", "fully_connected"));
+
+    let v2 = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("etrecord/xnnpack_resnetish.etdp")],
+        etrecord: Some(fixture("etrecord/xnnpack_resnetish.etrecord")),
+        ..Default::default()
+    })
+    .unwrap();
+    let trace: Value = serde_json::from_slice(&crate::common::read(&v2, "trace.json")).unwrap();
+    let mut delegated = 0;
+    for e in trace["traceEvents"].as_array().unwrap() {
+        if e["ph"] != "X" || e["args"]["chain_index"].as_i64().unwrap() < 0 {
+            continue;
+        }
+        if e["cat"] == "delegate" {
+            assert!(e["args"].get("module_hierarchy").is_none(), "{e}");
+            delegated += 1;
+        } else {
+            assert!(e["args"]["module_hierarchy"].is_string(), "{e}");
+        }
+    }
+    assert_eq!(delegated, events.len());
+
+    // modules.folded: the call's events under it, the call keeping the rest.
+    let ops = tsv_rows(&v, "methods/forward/profile/ops.tsv");
+    let call: u64 = ops
+        .iter()
+        .map(|r| r["total_ticks"].parse::<u64>().unwrap())
+        .sum();
+    let folded = String::from_utf8(crate::common::read(
+        &v,
+        "methods/forward/profile/modules.folded",
+    ))
+    .unwrap();
+    let mut sum = 0;
+    for line in folded.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        assert!(
+            stack.starts_with("forward;ResNetish;delegate 0 XnnpackBackend"),
+            "{line}"
+        );
+        sum += n.parse::<u64>().unwrap();
+    }
+    assert_eq!(sum, call);
+    assert!(
+        folded.contains("delegate 0 XnnpackBackend;Convolution (NHWC, F32) IGEMM #1 "),
+        "{folded}"
+    );
+}

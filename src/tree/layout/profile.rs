@@ -116,7 +116,7 @@ impl Builder {
                     &method,
                     &["the module_hierarchy and stack_frame of trace.json's events".to_owned()],
                 )
-                .map(|rows| crate::join::etrecord::instruction_sources(&rows))
+                .map(|rows| crate::join::etrecord::row_sources(&rows))
                 .unwrap_or_default(),
             None => Default::default(),
         };
@@ -386,11 +386,13 @@ fn hex(b: &[u8]) -> String {
 /// and each chain another, where a delegate's events nest inside the
 /// instruction that called it. An instruction's events carry in `args`
 /// the module paths and source lines the second field gives by
-/// instruction (from an ETRecord; empty without one). Events are made as
-/// they are written.
+/// instruction, and a delegate's own event those it gives by
+/// `<instruction>:<debug id>` (from an ETRecord, see
+/// [`crate::join::etrecord::row_sources`]; empty without one). Events are
+/// made as they are written.
 pub struct Trace<'p, 'a>(
     pub &'p ProfileFile<'a>,
-    pub &'p std::collections::HashMap<usize, (String, String)>,
+    pub &'p std::collections::HashMap<String, (String, String)>,
 );
 
 impl Serialize for Trace<'_, '_> {
@@ -423,7 +425,7 @@ impl Serialize for Trace<'_, '_> {
 struct TraceEvents<'p, 'a> {
     p: &'p ProfileFile<'a>,
     t0: u64,
-    sources: &'p std::collections::HashMap<usize, (String, String)>,
+    sources: &'p std::collections::HashMap<String, (String, String)>,
 }
 
 impl Serialize for TraceEvents<'_, '_> {
@@ -470,10 +472,17 @@ impl Serialize for TraceEvents<'_, '_> {
                     "start_ticks": ev.start,
                     "end_ticks": ev.end,
                 });
+                // A delegate's own event has the nodes the delegate map
+                // names for its debug id, and nothing where the map is
+                // empty (XNNPACK's): its call's nodes are the call's.
+                let key = match (ev.is_delegated(), ev.delegate_debug_id_str) {
+                    (false, _) => ev.instruction_id.to_string(),
+                    (true, Some(id)) => format!("{}:{}", ev.instruction_id, id.show()),
+                    (true, None) => format!("{}:{}", ev.instruction_id, ev.delegate_debug_id_int),
+                };
                 let source = (ev.chain_index >= 0)
-                    .then(|| usize::try_from(ev.instruction_id).ok())
-                    .flatten()
-                    .and_then(|i| self.sources.get(&i));
+                    .then(|| self.sources.get(&key))
+                    .flatten();
                 if let Some((modules, frames)) = source {
                     args["module_hierarchy"] = json!(modules);
                     args["stack_frame"] = json!(frames);
