@@ -206,10 +206,27 @@ def oracle(name, pte, ptd=None, expected=None):
     print(name, out["exit"], out["error_code"], out["log"][:3], file=sys.stderr)
 
 
+def constant_buffer():
+    """../mlp.pte with its constants kept in the deprecated
+    Program.constant_buffer (inside the flatbuffer) and no constant_segment,
+    as programs exported before ExecuTorch 0.7 were: a runtime built without
+    ET_ENABLE_DEPRECATED_CONSTANT_BUFFER refuses it at Program::load."""
+    from executorch.exir._serialize import _program
+    from executorch.exir._serialize._flatbuffer_program import _program_to_flatbuffer
+
+    program = _program.deserialize_pte_binary((OUT.parent / "mlp.pte").read_bytes()).program
+    assert len(program.constant_buffer) > 1
+    program.constant_segment = None
+    (OUT / "constant_buffer.pte").write_bytes(bytes(_program_to_flatbuffer(program).data))
+    oracle("constant_buffer", OUT / "constant_buffer.pte")
+
+
 def refused():
     """Files Program::load refuses whole: a .ptn package, a program whose
-    root table offset (bytes 0..4) points past its end, and a program with
-    segments cut short of what its extended header says."""
+    root table offset (bytes 0..4) points past its end, a program with
+    segments cut short of what its extended header says, and one with its
+    constants in the deprecated constant_buffer."""
+    constant_buffer()
     shutil.copy(OUT.parent / "tied.ptn", OUT / "tied.ptn")
     oracle("tied_ptn", OUT / "tied.ptn")
     corrupt = bytearray((OUT / "external.pte").read_bytes())

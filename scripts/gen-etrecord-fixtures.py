@@ -1,7 +1,10 @@
 """Writes tests/fixtures/etrecord/: ETRecords from ExecuTorch 1.5.1's
 generate_etrecord for a portable MLP and an XNNPACK-delegated conv net, their
 programs, ETDumps with debug buffers, and oracles from ExecuTorch's and
-torch's own readers (parse_etrecord, torch.load, Inspector).
+torch's own readers (parse_etrecord, torch.load, Inspector); and a small GPT
+(portable) and a ResNet-style net (XNNPACK), each run once by the runtime,
+with Inspector's events as their oracle (`... tiny_gpt xnnpack_resnetish`
+writes those two alone).
 
 Run with the ExecuTorch venv's python; the portable MLP's debug run is made
 by the runtime of ET_RUNTIME_PYTHON (default: this one), for a venv whose
@@ -75,6 +78,98 @@ class ConvReluTan(torch.nn.Module):
     def forward(self, x):
         y = torch.relu(self.conv(x))
         return torch.tan(y)
+
+class Attention(torch.nn.Module):
+    def __init__(self, d, heads, ctx):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.register_buffer("causal", torch.tril(torch.ones(ctx, ctx)) == 0)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = q @ k.transpose(-2, -1)
+        att = att.masked_fill(self.causal[:t, :t], float("-inf"))
+        att = torch.softmax(att / (d // self.heads) ** 0.5, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        return self.proj(y)
+
+
+class Feedforward(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.up = torch.nn.Linear(d, 2 * d)
+        self.down = torch.nn.Linear(2 * d, d)
+
+    def forward(self, x):
+        return self.down(torch.nn.functional.gelu(self.up(x)))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads, ctx):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.attn = Attention(d, heads, ctx)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.mlp = Feedforward(d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        x = x + self.mlp(self.ln2(x))
+        return x
+
+
+class TinyGPT(torch.nn.Module):
+    def __init__(self, vocab=16, d=8, heads=2, ctx=4, layers=2):
+        super().__init__()
+        self.tok = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(ctx, d) * 0.1)
+        self.blocks = torch.nn.ModuleList([Block(d, heads, ctx) for _ in range(layers)])
+        self.mixer = torch.nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln_f = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos[: idx.shape[1]]
+        for block in self.blocks:
+            x = block(x)
+        x = x + self.mixer(x, x, x, need_weights=False)[0]
+        return self.head(self.ln_f(x))
+
+
+class ResNetish(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.maxpool = torch.nn.MaxPool2d(3, stride=2, padding=1)
+        self.layer1 = torch.nn.Sequential(BasicBlock(8), BasicBlock(8))
+        self.avgpool = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = self.maxpool(torch.relu(self.bn1(self.conv1(x))))
+        x = self.layer1(x)
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+class BasicBlock(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(c)
+        self.conv2 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return torch.relu(out + x)
 """
 MODEL_FILE = "/src/model.py"
 linecache.cache[MODEL_FILE] = (len(MODEL_SOURCE), None, MODEL_SOURCE.splitlines(True), MODEL_FILE)
@@ -100,6 +195,18 @@ def run_debug(pte, example, etdp):
     subprocess.run([python, "-c", RUN_DEBUG, pte, etdp, dbg, json.dumps([t.tolist() for t in example])],
                    check=True, timeout=600)
     return dbg
+
+
+# Runs a program once with an ETDump and a debug buffer; inputs are given as
+# (values, dtype) pairs.
+RUN_PROFILED = """
+import json, sys, torch
+from executorch.extension.pybindings.portable_lib import _load_for_executorch
+pte, etdp, dbg, inputs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+m = _load_for_executorch(pte, enable_etdump=True, debug_buffer_size=1 << 16)
+m.forward(tuple(torch.tensor(x, dtype=getattr(torch, t)) for x, t in inputs))
+m.write_etdump_result_to_file(etdp, dbg)
+"""
 
 
 def sha(b):
@@ -388,7 +495,92 @@ def make_delegate_mapped():
     print("wrote", name, os.path.getsize(path), "bytes")
 
 
+def inspector_events(insp):
+    """Inspector's events with their debug handles, module hierarchies and
+    whole stack traces."""
+    events = []
+    for eb in insp.event_blocks:
+        for e in eb.events:
+            events.append({"block": eb.name, "name": e.name, "instruction_id": e._instruction_id,
+                           "delegate_debug_identifier": e.delegate_debug_identifier,
+                           "is_delegated_op": e.is_delegated_op,
+                           "debug_handles": e.debug_handles,
+                           "module_hierarchy": {k: {m: [v[0], str(v[1])] for m, v in (h or {}).items()} for k, h in e.module_hierarchy.items()},
+                           "stack_traces": e.stack_traces,
+                           "op_types": e.op_types})
+    return events
+
+
+def make_profiled(name, model, example, lower):
+    """A model exported (lowered to XNNPACK when `lower`), its program and
+    ETRecord, and one run by the runtime with an ETDump and a debug buffer;
+    the oracle holds Inspector's events of that run, with their module
+    hierarchies and whole stack traces, and the edge program's nodes."""
+    ep = torch.export.export(model, example)
+    if lower:
+        edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()], generate_etrecord=True)
+    else:
+        edge = to_edge(ep, generate_etrecord=True)
+    et = edge.to_executorch()
+    rec = et.get_etrecord()
+    rec.update_representative_inputs([example])
+    rec.update_reference_outputs([[model(*example)]])
+    pte = os.path.join(OUT, name + ".pte")
+    with open(pte, "wb") as f:
+        f.write(et.buffer)
+    etrecord = os.path.join(OUT, name + ".etrecord")
+    rec.save(etrecord)
+    etdp = os.path.join(OUT, name + ".etdp")
+    dbg = os.path.join(OUT, name + ".debug.bin")
+    inputs = [[t.tolist(), str(t.dtype).removeprefix("torch.")] for t in example]
+    subprocess.run([os.environ.get("ET_RUNTIME_PYTHON", sys.executable), "-c", RUN_PROFILED,
+                    pte, etdp, dbg, json.dumps(inputs)], check=True, timeout=600)
+    parsed = parse_etrecord(etrecord)
+    insp = Inspector(etdump_path=etdp, etrecord=etrecord, debug_buffer_path=dbg)
+    # Stack traces and module hierarchies repeat: each is kept once, in
+    # "traces" and "hierarchies", and named by its index there.
+    traces, hierarchies = [], []
+    def index(table, v):
+        if v is None:
+            return None
+        if v not in table:
+            table.append(v)
+        return table.index(v)
+    events = inspector_events(insp)
+    for e in events:
+        e["stack_traces"] = {k: index(traces, t) for k, t in (e["stack_traces"] or {}).items()}
+        e["module_hierarchy"] = {k: index(hierarchies, h) for k, h in e["module_hierarchy"].items()}
+    edge = graphs_oracle(parsed)["edge_dialect_exported_program/forward"]
+    for n in edge["nodes"]:
+        n["stack_trace"] = index(traces, n["stack_trace"])
+        n["nn_module_stack"] = index(hierarchies, n["nn_module_stack"])
+    oracle = {
+        "etrecord": os.path.basename(etrecord), "program": os.path.basename(pte),
+        "etdump": os.path.basename(etdp), "debug_buffer": os.path.basename(dbg),
+        "sha256": sha(open(etrecord, "rb").read()),
+        "edge_nodes": edge["nodes"],
+        "debug_handle_map": parsed._debug_handle_map,
+        "delegate_map": parsed._delegate_map,
+        "inspector_events": events,
+        "traces": traces,
+        "hierarchies": hierarchies,
+    }
+    with open(os.path.join(OUT, name + ".oracle.json"), "w") as f:
+        json.dump(oracle, f, indent=0, sort_keys=True, default=str)
+        f.write("\n")
+    print("wrote", name, os.path.getsize(etrecord), "bytes")
+
+
 os.makedirs(OUT, exist_ok=True)
+# `gen-etrecord-fixtures.py tiny_gpt xnnpack_resnetish` writes those alone.
+ONLY = set(sys.argv[1:])
+if ONLY:
+    torch.manual_seed(3)
+    if "tiny_gpt" in ONLY:
+        make_profiled("tiny_gpt", TinyGPT().eval(), (torch.tensor([[1, 5, 2, 7]]),), False)
+    if "xnnpack_resnetish" in ONLY:
+        make_profiled("xnnpack_resnetish", ResNetish().eval(), (torch.randn(1, 3, 16, 16),), True)
+    sys.exit(0)
 # The same seed and order as tests/fixtures/etdump's generator, so that the
 # programs come out the same.
 torch.manual_seed(0)
@@ -399,3 +591,6 @@ make("xnnpack_mobilenetish", mob, xm, True, "xnnpack_mobilenetish.pte", "xnnpack
      "xnnpack_mobilenetish_debug.etdp")
 make_grown(mlp, x)
 make_delegate_mapped()
+torch.manual_seed(3)
+make_profiled("tiny_gpt", TinyGPT().eval(), (torch.tensor([[1, 5, 2, 7]]),), False)
+make_profiled("xnnpack_resnetish", ResNetish().eval(), (torch.randn(1, 3, 16, 16),), True)

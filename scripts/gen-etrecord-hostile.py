@@ -58,3 +58,8 @@ rewrite("short_storage.etrecord", {"exported_program_state_dict": buf.getvalue()
 
 whole = open(SRC, "rb").read()
 open(os.path.join(OUT, "truncated.etrecord"), "wb").write(whole[: len(whole) // 2])
+
+# The edge program's JSON cut short: its graph.txt and nodes.tsv cannot be
+# made, nor the join of a program with it.
+edge = "edge_dialect_exported_program/forward"
+rewrite("bad_program_json.etrecord", {edge: src.read(edge)[:-100]})

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::os::unix::fs::{DirEntryExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::delegate::referenced_named_keys;
@@ -185,27 +185,32 @@ fn beside(program: &Path, skip: &[&Path], wanted: impl Fn(&Path) -> bool) -> Vec
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let candidates: Vec<std::fs::DirEntry> = entries
+    // A symlink (a build output linked beside the program) is the file
+    // it names.
+    let candidates: Vec<(PathBuf, std::fs::Metadata)> = entries
         .filter_map(|e| e.ok())
         .filter(|e| wanted(Path::new(&e.file_name())))
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let m = match e.file_type().ok()?.is_symlink() {
+                true => std::fs::metadata(e.path()).ok()?,
+                false => e.metadata().ok()?,
+            };
+            m.is_file().then(|| (e.path(), m))
+        })
         .collect();
     // Most directories hold nothing wanted: only then is anything stat'ed.
     if candidates.is_empty() {
         return Vec::new();
     }
-    let Ok(here) = std::fs::metadata(dir) else {
-        return Vec::new();
-    };
     let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
     let known: Vec<(u64, u64)> = std::iter::once(program)
         .chain(skip.iter().copied())
         .filter_map(identity)
         .collect();
     let mut out: Vec<PathBuf> = candidates
-        .iter()
-        .filter(|e| !known.contains(&(here.dev(), e.ino())))
-        .map(|e| e.path())
+        .into_iter()
+        .filter(|(_, m)| !known.contains(&(m.dev(), m.ino())))
+        .map(|(p, _)| p)
         .collect();
     out.sort();
     out
@@ -228,36 +233,75 @@ fn kind_of(path: &Path) -> Option<Kind> {
     format::sniff(&head[..len]).ok()
 }
 
+/// What was looked for beside a program: found and attached, with a
+/// note saying so; or found and not attached, with a note saying why.
+pub enum Found {
+    /// Attach this file.
+    Attach(PathBuf, String),
+    /// Nothing attached; the note names what was found and why not.
+    NotAttached(String),
+}
+
 /// The profile of `program` found by itself: the only `.etdp` file
 /// beside it, when that is an ETDump whose events all name instructions
 /// of the program (an ETDump does not name the program it profiled, so
-/// the join is the check), with a note saying so.
-pub fn find_profile(program: &Path) -> Option<(PathBuf, String)> {
+/// the join is the check). `None` when there is no `.etdp` beside it.
+pub fn find_profile(program: &Path) -> Option<Found> {
     if !program.is_file() {
         return None;
     }
     let found = beside(program, &[], |name| {
         name.extension().is_some_and(|e| e == "etdp")
     });
-    let [only] = &found[..] else {
-        return None;
+    let not = |file: &Path, why: &str| {
+        Some(Found::NotAttached(format!(
+            "{}: not attached {} as its profile: {why}",
+            file_name(program),
+            file_name(file)
+        )))
     };
+    if found.is_empty() {
+        return None;
+    }
     let source = Source::open(program).ok()?;
     let Ok(Parsed::Program(p)) = format::parse(source.bytes()) else {
         return None;
     };
-    let profile = Source::open(only).ok()?;
-    let Ok(Parsed::Profile(e)) = format::parse(profile.bytes()) else {
-        return None;
+    let only = match &found[..] {
+        [only] => only,
+        // Several: none is the one found; --profile names it.
+        _ => return None,
     };
-    let join = crate::join::profile::join(&p, &e)?;
+    let profile = match Source::open(only) {
+        Ok(s) => s,
+        Err(e) => return not(only, &e.to_string()),
+    };
+    let e = match format::parse(profile.bytes()) {
+        Ok(Parsed::Profile(e)) => e,
+        Ok(_) => return not(only, "it is not an ETDump"),
+        Err(e) => return not(only, &e.to_string()),
+    };
+    let Some(join) = crate::join::profile::join(&p, &e) else {
+        return not(only, "its runs name none of the program's methods");
+    };
     let timed = join
         .instructions
         .iter()
         .filter(|i| !i.durations.is_empty())
         .count();
-    if !join.unmatched.is_empty() || timed == 0 {
-        return None;
+    if let Some(first) = join.unmatched.first() {
+        return not(
+            only,
+            &format!(
+                "{} of its events name no instruction of method {:?} (the first: {})",
+                join.unmatched.len(),
+                join.method,
+                first.why
+            ),
+        );
+    }
+    if timed == 0 {
+        return not(only, "its events time no instruction of the program");
     }
     let note = format!(
         "{}: attached {} (found beside it, the only .etdp there) as its profile: \
@@ -268,13 +312,14 @@ pub fn find_profile(program: &Path) -> Option<(PathBuf, String)> {
         join.instructions.len(),
         join.method
     );
-    Some((only.clone(), note))
+    Some(Found::Attach(only.clone(), note))
 }
 
-/// The ETRecord beside `program` (`<stem>.etrecord`, else `etrecord.bin`),
-/// when `program` is a program and the file is an ETRecord recording one
-/// of its methods; with a note saying so.
-pub fn find_etrecord(program: &Path) -> Option<(PathBuf, String)> {
+/// The ETRecord beside `program` (`<stem>.etrecord`, else `etrecord.bin`,
+/// the name ExecuTorch's examples save it under), when `program` is a
+/// program and the file is an ETRecord recording one of its methods.
+/// `None` when neither name is beside it.
+pub fn find_etrecord(program: &Path) -> Option<Found> {
     if !program.is_file() {
         return None;
     }
@@ -288,23 +333,38 @@ pub fn find_etrecord(program: &Path) -> Option<(PathBuf, String)> {
         .iter()
         .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == own))
         .or(found.first())?;
+    let not = |why: &str| {
+        Some(Found::NotAttached(format!(
+            "{}: not attached {} as its ETRecord: {why}",
+            program.display(),
+            pick.display()
+        )))
+    };
     let source = Source::open(program).ok()?;
     let Ok(Parsed::Program(p)) = format::parse(source.bytes()) else {
         return None;
     };
-    let record = Source::open(pick).ok()?;
-    let Ok(Parsed::EtRecord(r)) = format::parse(record.bytes()) else {
-        return None;
+    let record = match Source::open(pick) {
+        Ok(s) => s,
+        Err(e) => return not(&e.to_string()),
+    };
+    let r = match format::parse(record.bytes()) {
+        Ok(Parsed::EtRecord(r)) => r,
+        Ok(_) => return not("it is not an ETRecord"),
+        Err(e) => return not(&e.to_string()),
     };
     let method = p.methods.iter().map(|m| m.name.to_string()).find(|m| {
         r.graphs
             .iter()
             .any(|g| g.name == format!("edge_dialect_exported_program/{m}"))
-    })?;
+    });
+    let Some(method) = method else {
+        return not("it records none of the program's methods");
+    };
     let note = format!(
         "{}: attached {} (found beside it) as its ETRecord: it records method {method:?}",
         program.display(),
         pick.display()
     );
-    Some((pick.clone(), note))
+    Some(Found::Attach(pick.clone(), note))
 }

@@ -76,7 +76,9 @@ impl View {
         let (with, notes, built) = {
             let parsed = opened.parse()?;
             let (with, notes) = opened.found_data(req, &parsed);
-            let same = with.data.len() == req.data.len() && with.profile == req.profile;
+            let same = with.data.len() == req.data.len()
+                && with.profile == req.profile
+                && with.etrecord == req.etrecord;
             let built = same.then(|| opened.build_from(parsed, names.as_ref()));
             (with, notes, built)
         };

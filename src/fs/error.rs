@@ -112,6 +112,12 @@ pub enum FsError {
         /// What is too large.
         why: String,
     },
+    /// A rendered file that cannot be made from its source.
+    #[error("cannot render this file: {why}")]
+    Unrenderable {
+        /// Why.
+        why: String,
+    },
     /// Reading the source failed.
     #[error("{source_name}: reading bytes {offset}..{end}: {error}")]
     Read {
@@ -144,7 +150,9 @@ impl FsError {
             FsError::NotExecutable => libc::EACCES,
             FsError::NoAttribute => libc::ENODATA,
             FsError::UnsupportedAttribute => libc::EOPNOTSUPP,
-            FsError::SourceChanged(_) | FsError::Read { .. } => libc::EIO,
+            FsError::SourceChanged(_) | FsError::Read { .. } | FsError::Unrenderable { .. } => {
+                libc::EIO
+            }
         }
     }
 }

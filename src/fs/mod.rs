@@ -238,7 +238,12 @@ impl Fs {
             return self.open_write(ino);
         }
         match self.getattr(ino)?.kind {
-            FileKind::RegularFile => Ok(()),
+            // getattr rendered it: a file that cannot be made is refused
+            // here, since the kernel reads nothing of an empty file.
+            FileKind::RegularFile => match self.view.tree.file(ino) {
+                Some(f) => read::rendered_whole(&f.content),
+                None => Ok(()),
+            },
             FileKind::Directory => Err(FsError::IsDir(ino)),
         }
     }

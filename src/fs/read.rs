@@ -17,6 +17,7 @@ impl Fs {
         let content = self.content(ino)?;
         let piece = content.read(offset, size);
         self.rendered_intact(&content)?;
+        rendered_whole(&content)?;
         if piece.len() < size.min(content.len().saturating_sub(offset)) {
             // Parts of an assembled file: one after another.
             return self.read_pieces(&content, offset, size).map(Data::Owned);
@@ -66,6 +67,7 @@ impl Fs {
     /// for callers that process the bytes themselves.
     pub fn read_copy(&self, ino: Ino, offset: u64, size: u64) -> Result<Vec<u8>> {
         let content = self.content(ino)?;
+        rendered_whole(&content)?;
         let buf = self.read_pieces(&content, offset, size)?;
         self.rendered_intact(&content)?;
         Ok(buf)
@@ -181,6 +183,19 @@ impl Fs {
             end: span.end(),
             error,
         })
+    }
+}
+
+/// Refuses the bytes of a rendered file that could not be made: what was
+/// rendered is not the file.
+pub(super) fn rendered_whole(content: &Content) -> Result<()> {
+    match content {
+        Content::Lazy(l) => l.failure().map_or(Ok(()), |why| {
+            Err(FsError::Unrenderable {
+                why: why.to_owned(),
+            })
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -63,9 +63,13 @@ fn map(r: &EtRecordFile<'_>, i: usize, name: &str) -> Result<Json, String> {
 /// whose map is empty, as XNNPACK's is).
 pub fn rows(r: &EtRecordFile<'_>, method: &str) -> Result<Vec<SourceRow>, String> {
     let nodes = graph_nodes(r, method)?;
+    // A `getitem` node only picks an output of the node before it, which
+    // carries the same handle: Inspector's operator graph drops them, and
+    // so do the lists here, which then pair with Inspector's.
     let by_handle = |hs: &[i64]| -> Vec<Node> {
         nodes
             .iter()
+            .filter(|n| n.target != "getitem")
             .filter(|n| n.debug_handle.is_some_and(|h| hs.contains(&h)))
             .cloned()
             .collect()
@@ -127,6 +131,25 @@ pub fn source_columns(r: &SourceRow) -> (String, String) {
         }),
         join(&|n| n.source_line().unwrap_or_default()),
     )
+}
+
+/// The `module_hierarchy` and `stack_frame` columns of each instruction,
+/// by instruction index.
+pub fn instruction_sources(
+    rows: &[SourceRow],
+) -> std::collections::HashMap<usize, (String, String)> {
+    rows.iter()
+        .filter(|r| r.kind == "instruction")
+        .filter_map(|r| Some((r.id.parse().ok()?, source_columns(r))))
+        .collect()
+}
+
+/// The `module_hierarchy` and `stack_frame` columns of each row, by its
+/// id: an instruction's index, or a delegate's operator's `<instruction>:<debug id>`.
+pub fn row_sources(rows: &[SourceRow]) -> std::collections::HashMap<String, (String, String)> {
+    rows.iter()
+        .map(|r| (r.id.clone(), source_columns(r)))
+        .collect()
 }
 
 /// `source.tsv`: one line per instruction or delegate operator: its debug handles,

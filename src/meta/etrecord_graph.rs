@@ -61,16 +61,98 @@ impl Node {
         }
     }
 
-    /// The first frame of the stack trace, the model's own line, as
-    /// `file:line`.
-    pub fn source_line(&self) -> Option<String> {
-        let t = self.stack_trace.as_deref()?;
-        let line = t.lines().find(|l| l.trim_start().starts_with("File "))?;
-        let rest = line.trim_start().strip_prefix("File \"")?;
-        let (file, rest) = rest.split_once('"')?;
-        let n = rest.trim_start_matches(", line ").split(',').next()?;
-        Some(format!("{file}:{}", n.trim()))
+    /// The stack trace's frames, outermost first.
+    pub fn frames(&self) -> Vec<Frame> {
+        self.stack_trace.as_deref().map(frames).unwrap_or_default()
     }
+
+    /// The model's own line ([`model_frame`]) as `file:line`.
+    pub fn source_line(&self) -> Option<String> {
+        let frames = self.frames();
+        model_frame(&frames).map(|f| format!("{}:{}", f.file, f.line))
+    }
+}
+
+/// One frame of a stack trace as Python prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The file, as recorded.
+    pub file: String,
+    /// The line in it.
+    pub line: u64,
+    /// The function (`forward`).
+    pub function: String,
+    /// The line's code, when the trace holds it.
+    pub code: String,
+}
+
+/// The frames of a stack trace as `torch.export` records it (Python's
+/// `File "f", line n, in fn` lines, each followed by its code), outermost
+/// first.
+pub fn frames(trace: &str) -> Vec<Frame> {
+    let mut out: Vec<Frame> = Vec::new();
+    for line in trace.lines() {
+        let t = line.trim_start();
+        let parsed = t.strip_prefix("File \"").and_then(|rest| {
+            let (file, rest) = rest.split_once('"')?;
+            let rest = rest.strip_prefix(", line ")?;
+            let (n, function) = rest.split_once(", in ").unwrap_or((rest, ""));
+            Some(Frame {
+                file: file.to_owned(),
+                line: n.trim().parse().ok()?,
+                function: function.trim().to_owned(),
+                code: String::new(),
+            })
+        });
+        match (parsed, out.last_mut()) {
+            (Some(f), _) => out.push(f),
+            (None, Some(last)) if last.code.is_empty() => t.clone_into(&mut last.code),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether `file` is torch's or ExecuTorch's own: a path through a
+/// directory named `torch` or `executorch` (their packages, wherever
+/// installed).
+pub fn is_library(file: &str) -> bool {
+    let mut dirs: Vec<&str> = file.split(['/', '\\']).collect();
+    dirs.pop();
+    dirs.iter().any(|d| matches!(*d, "torch" | "executorch"))
+}
+
+/// The frame a user wants of a stack: the innermost in the model's own
+/// code, not torch's or ExecuTorch's (`out = self.conv1(x)` rather than
+/// the `forward` that called it, or torch's `F.linear` it calls); the
+/// innermost of all when every frame is theirs (a bare
+/// `nn.TransformerEncoder`).
+pub fn model_frame(frames: &[Frame]) -> Option<&Frame> {
+    frames.get(model_frame_index(frames)?)
+}
+
+/// Where [`model_frame`] is in `frames`.
+fn model_frame_index(frames: &[Frame]) -> Option<usize> {
+    (frames.iter())
+        .rposition(|f| !is_library(&f.file))
+        .or(frames.len().checked_sub(1))
+}
+
+/// A stack trace as Python prints it, innermost last; the frame at
+/// `picked` marked with `>` in the first column.
+pub fn stack_text(frames: &[Frame], picked: Option<usize>) -> String {
+    let mut o = String::new();
+    for (i, f) in frames.iter().enumerate() {
+        let mark = if Some(i) == picked { '>' } else { ' ' };
+        o.push_str(&format!(
+            "{mark} File \"{}\", line {}, in {}\n",
+            f.file, f.line, f.function
+        ));
+        if !f.code.is_empty() {
+            o.push_str(&format!("    {}\n", f.code));
+        }
+    }
+    o
 }
 
 /// Parses `nn_module_stack` as serialized: `key,path,class` entries joined
@@ -122,6 +204,7 @@ fn arg_text(a: &Json) -> String {
                 .join(", ")
         ),
         "as_none" => "None".to_owned(),
+        "as_float" | "as_floats" => python_floats(v),
         "as_string" => v
             .as_str()
             .map_or_else(|| v.to_string(), |s| format!("{s:?}")),
@@ -129,10 +212,84 @@ fn arg_text(a: &Json) -> String {
     }
 }
 
+/// The words Python's `json` writes for the floats JSON has no number
+/// for, as `json.loads` and torch's deserializer read them back.
+const NON_FINITE: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
+
+/// JSON as Python's `json` writes it: standard JSON but for `-Infinity`,
+/// `Infinity` and `NaN` outside strings (a `masked_fill(-inf)` or a
+/// softmax's mask puts them in an exported program). Each is read as the
+/// string of that word, which [`arg_text`] shows as Python prints the
+/// float (`-inf`); text without them is parsed as it is.
+pub fn python_json(bytes: &[u8]) -> serde_json::Result<Json> {
+    match serde_json::from_slice(bytes) {
+        Err(e) if e.is_syntax() && has_non_finite(bytes) => {
+            serde_json::from_slice(&quote_non_finite(bytes))
+        }
+        parsed => parsed,
+    }
+}
+
+fn has_non_finite(bytes: &[u8]) -> bool {
+    NON_FINITE[1..]
+        .iter()
+        .any(|w| bytes.windows(w.len()).any(|x| x == *w))
+}
+
+/// `bytes` with each non-finite word outside strings put in quotes.
+fn quote_non_finite(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() + 64);
+    let (mut i, mut in_string, mut escaped) = (0, false, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            out.push(b);
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+        } else if let Some(w) = NON_FINITE.iter().find(|w| bytes[i..].starts_with(w)) {
+            out.push(b'"');
+            out.extend_from_slice(w);
+            out.push(b'"');
+            i += w.len();
+            continue;
+        }
+        out.push(b);
+        i += 1;
+    }
+    out
+}
+
+/// A float or list of floats as Python prints them: the non-finite ones
+/// [`python_json`] read as words shown as `-inf`, `inf`, `nan`.
+fn python_floats(v: &Json) -> String {
+    match v {
+        Json::String(s) => match s.as_str() {
+            "-Infinity" => "-inf".to_owned(),
+            "Infinity" => "inf".to_owned(),
+            "NaN" => "nan".to_owned(),
+            _ => v.to_string(),
+        },
+        Json::Array(a) => format!(
+            "[{}]",
+            a.iter().map(python_floats).collect::<Vec<_>>().join(",")
+        ),
+        _ => v.to_string(),
+    }
+}
+
 /// The nodes of a serialized exported program: graph inputs as
 /// placeholders, the call nodes in order, then the output.
 pub fn nodes(program: &[u8]) -> Result<Vec<Node>, String> {
-    let j: Json = serde_json::from_slice(program).map_err(|e| format!("program JSON: {e}"))?;
+    let j = python_json(program).map_err(|e| format!("program JSON: {e}"))?;
     let g = j
         .pointer("/graph_module/graph")
         .ok_or("program JSON has no graph_module.graph")?;
@@ -193,13 +350,29 @@ pub fn nodes(program: &[u8]) -> Result<Vec<Node>, String> {
                 .unwrap_or_default(),
             stack_trace: field("stack_trace").map(str::to_owned),
         };
-        // A node of several outputs is read back as itself followed by one
-        // `getitem` per output, named by it and with its metadata.
-        let items: Vec<Node> = if outs.len() > 1 {
-            outs.iter()
+        // A node of several outputs, or of one list of tensors (`split`),
+        // is read back as itself followed by one `getitem` per output,
+        // named by it and with its metadata.
+        let listed: Vec<String> = (n.pointer("/outputs/0/as_tensors"))
+            .and_then(Json::as_array)
+            .filter(|_| outs.len() == 1)
+            .map(|ts| {
+                ts.iter()
+                    .filter_map(|t| t.get("name")?.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let items: Vec<Node> = if outs.len() > 1 || !listed.is_empty() {
+            let names: Vec<&str> = if listed.is_empty() {
+                outs.iter().map(|o| o.trim_start_matches('%')).collect()
+            } else {
+                listed.iter().map(String::as_str).collect()
+            };
+            names
+                .iter()
                 .enumerate()
                 .map(|(i, o)| Node {
-                    name: o.trim_start_matches('%').to_owned(),
+                    name: (*o).to_owned(),
                     target: "getitem".to_owned(),
                     args: vec![format!("%{}", node.name), i.to_string()],
                     ..node.clone()
@@ -268,4 +441,73 @@ pub fn nodes_tsv(nodes: &[Node]) -> String {
         ));
     }
     o
+}
+
+/// `stacks.txt`: each node's whole stack trace as Python prints it,
+/// innermost last, under `%name:`, the frame [`model_frame`] picks marked
+/// with `>`.
+pub fn stacks_text(nodes: &[Node]) -> String {
+    let mut o = String::new();
+    for n in nodes {
+        let frames = n.frames();
+        if frames.is_empty() {
+            continue;
+        }
+        o.push_str(&format!("%{}:\n", n.name));
+        o.push_str(&stack_text(&frames, model_frame_index(&frames)));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "File \"/src/model.py\", line 105, in forward\n    x = block(x)\n  \
+        File \"/src/model.py\", line 75, in forward\n    return self.down(self.up(x))\n  \
+        File \"/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py\", line 134, in forward\n    \
+        return F.linear(input, self.weight, self.bias)";
+
+    #[test]
+    fn the_model_frame_is_the_innermost_outside_torch() {
+        let f = frames(TRACE);
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[1].code, "return self.down(self.up(x))");
+        let m = model_frame(&f).unwrap();
+        assert_eq!((m.file.as_str(), m.line), ("/src/model.py", 75));
+    }
+
+    #[test]
+    fn with_every_frame_in_torch_the_innermost_is_taken() {
+        let trace = "File \"/usr/lib/python3/site-packages/torch/nn/modules/transformer.py\", line 10, in forward\n    \
+            x = self.layers(x)\n  File \"/usr/lib/python3/site-packages/executorch/exir/x.py\", line 3, in f\n    y()";
+        let f = frames(trace);
+        assert_eq!(model_frame(&f).unwrap().line, 3);
+        // torchvision is the model's code, not torch's.
+        assert!(!is_library(
+            "/venv/site-packages/torchvision/models/resnet.py"
+        ));
+        assert!(is_library("/venv/site-packages/torch/nn/functional.py"));
+    }
+
+    #[test]
+    fn stacks_are_printed_innermost_last_with_the_model_frame_marked() {
+        let f = frames(TRACE);
+        let text = stack_text(&f, model_frame_index(&f));
+        assert!(
+            text.contains("> File \"/src/model.py\", line 75, in forward\n    return self.down")
+        );
+        assert!(text.ends_with("    return F.linear(input, self.weight, self.bias)\n"));
+    }
+
+    #[test]
+    fn python_json_reads_infinities_and_nans_outside_strings() {
+        let j =
+            python_json(br#"{"a": -Infinity, "b": [Infinity, NaN], "s": "NaN -Infinity \" NaN"}"#)
+                .unwrap();
+        assert_eq!(python_floats(&j["a"]), "-inf");
+        assert_eq!(python_floats(&j["b"]), "[inf,nan]");
+        assert_eq!(j["s"], "NaN -Infinity \" NaN");
+        assert!(python_json(b"{\"a\": -Infinit}").is_err());
+    }
 }

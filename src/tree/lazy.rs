@@ -33,10 +33,18 @@ pub type SharedBytes = Arc<dyn SourceBytes>;
 
 /// Renders a file from its source's bytes into a writer: a buffer to read
 /// from, or a counter when only the size is wanted, so that `stat` of a
-/// large file costs time but no memory. Rendering is deterministic:
-/// failures are written into the file too, so a file's size never depends
-/// on when it is rendered.
+/// large file costs time but no memory. Rendering is deterministic, so a
+/// file's size never depends on when it is rendered. A renderer that
+/// cannot make its file returns the reason (see [`failed`]), before
+/// writing anything: the file then reads as an error, never as a message
+/// posing as its content.
 pub type Renderer = Box<dyn Fn(&[u8], &mut dyn Write) -> io::Result<()> + Send + Sync>;
+
+/// The error a renderer returns when its file cannot be made: `what`
+/// says why, naming what it was made from.
+pub fn failed(what: impl fmt::Display) -> io::Error {
+    io::Error::other(what.to_string())
+}
 
 /// How many rendered bytes a tree keeps in memory by default.
 pub const CACHE_BUDGET: usize = 64 << 20;
@@ -54,6 +62,8 @@ pub struct Lazy {
     bytes: SharedBytes,
     render: Renderer,
     size: OnceLock<u64>,
+    /// Why it could not be rendered, once it was found not to be.
+    failure: OnceLock<String>,
     /// Its key in the cache.
     id: u32,
     cache: Arc<RenderCache>,
@@ -115,13 +125,27 @@ impl Lazy {
         }));
         match rendered {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => log::warn!("rendering a file failed part way: {e}"),
+            Ok(Err(e)) => {
+                if self.failure.set(e.to_string()).is_ok() {
+                    log::error!("a file cannot be rendered: {e}");
+                }
+            }
             Err(_) => {
-                log::error!("rendering a file failed: its renderer panicked");
-                let _ = out.write_all(b"\n(rendering this file failed)\n");
+                if (self.failure)
+                    .set("its renderer panicked".to_owned())
+                    .is_ok()
+                {
+                    log::error!("rendering a file failed: its renderer panicked");
+                }
             }
         }
         guard::faults(bytes) == before
+    }
+
+    /// Why the file could not be rendered, once a render found it could
+    /// not: reads of it then fail.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
     }
 
     /// The size if known without rendering.
@@ -357,6 +381,7 @@ impl RenderCache {
             bytes,
             render,
             size: OnceLock::new(),
+            failure: OnceLock::new(),
             id,
             cache: self.clone(),
         }

@@ -55,14 +55,17 @@ pub(super) fn open_profile(
     Ok(at)
 }
 
-/// `<stem>.debug.bin` beside `path` when `path` is a local `<stem>.etdp`
-/// and that file is there.
+/// The debug buffer beside `path` when `path` is a local `<stem>.etdp`:
+/// `<stem>.debug.bin`, else `debug_output.bin`, the name ExecuTorch's
+/// runners write it under by default (beside their `etdump_output.etdp`).
 fn debug_buffer_beside(path: &Path) -> Option<PathBuf> {
     if path.to_str().is_some_and(remote::is_url) {
         return None;
     }
     let name = path.file_name()?.to_str()?;
     let stem = name.strip_suffix(".etdp")?;
-    let buffer = path.with_file_name(format!("{stem}.debug.bin"));
-    buffer.is_file().then_some(buffer)
+    [format!("{stem}.debug.bin"), "debug_output.bin".to_owned()]
+        .into_iter()
+        .map(|n| path.with_file_name(n))
+        .find(|b| b.is_file())
 }

@@ -57,26 +57,37 @@ impl Request {
     }
 
     /// Sets `etrecord` to the ETRecord beside a lone program, when none is
-    /// given, with a note.
+    /// given, with a note; or notes why the one found is not attached.
     fn find_etrecord(&mut self, notes: &mut Vec<String>) {
         if self.etrecord.is_none()
             && let [only] = &self.inputs[..]
-            && let Some((found, note)) = crate::auto_data::find_etrecord(only)
         {
-            self.etrecord = Some(found);
-            notes.push(note);
+            self.etrecord = found(crate::auto_data::find_etrecord(only), notes);
         }
     }
 
     /// Sets `profile` to the only `.etdp` beside a lone program that
-    /// profiles it, when none is given, with a note.
+    /// profiles it, when none is given, with a note; or notes why what is
+    /// found is not attached.
     fn find_profile(&mut self, notes: &mut Vec<String>) {
         if self.profile.is_none()
             && let [only] = &self.inputs[..]
-            && let Some((found, note)) = crate::auto_data::find_profile(only)
         {
-            self.profile = Some(found);
+            self.profile = found(crate::auto_data::find_profile(only), notes);
+        }
+    }
+}
+
+/// The file to attach of what was found, its note added to `notes`.
+fn found(f: Option<crate::auto_data::Found>, notes: &mut Vec<String>) -> Option<PathBuf> {
+    match f? {
+        crate::auto_data::Found::Attach(path, note) => {
             notes.push(note);
+            Some(path)
+        }
+        crate::auto_data::Found::NotAttached(note) => {
+            notes.push(note);
+            None
         }
     }
 }

@@ -787,3 +787,74 @@ fn the_documented_one_liners_give_the_built_in_runtime() {
         }
     }
 }
+
+#[test]
+fn a_program_given_no_data_file_names_every_key_it_needs() {
+    // The keys each fixture's own .ptd holds: what the user must find or
+    // make. XNNPACK's are the sha256 of the weights; given none, the 1.5.1
+    // runtime dies of SIGSEGV (xnnpack_ext_no_ptd.oracle.json).
+    assert_eq!(oracle_named("xnnpack_ext_no_ptd.oracle.json")["signal"], 11);
+    for (program, data, why) in [
+        (
+            "external.pte",
+            "external.ptd",
+            "the external tensors' keys: ",
+        ),
+        (
+            "xnnpack_ext.pte",
+            "xnnpack_ext.ptd",
+            "the keys of its XnnpackBackend delegates' named data: ",
+        ),
+    ] {
+        let (_, out, _) = run(&[
+            "--no-auto-data",
+            &fixture(&format!("check/{program}")).display().to_string(),
+        ]);
+        let line = (out.lines())
+            .find(|l| l.starts_with("  no data: forward: "))
+            .unwrap_or_else(|| panic!("{program}: {out}"));
+        let v = crate::common::view(&format!("check/{data}"));
+        let dir = v.tree.resolve("tensors").unwrap();
+        let keys: Vec<String> = (v.tree.entries(dir).unwrap())
+            .filter_map(|e| e.name.strip_suffix(".bin").map(str::to_owned))
+            .collect();
+        assert_eq!(keys.len(), 4, "{keys:?}");
+        let listed = line.split_once(why).unwrap_or_else(|| panic!("{line}")).1;
+        let mut listed: Vec<&str> = listed.split(", ").collect();
+        listed.sort_unstable();
+        assert_eq!(listed, keys, "{program}");
+    }
+}
+
+#[test]
+fn a_program_keeping_its_constants_in_constant_buffer_is_refused_in_the_runtimes_words() {
+    // What ExecuTorch 1.5.1's runtime did with it (constant_buffer.oracle.json).
+    let oracle = oracle_named("constant_buffer.oracle.json");
+    assert_eq!(oracle["error_code"], "0x23");
+    let program = fixture("check/constant_buffer.pte").display().to_string();
+    let (code, out, err) = run(&[&program]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("program: does not load: Program::load returns 0x23 InvalidProgram"),
+        "{out}"
+    );
+    assert!(
+        out.contains("deprecated constant_buffer (5 entries)"),
+        "{out}"
+    );
+    for line in why_lines(&oracle["log"]) {
+        assert!(out.contains(&format!("    {line}\n")), "{line}: {out}");
+    }
+    // A runtime built with the flag, as a spec may say, loads it.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("old.json");
+    std::fs::write(
+        &spec,
+        r#"{"operators": ["aten::addmm.out", "aten::permute_copy.out", "aten::relu.out"],
+            "deprecated_constant_buffer": true}"#,
+    )
+    .unwrap();
+    let (code, out, err) = run(&["--runtime", &spec.display().to_string(), &program]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("forward: loads"), "{out}");
+}

@@ -98,7 +98,7 @@ fn maps_and_programs_are_shown_as_stored() {
 
 /// A module stack (`{key: [path, class]}`, outermost first) as the
 /// innermost module with a path and the innermost class: `path (Class)`.
-fn module_label(stack: &Value) -> String {
+pub(crate) fn module_label(stack: &Value) -> String {
     let stack = stack.as_object().unwrap();
     let path = (stack.values().map(|v| v[0].as_str().unwrap()))
         .rfind(|p| !p.is_empty())
@@ -107,19 +107,32 @@ fn module_label(stack: &Value) -> String {
     format!("{path} ({class})")
 }
 
-/// The first frame of a stack trace as `file:line`.
-fn first_frame(trace: &str) -> String {
-    let line = trace
+/// The frame of a stack trace a user wants, as `file:line`: the innermost
+/// outside torch's and ExecuTorch's own files (a path through a `torch` or
+/// `executorch` directory), else the innermost.
+pub(crate) fn model_frame(trace: &str) -> String {
+    let frames: Vec<(String, String)> = trace
         .lines()
-        .find(|l| l.trim_start().starts_with("File "))
-        .unwrap();
-    let (file, rest) = line.trim_start()["File \"".len()..]
-        .split_once('"')
-        .unwrap();
-    let n = rest
-        .trim_start_matches(", line ")
-        .split(',')
-        .next()
+        .filter_map(|l| l.trim_start().strip_prefix("File \""))
+        .map(|rest| {
+            let (file, rest) = rest.split_once('"').unwrap();
+            let n = rest
+                .trim_start_matches(", line ")
+                .split(',')
+                .next()
+                .unwrap();
+            (file.to_owned(), n.to_owned())
+        })
+        .collect();
+    let library = |f: &str| {
+        let dirs: Vec<&str> = f.split('/').collect();
+        dirs[..dirs.len() - 1]
+            .iter()
+            .any(|d| *d == "torch" || *d == "executorch")
+    };
+    let (file, n) = (frames.iter().rev())
+        .find(|(f, _)| !library(f))
+        .or(frames.last())
         .unwrap();
     format!("{file}:{n}")
 }
@@ -160,7 +173,7 @@ fn nodes_tsv_has_each_nodes_handle_module_stack_and_source_line() {
                 assert_eq!(row[4], hierarchy.join(";"), "{node}");
                 let frame = n["stack_trace"]
                     .as_str()
-                    .map(first_frame)
+                    .map(model_frame)
                     .unwrap_or_default();
                 assert_eq!(row[5], frame, "{node}");
                 assert!(
@@ -365,7 +378,7 @@ fn source_tsv_names_each_instructions_modules_and_lines_as_inspector_does() {
         }
         let frames: Vec<&str> = row[5].split(';').collect();
         for trace in e["stack_traces"].as_object().unwrap().values() {
-            let want = first_frame(trace.as_str().unwrap());
+            let want = model_frame(trace.as_str().unwrap());
             assert!(
                 frames.contains(&want.as_str()),
                 "{id}: {want} not in {frames:?}"
@@ -460,7 +473,7 @@ fn code_txt_lines_end_with_the_module_and_source_line_inspector_gives() {
         let want = format!(
             "{path} ({}) {}",
             inner[1].as_str().unwrap(),
-            first_frame(trace.as_str().unwrap())
+            model_frame(trace.as_str().unwrap())
         );
         assert_eq!(note, want, "instruction {id}");
         checked += 1;
@@ -469,7 +482,7 @@ fn code_txt_lines_end_with_the_module_and_source_line_inspector_gives() {
 }
 
 /// `program` shown with its profile and its ETRecord.
-fn profiled(program: &str, profile: &str, etrecord: &str) -> ptefs::view::View {
+pub(crate) fn profiled(program: &str, profile: &str, etrecord: &str) -> ptefs::view::View {
     ptefs::view::View::open(&ptefs::view::Request {
         inputs: vec![fixture(program)],
         profile: Some(fixture(profile)),
@@ -480,7 +493,10 @@ fn profiled(program: &str, profile: &str, etrecord: &str) -> ptefs::view::View {
 }
 
 /// The rows of a TSV file of `v`, by column name.
-fn tsv_rows(v: &ptefs::view::View, path: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+pub(crate) fn tsv_rows(
+    v: &ptefs::view::View,
+    path: &str,
+) -> Vec<std::collections::BTreeMap<String, String>> {
     let text = String::from_utf8(crate::common::read(v, path)).unwrap();
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().unwrap().split('\t').collect();
@@ -503,7 +519,7 @@ fn inspector_sources(e: &Value) -> (Vec<String>, Vec<String>) {
         .map(module_label)
         .collect();
     let mut frames: Vec<String> = (e["stack_traces"].as_object().unwrap().values())
-        .map(|t| first_frame(t.as_str().unwrap()))
+        .map(|t| model_frame(t.as_str().unwrap()))
         .collect();
     modules.sort();
     frames.sort();
@@ -545,7 +561,7 @@ fn profile_ops_name_each_events_modules_and_lines_as_inspector_does() {
     assert!(checked >= 10, "only {checked} events checked");
 }
 
-/// Ticks as `by_module.tsv` and `ops.tsv` write them.
+/// Ticks as `by-module.tsv` and `ops.tsv` write them.
 fn ticks(row: &std::collections::BTreeMap<String, String>, col: &str) -> u64 {
     row[col].parse().unwrap()
 }
@@ -558,7 +574,7 @@ fn time_per_module_is_the_time_of_the_instructions_inspector_puts_in_it() {
         "etrecord/portable_mlp.etrecord",
     );
     let ops = tsv_rows(&v, "methods/forward/profile/ops.tsv");
-    let by = tsv_rows(&v, "methods/forward/profile/by_module.tsv");
+    let by = tsv_rows(&v, "methods/forward/profile/by-module.tsv");
     let (_, _, oracle) = open("portable_mlp");
     // Each instruction's innermost module, as Inspector's module_hierarchy
     // has it.
@@ -1026,7 +1042,7 @@ fn source_tsv_names_each_delegate_operators_nodes_as_the_delegate_map_does() {
             .collect();
         assert_eq!(row[4], modules.join(";"), "{id}");
         let frames: Vec<String> = (nodes.iter())
-            .map(|n| first_frame(n["stack_trace"].as_str().unwrap()))
+            .map(|n| model_frame(n["stack_trace"].as_str().unwrap()))
             .collect();
         assert_eq!(row[5], frames.join(";"), "{id}");
     }

@@ -31,6 +31,7 @@ mod edit_set;
 mod etdump;
 mod etdump_join;
 mod etrecord;
+mod etrecord_models;
 mod fetch_plans;
 mod fs;
 mod hidden_characters;

@@ -7,9 +7,14 @@
 //! the node computes: a 1×1 convolution runs as `Fully Connected (NC, F32)
 //! GEMM`, a global average pooling as `Mean (ND)`. So the n-th event
 //! of a call is the n-th node when there are as many of each and every
-//! pair's kinds agree; failing that, the n-th event of one name is the
-//! n-th node of the one node kind that name stands for, when their counts
-//! agree; failing that, the event is left unmatched.
+//! pair's kinds agree. Failing that, events and nodes are walked together
+//! in order: an event goes on the next node of a kind it can run (nodes
+//! XNNPACK elided are passed over, a few at most), and a `Clamp` that no
+//! such node follows is the clamp XNNPACK adds after a node whose output
+//! it bounds (an `add` with ReLU fused, which its binary operators cannot
+//! do themselves). An event the walk cannot place is the n-th node of the
+//! one node kind its name stands for, when their counts agree; failing
+//! that, it is left unmatched.
 
 use super::{graph, header, nodes};
 use crate::delegate::{ProfileNode, ProfileNodes};
@@ -18,6 +23,12 @@ use crate::delegate::{ProfileNode, ProfileNodes};
 const BY_POSITION: &str = "position in node order; kinds agree";
 /// How a kind match is described.
 const BY_KIND: &str = "n-th node of its kind";
+/// How a walk match is described.
+const BY_ORDER: &str = "next node of its kind in node order";
+/// How a clamp put on the node before it is described.
+const BY_CLAMP: &str = "the clamp of the node before it";
+/// How many nodes the walk passes over to find one an event can run.
+const LOOKAHEAD: usize = 3;
 
 /// XNNPACK operator kinds whose node kinds differ in name: (the event's
 /// operator kind, lower case, the node kinds it runs).
@@ -136,8 +147,13 @@ fn matched(shorts: &[&str], ids: &[&str]) -> Vec<Option<ProfileNode>> {
     if ids.len() == shorts.len() && ids.iter().zip(shorts).all(|(id, s)| agrees(kind(id), s)) {
         return (0..ids.len()).map(|i| node(i, BY_POSITION)).collect();
     }
+    let walked = walk(shorts, ids);
     ids.iter()
-        .map(|id| {
+        .zip(walked)
+        .map(|(id, w)| {
+            if let Some((i, how)) = w {
+                return node(i, how);
+            }
             let (name, n) = numbered(id);
             let n = n?;
             let k = kind(id);
@@ -152,6 +168,29 @@ fn matched(shorts: &[&str], ids: &[&str]) -> Vec<Option<ProfileNode>> {
                 .then(|| of_kind.get(n.checked_sub(1)?).copied())
                 .flatten()
                 .and_then(|i| node(i, BY_KIND))
+        })
+        .collect()
+}
+
+/// Events and nodes walked together in order (see the module's
+/// description): for each event, its node and how it was placed.
+fn walk(shorts: &[&str], ids: &[&str]) -> Vec<Option<(usize, &'static str)>> {
+    let mut next = 0;
+    let mut last: Option<usize> = None;
+    ids.iter()
+        .map(|id| {
+            let k = kind(id);
+            let ahead =
+                (next..shorts.len().min(next + LOOKAHEAD + 1)).find(|&i| agrees(k, shorts[i]));
+            match ahead {
+                Some(i) => {
+                    next = i + 1;
+                    last = Some(i);
+                    Some((i, BY_ORDER))
+                }
+                None if k.eq_ignore_ascii_case("clamp") => last.map(|i| (i, BY_CLAMP)),
+                None => None,
+            }
         })
         .collect()
 }
@@ -188,7 +227,55 @@ mod tests {
         // node, so only the transpose is matched, by kind.
         let m = matched(&shorts, &ids[..2]);
         assert_eq!(m[0].as_ref().unwrap().index, 0);
-        assert_eq!(m[0].as_ref().unwrap().how, BY_KIND);
-        assert_eq!(m[1], None);
+        assert_eq!(m[0].as_ref().unwrap().how, BY_ORDER);
+        assert_eq!(m[1].as_ref().unwrap().index, 1);
+    }
+
+    #[test]
+    fn a_walk_places_convolutions_and_the_clamps_after_adds() {
+        // The XNNPACK ResNet-style fixture's nodes and events.
+        let shorts = [
+            "static_transpose",
+            "conv2d",
+            "max_pooling2d",
+            "conv2d",
+            "conv2d",
+            "add",
+            "conv2d",
+            "conv2d",
+            "add",
+            "global_avg_pooling2d",
+            "static_transpose",
+            "static_reshape",
+            "fully_connected",
+        ];
+        let ids = [
+            "Transpose (ND, X32) #1",
+            "Convolution (NHWC, F32) IGEMM #1",
+            "Max Pooling (NHWC, F32) #1",
+            "Convolution (NHWC, F32) IGEMM #2",
+            "Convolution (NHWC, F32) IGEMM #3",
+            "Add (ND) #1",
+            "Clamp (NC) #1",
+            "Convolution (NHWC, F32) IGEMM #4",
+            "Convolution (NHWC, F32) IGEMM #5",
+            "Add (ND) #2",
+            "Clamp (NC) #2",
+            "Mean (ND) Reduce2 #1",
+            "Transpose (ND, X32) #2",
+            "Static Reshape (NC) #1",
+            "Fully Connected (NC, F32) GEMM #1",
+        ];
+        let m: Vec<(usize, &str)> = matched(&shorts, &ids)
+            .into_iter()
+            .map(|n| {
+                let n = n.unwrap();
+                (n.index, n.how)
+            })
+            .collect();
+        let want = [0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 12];
+        assert_eq!(m.iter().map(|x| x.0).collect::<Vec<_>>(), want);
+        assert_eq!(m[6].1, BY_CLAMP);
+        assert_eq!(m[7].1, BY_ORDER);
     }
 }

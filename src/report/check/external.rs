@@ -7,6 +7,46 @@ use super::findings::{Finding, INVALID_EXTERNAL_DATA, INVALID_STATE, Kind, NOT_F
 use crate::format::{DataFile, Name, ProgramFile, TensorData};
 use crate::meta::external;
 
+/// Every key a data file must hold, whole, for the user to find or make
+/// the right `.ptd`: the external tensors' keys, then those of each
+/// backend's named data the program does not hold itself (XNNPACK's are
+/// sha256 digests of the weights).
+fn needed_keys(
+    externals: &[(&crate::format::TensorInfo<'_>, Name<'_>)],
+    delegate_keys: &[(usize, &str, Name<'_>)],
+    named_in_program: impl Fn(Name<'_>) -> bool,
+) -> String {
+    let mut parts = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let tensors: Vec<String> = (externals.iter())
+        .filter(|(_, k)| seen.insert(k.bytes()))
+        .map(|(_, k)| k.show().into_owned())
+        .collect();
+    if !tensors.is_empty() {
+        parts.push(format!(
+            "the external tensors' keys: {}",
+            tensors.join(", ")
+        ));
+    }
+    let mut backends: Vec<(&str, Vec<String>)> = Vec::new();
+    for (_, id, k) in delegate_keys {
+        if named_in_program(*k) || !seen.insert(k.bytes()) {
+            continue;
+        }
+        match backends.iter_mut().find(|(b, _)| b == id) {
+            Some((_, keys)) => keys.push(k.show().into_owned()),
+            None => backends.push((id, vec![k.show().into_owned()])),
+        }
+    }
+    for (id, keys) in backends {
+        parts.push(format!(
+            "the keys of its {id} delegates' named data: {}",
+            keys.join(", ")
+        ));
+    }
+    parts.join("; ")
+}
+
 /// External tensors and delegates' named data that no data file provides
 /// as the program expects it.
 pub(super) fn external_data<'p>(
@@ -50,8 +90,9 @@ pub(super) fn external_data<'p>(
             Kind::NoData,
             method.to_owned(),
             format!(
-                "it needs {} from a data file (.ptd), and none is attached",
-                count_keys(externals.len(), delegate_keys.len())
+                "it needs {} from a data file (.ptd), and none is attached; {}",
+                count_keys(externals.len(), delegate_keys.len()),
+                needed_keys(&externals, &delegate_keys, named_in_program)
             ),
         );
         if !externals.is_empty() {

@@ -94,7 +94,9 @@ pub fn check(
     let mut used: std::collections::HashSet<&[u8]> = Default::default();
     let spec_name = runtime.names.join(" + ");
     let why = "the program's file identifier is not the one this runtime's schema reads";
-    if let Some(p) = refused::identifier(program.bytes, why) {
+    let refusal = refused::identifier(program.bytes, why)
+        .or_else(|| refused::constant_buffer(program, runtime));
+    if let Some(p) = refusal {
         let mut c = refused::refused(file, runtime, p);
         c.data = data_names.to_vec();
         return c;

@@ -81,6 +81,43 @@ pub fn unreadable(bytes: &[u8], error: &Error) -> Option<Finding> {
     Some(f)
 }
 
+/// The problem of a program without a constant segment (its constants,
+/// if any, in the deprecated `Program.constant_buffer`), which
+/// `Program::load` refuses unless the runtime was built with
+/// `ET_ENABLE_DEPRECATED_CONSTANT_BUFFER`; in the words of ExecuTorch
+/// 1.5.1's runtime.
+pub fn constant_buffer(
+    program: &crate::format::ProgramFile<'_>,
+    runtime: &RuntimeSpec,
+) -> Option<Finding> {
+    let segment = program.program.constant_segment();
+    let has_segment = segment
+        .and_then(|s| s.offsets())
+        .is_some_and(|o| !o.is_empty());
+    if has_segment || runtime.deprecated_constant_buffer {
+        return None;
+    }
+    let buffers = program.program.constant_buffer().map_or(0, |b| b.len());
+    let mut f = finding(
+        None,
+        Kind::ProgramRefused,
+        "program".to_owned(),
+        format!(
+            "it has no constant segment, so its constants are looked for in the deprecated \
+             constant_buffer ({buffers} entries), which this runtime is built without \
+             (re-export the program; a spec saying \"deprecated_constant_buffer\": true \
+             describes a runtime built with it)"
+        ),
+    );
+    f.log.push(
+        "PTE file relies on the constant_buffer path, which is disabled in this build \
+         (ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0). Please re-export the PTE file."
+            .to_owned(),
+    );
+    f.error = Some(INVALID_PROGRAM);
+    Some(f)
+}
+
 /// The check of a file refused whole for `problem`: no method loads.
 pub fn refused(file: &str, runtime: &RuntimeSpec, problem: Finding) -> Check {
     Check {

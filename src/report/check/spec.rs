@@ -44,6 +44,11 @@ pub struct RuntimeSpec {
     backends: BTreeSet<String>,
     /// `include_all_operators: true`: every operator, every key.
     all_operators: bool,
+    /// Built with `ET_ENABLE_DEPRECATED_CONSTANT_BUFFER`: it loads programs
+    /// keeping their constants in `Program.constant_buffer` (exported
+    /// before ExecuTorch 0.7). Off unless a spec says so, as in ExecuTorch
+    /// 1.5.1's own build.
+    pub deprecated_constant_buffer: bool,
 }
 
 /// A spec that cannot be used.
@@ -77,6 +82,8 @@ struct JsonSpec {
     operators: Vec<String>,
     #[serde(default)]
     backends: Vec<String>,
+    #[serde(default)]
+    deprecated_constant_buffer: bool,
 }
 
 impl RuntimeSpec {
@@ -131,6 +138,7 @@ impl RuntimeSpec {
                         .collect(),
                     backends: BTreeSet::new(),
                     all_operators: false,
+                    deprecated_constant_buffer: false,
                 })
             }
             _ => None,
@@ -154,6 +162,7 @@ impl RuntimeSpec {
                 operators: j.operators.into_iter().map(|o| (o, Kernels::Any)).collect(),
                 backends: j.backends.into_iter().collect(),
                 all_operators: false,
+                deprecated_constant_buffer: j.deprecated_constant_buffer,
             }
         } else {
             selected_operators(text).map_err(invalid)?
@@ -187,6 +196,7 @@ impl RuntimeSpec {
             out.names.extend(s.names);
             out.version = out.version.or(s.version);
             out.all_operators |= s.all_operators;
+            out.deprecated_constant_buffer |= s.deprecated_constant_buffer;
             out.backends.extend(s.backends);
             for (op, k) in s.operators {
                 match (out.operators.get_mut(&op), k) {

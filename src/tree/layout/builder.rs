@@ -72,6 +72,11 @@ pub(super) struct Builder {
     pub(super) profile: Option<AttachedProfile>,
     /// The source of the ETRecord joined with every program shown.
     pub(super) etrecord: Option<SourceId>,
+    /// What of the tree being built was not made and why, for its
+    /// README.txt.
+    pub(super) not_made: Vec<String>,
+    /// The ETRecord joined so far, by method, or why it cannot be.
+    pub(super) joined: HashMap<String, Result<Arc<Vec<crate::join::etrecord::SourceRow>>, String>>,
     /// Renders `report/` files, when the tree has them.
     pub(super) reports: Option<ReportMaker>,
     /// The tree being built, once it is: what its `report/` files are
@@ -390,8 +395,10 @@ impl Builder {
                 let window = bytes.get(shift..shift.saturating_add(program_len));
                 match window.map(crate::format::parse) {
                     Some(Ok(Parsed::Program(p))) => render(&p, out),
-                    Some(Err(e)) => writeln!(out, "cannot render: {e}"),
-                    _ => writeln!(out, "cannot render: the program is no longer where it was"),
+                    Some(Err(e)) => Err(crate::tree::lazy::failed(e)),
+                    _ => Err(crate::tree::lazy::failed(
+                        "the program is no longer where it was",
+                    )),
                 }
             }),
         );

@@ -290,7 +290,9 @@ impl Builder {
                 .zip(usize::try_from(at.end()).ok())
                 .and_then(|(start, end)| bytes.get(start..end))
             else {
-                return writeln!(out, "cannot render: the payload is no longer where it was");
+                return Err(crate::tree::lazy::failed(
+                    "the payload is no longer where it was",
+                ));
             };
             let lookup = RenderLookup {
                 own: (context.own, bytes),
@@ -304,7 +306,7 @@ impl Builder {
                 .collect();
             match backend.decode(payload, &specs, &lookup) {
                 Ok(d) => render(&*d, out),
-                Err(e) => writeln!(out, "cannot render: {e}"),
+                Err(e) => Err(crate::tree::lazy::failed(e)),
             }
         };
         self.lazy(dir, name, place.origin.source, Box::new(renderer));

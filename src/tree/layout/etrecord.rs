@@ -1,16 +1,20 @@
 //! The tree of an ETRecord: `header.json`; the maps as stored
 //! (`debug_handle_map.json`, `delegate_map.json`, `instruction_outs.json`);
 //! per recorded program `graphs/<name>/` with `program.json` as stored,
-//! `graph.txt` and `nodes.tsv` (rendered when first read), and its
+//! `graph.txt`, `nodes.tsv` and `stacks.txt` (rendered when first read), and its
 //! `state_dict/`, `constants/` and `example_inputs/` as `.npy` files; and
 //! `reference_outputs/` and `representative_inputs/`. A part that cannot be
 //! read is a `.ERROR.txt` saying why, beside what can.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::json;
 
 use super::index_entry::TensorShape;
 use super::{Builder, Dir, Origin};
 use crate::format::etrecord::{Archive, EtRecordFile, SavedTensor};
+use crate::join::etrecord::SourceRow;
 use crate::meta::etrecord_graph;
 use crate::tree::Content;
 
@@ -25,61 +29,82 @@ const ARCHIVE_DIRS: [&str; 3] = ["state_dict", "constants", "example_inputs"];
 
 impl Builder {
     /// What the ETRecord joined with the programs adds to the lines of
-    /// `method`'s `code.txt`, by instruction; none without one.
-    pub(super) fn source_notes(
-        &self,
-        method: &str,
-    ) -> Option<std::sync::Arc<std::collections::HashMap<u64, String>>> {
-        let rows = self.source_rows(method)?;
-        Some(std::sync::Arc::new(crate::join::etrecord::code_notes(
-            &rows,
-        )))
+    /// `method`'s `code.txt`, by instruction; none without one, or when
+    /// it cannot be joined.
+    pub(super) fn source_notes(&mut self, method: &str) -> Option<Arc<HashMap<u64, String>>> {
+        let rows = self.source_rows(method)?.ok()?;
+        Some(Arc::new(crate::join::etrecord::code_notes(&rows)))
     }
 
-    /// The ETRecord joined with the programs, for `method`; none without
-    /// one, or when it records no program for the method.
+    /// The ETRecord joined with the programs, for `method`: none without
+    /// one; why not when it cannot be joined (the ETRecord no longer
+    /// parses, it records no program for the method, or that program's
+    /// JSON cannot be read). Joined once per method.
     pub(super) fn source_rows(
-        &self,
+        &mut self,
         method: &str,
-    ) -> Option<Vec<crate::join::etrecord::SourceRow>> {
-        let bytes = self.source_bytes.get(&self.etrecord?)?;
-        let r = EtRecordFile::parse((**bytes).as_ref()).ok()?;
-        crate::join::etrecord::rows(&r, method).ok()
+    ) -> Option<Result<Arc<Vec<SourceRow>>, String>> {
+        let source = self.etrecord?;
+        if let Some(j) = self.joined.get(method) {
+            return Some(j.clone());
+        }
+        let bytes = self.source_bytes.get(&source)?.clone();
+        let joined = EtRecordFile::parse((*bytes).as_ref())
+            .map_err(|e| e.to_string())
+            .and_then(|r| crate::join::etrecord::rows(&r, method))
+            .map(Arc::new);
+        self.joined.insert(method.to_owned(), joined.clone());
+        Some(joined)
     }
 
-    /// The module paths and source lines of the instructions of the
-    /// method `profile` ran, from the ETRecord shown with it, by
-    /// instruction: the method a run data block names, else the only one
-    /// the debug-handle map lists, else `forward`. Empty without an
-    /// ETRecord.
-    pub(super) fn trace_sources(
+    /// The join of `method` for the tree of `file_name`, or `None`, once
+    /// the tree's warnings and README.txt say why: `files` (paths in the
+    /// tree) are then not made.
+    pub(super) fn joined_or_say_why(
+        &mut self,
+        file_name: &str,
+        method: &str,
+        files: &[String],
+    ) -> Option<Arc<Vec<SourceRow>>> {
+        match self.source_rows(method)? {
+            Ok(rows) => Some(rows),
+            Err(why) => {
+                let etrecord = (self.etrecord)
+                    .and_then(|e| self.source_names.get(&e))
+                    .cloned()
+                    .unwrap_or_default();
+                let why = format!("ETRecord {etrecord}: method {method:?}: {why}");
+                self.warnings.push(format!(
+                    "{file_name}: {why}; not made: {}",
+                    files.join(", ")
+                ));
+                self.not_made.push(format!("{}: {why}", files.join(", ")));
+                None
+            }
+        }
+    }
+
+    /// The method `profile` ran, as the ETRecord shown with it names it:
+    /// the method a run data block names, else the only one the
+    /// debug-handle map lists, else `forward`. None without an ETRecord.
+    pub(super) fn profiled_method(
         &self,
         profile: &crate::format::etdump::ProfileFile<'_>,
-    ) -> std::collections::HashMap<usize, (String, String)> {
-        let Some(r) = (self.etrecord)
-            .and_then(|e| self.source_bytes.get(&e))
-            .and_then(|b| EtRecordFile::parse((**b).as_ref()).ok())
-        else {
-            return Default::default();
-        };
-        let methods: Vec<String> = (r.map_bytes(0))
+    ) -> Option<String> {
+        let bytes = self.source_bytes.get(&self.etrecord?)?;
+        let r = EtRecordFile::parse((**bytes).as_ref()).ok();
+        let methods: Vec<String> = (r.as_ref().and_then(|r| r.map_bytes(0)))
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
             .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect()))
             .unwrap_or_default();
         let named = (profile.runs.iter())
             .filter_map(|run| run.name.map(|n| n.show().into_owned()))
             .find(|n| methods.contains(n));
-        let method = named
-            .or_else(|| (methods.len() == 1).then(|| methods[0].clone()))
-            .unwrap_or_else(|| "forward".to_owned());
-        let rows = crate::join::etrecord::rows(&r, &method).unwrap_or_default();
-        (rows.iter())
-            .filter(|r| r.kind == "instruction")
-            .filter_map(|r| {
-                let id = r.id.parse().ok()?;
-                Some((id, crate::join::etrecord::source_columns(r)))
-            })
-            .collect()
+        Some(
+            named
+                .or_else(|| (methods.len() == 1).then(|| methods[0].clone()))
+                .unwrap_or_else(|| "forward".to_owned()),
+        )
     }
 
     pub(super) fn etrecord(&mut self, root: &mut Dir, origin: Origin, r: &EtRecordFile<'_>) {
@@ -118,6 +143,7 @@ impl Builder {
                     etrecord_graph::graph_text as fn(&[_]) -> String,
                 ),
                 ("nodes.tsv", etrecord_graph::nodes_tsv),
+                ("stacks.txt", etrecord_graph::stacks_text),
             ] {
                 self.lazy(
                     &mut dir,
@@ -126,7 +152,7 @@ impl Builder {
                     Box::new(
                         move |bytes, out| match etrecord_graph::nodes(program.bytes(bytes)) {
                             Ok(nodes) => out.write_all(render(&nodes).as_bytes()),
-                            Err(e) => writeln!(out, "cannot render: {e}"),
+                            Err(e) => Err(crate::tree::lazy::failed(e)),
                         },
                     ),
                 );

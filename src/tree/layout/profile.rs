@@ -18,7 +18,7 @@ use crate::tree::render::{Streamed, readme};
 
 /// Why a logged tensor has no file.
 pub(super) const NO_DEBUG_BUFFER: &str =
-    "the debug buffer (<name>.debug.bin beside the ETDump) is not there";
+    "the debug buffer (<name>.debug.bin or debug_output.bin beside the ETDump) is not there";
 
 /// Ticks as milliseconds, a tick being taken as 1 ns.
 pub fn ms(ticks: u64) -> f64 {
@@ -28,7 +28,6 @@ pub fn ms(ticks: u64) -> f64 {
 impl Builder {
     pub(super) fn profile(&mut self, root: &mut Dir, origin: Origin, p: &ProfileFile<'_>) {
         let buffer = self.debug_buffers.get(&origin.source).copied();
-        self.generated(root, "README.txt", readme::PROFILE.as_bytes().into());
         let events: usize = p.runs.iter().map(|r| r.events.len()).sum();
         self.json(
             root,
@@ -109,14 +108,27 @@ impl Builder {
         }
         // The one file as large as all the runs together: rendered when
         // first looked at, from the ETDump parsed again.
-        let sources = self.trace_sources(p);
+        let name = (self.source_names.get(&origin.source).cloned()).unwrap_or_default();
+        let sources = match self.profiled_method(p) {
+            Some(method) => self
+                .joined_or_say_why(
+                    &name,
+                    &method,
+                    &["the module_hierarchy and stack_frame of trace.json's events".to_owned()],
+                )
+                .map(|rows| crate::join::etrecord::row_sources(&rows))
+                .unwrap_or_default(),
+            None => Default::default(),
+        };
+        let readme = readme::with_not_made(readme::PROFILE, &std::mem::take(&mut self.not_made));
+        self.generated(root, "README.txt", readme);
         self.lazy(
             root,
             "trace.json",
             origin.source,
             Box::new(move |bytes, out| match ProfileFile::parse(bytes) {
                 Ok(p) => crate::tree::render::json_to(out, &Trace(&p, &sources)),
-                Err(e) => writeln!(out, "cannot render: {e}"),
+                Err(e) => Err(crate::tree::lazy::failed(e)),
             }),
         );
     }
@@ -207,9 +219,11 @@ fn with_run(
     match ProfileFile::parse(bytes) {
         Ok(p) => match p.runs.get(i) {
             Some(run) => render(run, out),
-            None => writeln!(out, "cannot render: the ETDump has no run {i}"),
+            None => Err(crate::tree::lazy::failed(format!(
+                "the ETDump has no run {i}"
+            ))),
         },
-        Err(e) => writeln!(out, "cannot render: {e}"),
+        Err(e) => Err(crate::tree::lazy::failed(e)),
     }
 }
 
@@ -372,11 +386,13 @@ fn hex(b: &[u8]) -> String {
 /// and each chain another, where a delegate's events nest inside the
 /// instruction that called it. An instruction's events carry in `args`
 /// the module paths and source lines the second field gives by
-/// instruction (from an ETRecord; empty without one). Events are made as
-/// they are written.
+/// instruction, and a delegate's own event those it gives by
+/// `<instruction>:<debug id>` (from an ETRecord, see
+/// [`crate::join::etrecord::row_sources`]; empty without one). Events are
+/// made as they are written.
 pub struct Trace<'p, 'a>(
     pub &'p ProfileFile<'a>,
-    pub &'p std::collections::HashMap<usize, (String, String)>,
+    pub &'p std::collections::HashMap<String, (String, String)>,
 );
 
 impl Serialize for Trace<'_, '_> {
@@ -409,7 +425,7 @@ impl Serialize for Trace<'_, '_> {
 struct TraceEvents<'p, 'a> {
     p: &'p ProfileFile<'a>,
     t0: u64,
-    sources: &'p std::collections::HashMap<usize, (String, String)>,
+    sources: &'p std::collections::HashMap<String, (String, String)>,
 }
 
 impl Serialize for TraceEvents<'_, '_> {
@@ -456,10 +472,17 @@ impl Serialize for TraceEvents<'_, '_> {
                     "start_ticks": ev.start,
                     "end_ticks": ev.end,
                 });
+                // A delegate's own event has the nodes the delegate map
+                // names for its debug id, and nothing where the map is
+                // empty (XNNPACK's): its call's nodes are the call's.
+                let key = match (ev.is_delegated(), ev.delegate_debug_id_str) {
+                    (false, _) => ev.instruction_id.to_string(),
+                    (true, Some(id)) => format!("{}:{}", ev.instruction_id, id.show()),
+                    (true, None) => format!("{}:{}", ev.instruction_id, ev.delegate_debug_id_int),
+                };
                 let source = (ev.chain_index >= 0)
-                    .then(|| usize::try_from(ev.instruction_id).ok())
-                    .flatten()
-                    .and_then(|i| self.sources.get(&i));
+                    .then(|| self.sources.get(&key))
+                    .flatten();
                 if let Some((modules, frames)) = source {
                     args["module_hierarchy"] = json!(modules);
                     args["stack_frame"] = json!(frames);

@@ -27,7 +27,6 @@ impl Builder {
         p: &ProgramFile<'_>,
         data: &[Attached<'_, '_>],
     ) {
-        self.generated(root, "README.txt", readme::PROGRAM.as_bytes().into());
         self.weights_file(root, file_name);
         self.json(root, "header.json", &header(p));
         let len = p.bytes.len();
@@ -71,7 +70,16 @@ impl Builder {
                 )
             });
             let dirs = meta.delegate_dirs.clone();
-            let notes = self.source_notes(&m.name.to_string());
+            let method = m.name.to_string();
+            let mut files = vec![format!("methods/{name}/source.tsv")];
+            if joined.as_ref().is_some_and(|j| j.method_index == mi) {
+                files.extend(
+                    ["by-module.tsv", "modules.folded"]
+                        .map(|f| format!("methods/{name}/profile/{f}")),
+                );
+            }
+            let source = self.joined_or_say_why(file_name, &method, &files);
+            let notes = source.as_ref().and_then(|_| self.source_notes(&method));
             self.lazy_program(&mut mdir, "code.txt", origin, len, move |p, out| {
                 match p.methods.get(mi) {
                     Some(m) => {
@@ -87,24 +95,9 @@ impl Builder {
                 }
             });
             self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, table);
-            if let Some(source) = self.etrecord {
-                let method = m.name.to_string();
-                self.lazy(
-                    &mut mdir,
-                    "source.tsv",
-                    source,
-                    Box::new(move |bytes, out| {
-                        let rows = crate::format::EtRecordFile::parse(bytes)
-                            .map_err(|e| e.to_string())
-                            .and_then(|r| crate::join::etrecord::rows(&r, &method));
-                        match rows {
-                            Ok(rows) => {
-                                out.write_all(crate::join::etrecord::source_tsv(&rows).as_bytes())
-                            }
-                            Err(e) => writeln!(out, "cannot render: {e}"),
-                        }
-                    }),
-                );
+            if let Some(rows) = source {
+                let tsv = crate::join::etrecord::source_tsv(&rows);
+                self.generated(&mut mdir, "source.tsv", tsv.into_bytes().into());
             }
             if let Some(j) = joined.as_ref().filter(|j| j.method_index == mi) {
                 self.method_profile(&mut mdir, j, (p, m, mi), &meta.delegate_dirs, origin);
@@ -113,6 +106,8 @@ impl Builder {
         }
 
         self.program_ops(root, p, &method_dirs);
+        let readme = readme::with_not_made(readme::PROGRAM, &std::mem::take(&mut self.not_made));
+        self.generated(root, "README.txt", readme);
 
         let mut cdir = self.subdir(root, "constants");
         self.constants_table(cdir.ino, origin, &p.constants);

@@ -110,11 +110,11 @@ impl Builder {
                 "tick": TICK,
             }),
         );
-        let rows = self.source_rows(&join.method);
-        let sources: HashMap<usize, (String, String)> = (rows.iter().flatten())
-            .filter(|r| r.kind == "instruction")
-            .filter_map(|r| Some((r.id.parse().ok()?, etrecord::source_columns(r))))
-            .collect();
+        let rows = self.joined.get(&join.method).and_then(|r| r.clone().ok());
+        let sources = rows
+            .as_deref()
+            .map(|rows| etrecord::instruction_sources(rows))
+            .unwrap_or_default();
         self.generated(
             &mut dir,
             "ops.tsv",
@@ -124,7 +124,7 @@ impl Builder {
             let stacks = modules::stacks(rows);
             self.generated(
                 &mut dir,
-                "by_module.tsv",
+                "by-module.tsv",
                 modules::by_module_tsv(join, &stacks).into_bytes().into(),
             );
             self.generated(
@@ -280,6 +280,26 @@ impl Builder {
                 "file": file,
                 "missing": missing,
             }));
+        }
+        if buffer.is_none() {
+            let profile = self
+                .profile
+                .as_ref()
+                .map(|a| a.name.clone())
+                .unwrap_or_default();
+            let why = format!(
+                "profile {profile}: its runs logged {} tensors, and {}",
+                join.logged.len(),
+                super::profile::NO_DEBUG_BUFFER
+            );
+            let method = encode(&join.method);
+            self.warnings.push(format!(
+                "{why}: methods/{method}/profile/outputs/ holds index.json alone, and no compare.tsv \
+                 (give the buffer with --debug-buffer)"
+            ));
+            (self.not_made).push(format!(
+                "methods/{method}/profile/outputs/<run>/*.npy, compare.tsv: {why}"
+            ));
         }
         self.json(&mut odir, "index.json", &Value::Array(index));
         if let Some((buffer, _)) = buffer {

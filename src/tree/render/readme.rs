@@ -1,5 +1,18 @@
 //! The `README.txt` at the root of each file's tree.
 
+/// `readme` followed by what of its tree was not made and why, one line
+/// each.
+pub fn with_not_made(readme: &str, not_made: &[String]) -> Box<[u8]> {
+    let mut text = readme.to_owned();
+    if !not_made.is_empty() {
+        text.push_str("\nNot made:\n");
+        for n in not_made {
+            text.push_str(&format!("  {}\n", n.replace('\n', " ")));
+        }
+    }
+    text.into_bytes().into()
+}
+
 /// For a program.
 pub const PROGRAM: &str = "\
 This directory shows an ExecuTorch program (.pte), read-only.
