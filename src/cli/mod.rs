@@ -11,6 +11,7 @@ mod diff;
 mod inspect;
 mod list;
 mod mount;
+mod ops;
 mod pack;
 pub mod progress;
 mod report;
@@ -75,6 +76,9 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Will a program load and run on a runtime? Every reason it would not.
     Check(check::CheckArgs),
+    /// The operators of several programs, with their kernel keys merged,
+    /// as one selected_operators.yaml for a selective build.
+    Ops(ops::OpsArgs),
     /// Where the bytes go, what runs where, what the weights look like:
     /// text, JSON, or one HTML page with pictures.
     Report(report::ReportArgs),
@@ -337,6 +341,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Stat(args) => stat::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Ops(args) => ops::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Set(args) => set::run(&args),

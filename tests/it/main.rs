@@ -42,6 +42,7 @@ mod mutations;
 mod names;
 mod numpy;
 mod odd_inputs;
+mod ops;
 mod oracles;
 mod package;
 mod package_hostile;
