@@ -8,6 +8,7 @@ mod check;
 pub mod cmdline;
 mod commit;
 mod diff;
+mod index;
 mod inspect;
 mod list;
 mod mount;
@@ -79,6 +80,10 @@ enum Command {
     /// The operators of several programs, with their kernel keys merged,
     /// as one selected_operators.yaml for a selective build.
     Ops(ops::OpsArgs),
+    /// A Parquet catalog of many files: their files, tensors, operators,
+    /// delegates and check verdicts, for DuckDB, Spark or any Parquet
+    /// reader.
+    Index(index::IndexArgs),
     /// Where the bytes go, what runs where, what the weights look like:
     /// text, JSON, or one HTML page with pictures.
     Report(report::ReportArgs),
@@ -342,6 +347,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Inspect(args) => inspect::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Ops(args) => ops::run(&args),
+        Command::Index(args) => index::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Set(args) => set::run(&args),

@@ -32,6 +32,7 @@ mod etrecord;
 mod fetch_plans;
 mod fs;
 mod hidden_characters;
+mod index;
 mod inspect;
 mod links;
 mod listing_cost;
