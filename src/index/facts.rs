@@ -174,8 +174,25 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
     let stored = crate::report::stored::collect(subject, &mut notes);
     let mut f = Facts::default();
     let own = &opened.sources[input.source];
+    // The file holding a range: the source itself as listed, or the
+    // path of a data file found beside it.
+    let holder = |id: usize| {
+        (id == input.source)
+            .then(|| item.source.clone())
+            .or_else(|| {
+                // Spelled as the listing spells paths: a data file found
+                // beside `m.pte` is `w.ptd`, not `./w.ptd`.
+                let path = &opened.sources.get(id)?.path;
+                let path = match path.strip_prefix("./") {
+                    Ok(p) if !item.source.starts_with("./") => p,
+                    _ => path,
+                };
+                Some(path.display().to_string())
+            })
+    };
     for s in &stored {
-        f.tensors.push(tensor_row(item, subject, s, wanted.hash));
+        f.tensors
+            .push(tensor_row(item, subject, s, &holder, wanted.hash));
     }
     f.files.push(file_row(
         item,
@@ -296,7 +313,13 @@ fn method_of(path: &str) -> Option<&str> {
     parts.next()
 }
 
-fn tensor_row(item: &Item, subject: Subject<'_>, s: &Stored, hash: bool) -> Row {
+fn tensor_row(
+    item: &Item,
+    subject: Subject<'_>,
+    s: &Stored,
+    holder: &dyn Fn(usize) -> Option<String>,
+    hash: bool,
+) -> Row {
     let dim_order = s.dim_order.as_deref().map(<[i64]>::to_vec).or_else(|| {
         s.sizes
             .as_ref()
@@ -312,10 +335,15 @@ fn tensor_row(item: &Item, subject: Subject<'_>, s: &Stored, hash: bool) -> Row 
             .into(),
         s.name.as_deref().into(),
         s.dtype.as_deref().into(),
+        s.numpy
+            .as_ref()
+            .filter(|(_, raw_bits)| !raw_bits)
+            .map(|(d, _)| &**d)
+            .into(),
         s.sizes.as_ref().map_or(V::Null, |sz| V::I64s(sz.to_vec())),
         dim_order.map_or(V::Null, V::I64s),
         s.span.len.into(),
-        subject.tree.source_name(s.source).into(),
+        holder(s.source).into(),
         s.span.offset.into(),
         (*s.store).into(),
         s.delegate.as_ref().map(|d| d.backend.as_str()).into(),

@@ -96,6 +96,7 @@ pub const TENSORS: Table = Table {
         col("method", Ty::Str),
         col("name", Ty::Str),
         col("dtype", Ty::Str),
+        col("numpy_dtype", Ty::Str),
         col("shape", Ty::I64s),
         col("dim_order", Ty::I64s),
         col("nbytes", Ty::U64),
