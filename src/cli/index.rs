@@ -1,7 +1,6 @@
 //! `ptefs index`: a Parquet catalog of many files at once.
 
 use std::cell::Cell;
-use std::path::PathBuf;
 
 use clap::Args;
 
@@ -28,9 +27,10 @@ const FAILED: i32 = 1;
     ptefs index exports/ -o catalog --hash --shard 0/4"
 )]
 pub(super) struct IndexArgs {
-    /// The catalog folder (made when missing).
+    /// The catalog folder (made when missing), or a prefix of an object
+    /// store (s3://bucket/catalog/).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
-    output: PathBuf,
+    output: String,
     /// A runtime each program is checked against, alone (repeatable: one
     /// verdict per spec); `a+b` adds specs up. Default executorch-1.5.1.
     #[arg(long = "runtime", value_name = "SPEC")]
@@ -97,7 +97,7 @@ pub(super) fn run(args: &IndexArgs) -> Result<i32, i32> {
         force: args.force,
     };
     let bar = Bar {
-        progress: Progress::new(&args.output.display().to_string()),
+        progress: Progress::new(&crate::source::redact::redact(&args.output)),
         bytes: Cell::new(0),
     };
     let summary = crate::index::run(&opts, &bar).map_err(|e| {

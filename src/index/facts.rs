@@ -88,6 +88,9 @@ pub fn of(item: &Item, wanted: &Wanted) -> Facts {
     }
 }
 
+/// Where `fetched` goes in a `files` row (see [`super::schema::FILES`]).
+const FETCHED_COLUMN: usize = 14;
+
 /// The `files` row of a file that could not be read.
 fn error_row(item: &Item, error: &str) -> Row {
     vec![
@@ -97,6 +100,7 @@ fn error_row(item: &Item, error: &str) -> Row {
         item.size.into(),
         item.mtime.map_or(V::Null, V::Time),
         item.etag.clone().into(),
+        V::Null,
         V::Null,
         V::Null,
         V::Null,
@@ -194,14 +198,6 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
         f.tensors
             .push(tensor_row(item, subject, s, &holder, wanted.hash));
     }
-    f.files.push(file_row(
-        item,
-        own,
-        &inspection,
-        &inputs,
-        &stored,
-        wanted.hash,
-    ));
     if let Some(p) = inspection.program.as_ref() {
         for d in &p.delegates {
             f.delegates.push(vec![
@@ -238,7 +234,15 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
     for s in &opened.sources {
         s.check_unchanged().map_err(|e| e.to_string())?;
     }
-    f.bytes = opened.sources.iter().map(Source::fetched_bytes).sum();
+    let fetched: u64 = opened.sources.iter().map(Source::fetched_bytes).sum();
+    let mut row = file_row(item, own, &inspection, &inputs, &stored, wanted.hash);
+    row.insert(FETCHED_COLUMN, fetched.into());
+    f.files.push(row);
+    f.bytes = if own.is_remote() {
+        fetched
+    } else {
+        own.opened.len
+    };
     Ok(f)
 }
 
@@ -404,5 +408,14 @@ fn operator_rows(
                 d.index.into(),
             ]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fetched_has_its_place_in_the_files_table() {
+        let c = super::super::schema::FILES.columns;
+        assert_eq!(c[super::FETCHED_COLUMN].name, "fetched");
     }
 }

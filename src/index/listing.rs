@@ -14,7 +14,7 @@ use std::time::UNIX_EPOCH;
 use sha2::{Digest, Sha256};
 
 use crate::format::{Kind, sniff};
-use crate::source::remote::is_url;
+use crate::source::remote::{is_url, prefix};
 
 /// Extensions taken from a directory whatever their content.
 const MODEL_EXTENSIONS: &[&str] = &["pte", "ptd", "bpte", "ptn"];
@@ -57,6 +57,9 @@ pub enum ListError {
     /// A glob that matches nothing.
     #[error("{0}: no file matches")]
     NoMatch(String),
+    /// A prefix of an object store that cannot be listed.
+    #[error(transparent)]
+    Remote(#[from] crate::source::SourceError),
     /// A malformed `--shard`.
     #[error("--shard {0}: expected I/N with 0 <= I < N (0/4 .. 3/4)")]
     Shard(String),
@@ -111,6 +114,26 @@ fn list_file(path: &str) -> Result<Vec<String>, ListError> {
 
 /// Adds what the one source `s` names.
 fn one(s: &str, out: &mut Vec<Item>) -> Result<(), ListError> {
+    if prefix::is_prefix(s) {
+        // A store has no content to sniff without a request per object:
+        // objects are taken by extension.
+        let listed = prefix::Prefix::open(s)?.list("")?;
+        out.extend(
+            listed
+                .into_iter()
+                .filter(|o| {
+                    let ext = o.url.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+                    ext.is_some_and(|e| MODEL_EXTENSIONS.contains(&e.as_str()) || e == "etdp")
+                })
+                .map(|o| Item {
+                    source: o.url,
+                    size: Some(o.size),
+                    mtime: Some(o.modified),
+                    etag: o.etag,
+                }),
+        );
+        return Ok(());
+    }
     if is_url(s) {
         out.push(Item {
             source: s.to_owned(),

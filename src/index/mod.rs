@@ -29,8 +29,8 @@ use crate::report::check::spec::{DEFAULT, RuntimeSpec, SpecError};
 pub struct Options {
     /// Files, directories, globs and `@list` files.
     pub sources: Vec<String>,
-    /// The catalog folder.
-    pub out: PathBuf,
+    /// The catalog: a folder, or a prefix of an object store.
+    pub out: String,
     /// Runtime specs, each judged alone (`a+b` adds specs up); the
     /// default runtime when none.
     pub runtimes: Vec<String>,
@@ -118,7 +118,8 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
         .into_iter()
         .filter(|i| opts.shard.takes(&i.source))
         .collect();
-    let have = parts::indexed(&opts.out)?;
+    let out = parts::Out::open(&opts.out)?;
+    let have = parts::indexed(&out)?;
     let mut summary = Summary {
         listed: listed.len(),
         ..Summary::default()
@@ -145,7 +146,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
     if todo.is_empty() {
         return Ok(summary);
     }
-    let mut parts = Parts::create(&opts.out, &parts::part_name(&opts.shard.label()))?;
+    let mut parts = Parts::create(out.dir(), &parts::part_name(&opts.shard.label()))?;
     progress.start(todo.len());
     let next = AtomicUsize::new(0);
     let jobs = opts.jobs.clamp(1, todo.len());
@@ -188,7 +189,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
     }
     // The old rows of files indexed anew go just before the new ones
     // appear.
-    parts::drop_rows(&opts.out, &redo)?;
-    summary.parts = parts.finish()?;
+    parts::drop_rows(&out, &redo)?;
+    summary.parts = parts.finish(&out)?;
     Ok(summary)
 }

@@ -19,6 +19,9 @@ use parquet::file::properties::WriterProperties;
 
 use super::facts::Facts;
 use super::schema::{FILES, Row, TABLES, Table};
+use crate::source::redact::redact;
+use crate::source::remote::is_url;
+use crate::source::remote::prefix::{Prefix, is_prefix};
 
 /// Rows buffered per table before they are written as a batch.
 const BATCH_ROWS: usize = 8192;
@@ -40,6 +43,108 @@ fn err(path: &Path, why: impl std::fmt::Display) -> PartError {
     PartError {
         path: path.to_owned(),
         why: why.to_string(),
+    }
+}
+
+/// Where the catalog is: a local folder, or a prefix of an object store
+/// (`s3://bucket/catalog/`), whose parts are staged in a local folder
+/// and each put whole.
+pub enum Out {
+    /// A local folder.
+    Dir(PathBuf),
+    /// A prefix of a store, and the local folder parts are staged in.
+    Store {
+        /// The prefix.
+        prefix: Prefix,
+        /// The URL as given, for messages.
+        url: String,
+        /// The staging folder.
+        staging: tempfile::TempDir,
+    },
+}
+
+impl Out {
+    /// The catalog `arg` names.
+    pub fn open(arg: &str) -> Result<Out, PartError> {
+        if !is_url(arg) {
+            return Ok(Out::Dir(PathBuf::from(arg)));
+        }
+        if !is_prefix(arg) {
+            return Err(err(
+                Path::new(&redact(arg)),
+                "an output in an object store is a prefix: an s3://, gs:// or az:// URL ending in /",
+            ));
+        }
+        let prefix = Prefix::open(arg).map_err(|e| err(Path::new(&redact(arg)), e))?;
+        let staging = tempfile::tempdir().map_err(|e| err(Path::new("staging folder"), e))?;
+        Ok(Out::Store {
+            prefix,
+            url: redact(arg),
+            staging,
+        })
+    }
+
+    /// The local folder parts are written in.
+    pub fn dir(&self) -> &Path {
+        match self {
+            Out::Dir(d) => d,
+            Out::Store { staging, .. } => staging.path(),
+        }
+    }
+
+    /// The finished parts of `table`, local (fetched first from a store).
+    fn parts(&self, table: Table) -> Result<Vec<PathBuf>, PartError> {
+        let Out::Store { prefix, url, .. } = self else {
+            return part_files(self.dir(), table);
+        };
+        let folder = self.dir().join(table.name);
+        std::fs::create_dir_all(&folder).map_err(|e| err(&folder, e))?;
+        let mut out = Vec::new();
+        let listed = prefix
+            .list(&format!("{}/", table.name))
+            .map_err(|e| err(Path::new(url), e))?;
+        for o in listed {
+            let rel = prefix.relative(&o.url).to_owned();
+            let Some(name) = rel.strip_prefix(&format!("{}/", table.name)) else {
+                continue;
+            };
+            if name.starts_with('.') || name.contains('/') || !name.ends_with(".parquet") {
+                continue;
+            }
+            let local = folder.join(name);
+            if !local.exists() {
+                let bytes = prefix.get(&rel).map_err(|e| err(Path::new(url), e))?;
+                std::fs::write(&local, bytes).map_err(|e| err(&local, e))?;
+            }
+            out.push(local);
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Makes the local part `path` of `table` the catalog's: in a store,
+    /// puts it whole.
+    fn publish(&self, table: Table, path: &Path) -> Result<(), PartError> {
+        let Out::Store { prefix, url, .. } = self else {
+            return Ok(());
+        };
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("part");
+        let bytes = std::fs::read(path).map_err(|e| err(path, e))?;
+        prefix
+            .put(&format!("{}/{name}", table.name), bytes)
+            .map_err(|e| err(Path::new(url), e))
+    }
+
+    /// Removes the part `path` of `table` from the catalog.
+    fn remove(&self, table: Table, path: &Path) -> Result<(), PartError> {
+        std::fs::remove_file(path).map_err(|e| err(path, e))?;
+        let Out::Store { prefix, url, .. } = self else {
+            return Ok(());
+        };
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("part");
+        prefix
+            .delete(&format!("{}/{name}", table.name))
+            .map_err(|e| err(Path::new(url), e))
     }
 }
 
@@ -134,7 +239,7 @@ impl Parts {
 
     /// Writes what is left, and renames every part into place, `files`
     /// last.
-    pub fn finish(mut self) -> Result<Vec<PathBuf>, PartError> {
+    pub fn finish(mut self, out: &Out) -> Result<Vec<PathBuf>, PartError> {
         for p in &mut self.parts {
             if !p.pending.is_empty() {
                 p.flush()?;
@@ -147,6 +252,7 @@ impl Parts {
         let mut done = Vec::new();
         for p in self.parts.iter().rev() {
             std::fs::rename(&p.tmp, &p.path).map_err(|e| err(&p.path, e))?;
+            out.publish(p.table, &p.path)?;
             done.push(p.path.clone());
         }
         Ok(done)
@@ -201,9 +307,9 @@ pub struct Stamp {
 }
 
 /// Each source that has a `files` row under `dir`, with its stamp.
-pub fn indexed(dir: &Path) -> Result<BTreeMap<String, Stamp>, PartError> {
+pub fn indexed(catalog: &Out) -> Result<BTreeMap<String, Stamp>, PartError> {
     let mut out = BTreeMap::new();
-    for path in part_files(dir, FILES)? {
+    for path in catalog.parts(FILES)? {
         for batch in read(&path)? {
             let col = |name: &str| batch.column_by_name(name).map(Arc::clone);
             let (Some(source), Some(size), Some(mtime), Some(etag)) =
@@ -248,14 +354,14 @@ fn read(path: &Path) -> Result<Vec<RecordBatch>, PartError> {
 /// Rewrites the parts under `dir` without the rows of `sources` (which
 /// this run indexes anew), each through a temporary file and a rename; a
 /// part left with no rows is removed.
-pub fn drop_rows(dir: &Path, sources: &HashSet<String>) -> Result<(), PartError> {
+pub fn drop_rows(catalog: &Out, sources: &HashSet<String>) -> Result<(), PartError> {
     if sources.is_empty() {
         return Ok(());
     }
     // `files` first: a file without its `files` row is indexed again by
     // the next run, whatever its other rows.
     for table in TABLES {
-        for path in part_files(dir, table)? {
+        for path in catalog.parts(table)? {
             let batches = read(&path)?;
             let mut kept = Vec::new();
             let mut dropped = 0;
@@ -280,7 +386,7 @@ pub fn drop_rows(dir: &Path, sources: &HashSet<String>) -> Result<(), PartError>
             }
             let rows: usize = kept.iter().map(RecordBatch::num_rows).sum();
             if rows == 0 {
-                std::fs::remove_file(&path).map_err(|e| err(&path, e))?;
+                catalog.remove(table, &path)?;
                 continue;
             }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("part");
@@ -297,6 +403,7 @@ pub fn drop_rows(dir: &Path, sources: &HashSet<String>) -> Result<(), PartError>
             let file = w.into_inner().map_err(|e| err(&tmp, e))?;
             file.sync_all().map_err(|e| err(&tmp, e))?;
             std::fs::rename(&tmp, &path).map_err(|e| err(&path, e))?;
+            catalog.publish(table, &path)?;
         }
     }
     Ok(())

@@ -82,6 +82,7 @@ pub const FILES: Table = Table {
         col("tensors", Ty::U64),
         col("tensor_bytes", Ty::U64),
         col("sha256", Ty::Str),
+        col("fetched", Ty::U64),
         col("warnings", Ty::Strs),
         col("error", Ty::Str),
     ],
@@ -345,6 +346,6 @@ mod tests {
         assert_eq!(b.column(2).null_count(), 1);
         let t = TENSORS.batch(&[]).unwrap();
         assert_eq!(t.num_rows(), 0);
-        assert_eq!(t.schema().field(5).name(), "shape");
+        assert_eq!(t.schema().field(6).name(), "shape");
     }
 }

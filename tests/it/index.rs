@@ -17,7 +17,7 @@ use crate::common::{fixture, ptefs_json, ptefs_run, ptefs_stdout};
 
 /// Every row of `table` under the catalog `dir`, each a JSON object, in
 /// a stable order (sorted by their text).
-fn rows(dir: &Path, table: &str) -> Vec<Value> {
+pub fn rows(dir: &Path, table: &str) -> Vec<Value> {
     let mut out = Vec::new();
     let mut parts: Vec<PathBuf> = std::fs::read_dir(dir.join(table))
         .unwrap()
