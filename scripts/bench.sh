@@ -14,7 +14,7 @@
 # uncompressed, mounted with squashfuse.
 #
 # Scripts beside this one that measure more (bench-read-modes.sh, bench-remote.sh, bench-report.sh,
-# bench-scale.sh, bench-python.sh, bench-edit.sh) run too if present; they get WORKDIR and print rows of
+# bench-scale.sh, bench-python.sh, bench-edit.sh, bench-index.sh) run too if present; they get WORKDIR and print rows of
 # the same table on stdout.
 #
 # BASELINE=<another ptefs binary> adds its mount time of each delegated
@@ -266,7 +266,7 @@ for what in "MobileNetV2 (XNNPACK, 14 MB):$mv2" "the 2.2 GB program:$model"; do
 done
 
 # Rows from the other benchmark scripts, if present.
-for extra in scripts/bench-read-modes.sh scripts/bench-scale.sh scripts/bench-remote.sh scripts/bench-report.sh scripts/bench-python.sh scripts/bench-edit.sh; do
+for extra in scripts/bench-read-modes.sh scripts/bench-scale.sh scripts/bench-remote.sh scripts/bench-report.sh scripts/bench-python.sh scripts/bench-edit.sh scripts/bench-index.sh; do
   [[ -x $extra ]] || continue
   say "running $extra ..."
   while IFS= read -r line; do

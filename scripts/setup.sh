@@ -3,8 +3,9 @@
 # fuse3 (fusermount3), attr (getfattr), jq, graphviz (dot, to check that
 # graph.dot files render), nginx (an HTTP server with range support for the
 # remote-source tests), openssl (their htpasswd lines), Chromium and
-# websockets (to open the report page in a browser), NumPy, PyYAML and
-# moto's S3 server (with boto3), maturin and pytest for the Python
+# websockets (to open the report page in a browser), NumPy, PyYAML,
+# DuckDB (to query the catalog `ptefs index` writes), moto's S3 server
+# (with boto3), maturin and pytest for the Python
 # package, and inferno (inferno-flamegraph, to check that modules.folded
 # renders).
 # Idempotent.
@@ -40,6 +41,10 @@ fi
 if ! python3 -c "import yaml" 2>/dev/null; then
   echo "setup: pip install pyyaml" >&2
   python3 -m pip install --quiet pyyaml
+fi
+if ! python3 -c "import duckdb" 2>/dev/null; then
+  echo "setup: pip install duckdb" >&2
+  python3 -m pip install --quiet duckdb
 fi
 if ! command -v moto_server >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
   echo "setup: pip install 'moto[server]'" >&2

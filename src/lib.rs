@@ -28,6 +28,7 @@ pub mod escape;
 pub mod format;
 pub mod fs;
 pub mod fuse;
+pub mod index;
 pub mod join;
 pub mod meta;
 pub mod report;

@@ -8,9 +8,11 @@ mod check;
 pub mod cmdline;
 mod commit;
 mod diff;
+mod index;
 mod inspect;
 mod list;
 mod mount;
+mod ops;
 mod pack;
 pub mod progress;
 mod report;
@@ -75,6 +77,13 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Will a program load and run on a runtime? Every reason it would not.
     Check(check::CheckArgs),
+    /// The operators of several programs, with their kernel keys merged,
+    /// as one selected_operators.yaml for a selective build.
+    Ops(ops::OpsArgs),
+    /// A Parquet catalog of many files: their files, tensors, operators,
+    /// delegates and check verdicts, for DuckDB, Spark or any Parquet
+    /// reader.
+    Index(index::IndexArgs),
     /// Where the bytes go, what runs where, what the weights look like:
     /// text, JSON, or one HTML page with pictures.
     Report(report::ReportArgs),
@@ -337,6 +346,8 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Stat(args) => stat::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Ops(args) => ops::run(&args),
+        Command::Index(args) => index::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Set(args) => set::run(&args),

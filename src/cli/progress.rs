@@ -88,6 +88,13 @@ impl Progress {
         }
     }
 
+    /// Replaces the current stage's message (`indexing, 3.2 MiB read,`).
+    pub fn message(&self, msg: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(msg.to_owned());
+        }
+    }
+
     /// Runs `f` with the line taken off the terminal, for printing to
     /// stderr without mixing with it.
     pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {

@@ -160,6 +160,7 @@ pages! {
     diff: "docs/diff.md",
     edit: "docs/edit.md",
     etrecord: "docs/etrecord.md",
+    index: "docs/index.md",
     packages: "docs/packages.md",
     performance: "docs/performance.md",
     profiles: "docs/profiles.md",

@@ -797,3 +797,116 @@ fn check_takes_urls_and_their_data_files_as_urls() {
         assert_eq!(strip(&remote), strip(&here), "{files:?}");
     }
 }
+
+/// The programs `scripts/gen-fleet.sh` writes, with the same writer:
+/// `fleet-<i>.pte`, 8 float tensors of 8 KiB, the last of pattern
+/// `1000 + i`.
+fn fleet_program(i: u64) -> Vec<u8> {
+    use ptefs::schema::ScalarType;
+    use writer::{Bytes, Data, Program, Tensor, Value};
+    let values = (0..8u64)
+        .map(|t| {
+            let seed = if t == 7 { 1000 + i } else { t };
+            let data = Data::Constant(Bytes::Pattern { len: 8192, seed });
+            Value::Tensor(
+                Tensor::new(ScalarType::FLOAT, &[2048], data).named(&format!("layers.{t}.weight")),
+            )
+        })
+        .collect();
+    Program::forward(values).to_bytes()
+}
+
+/// `ptefs index` of a prefix of 1,000 programs in moto's S3 writes a row
+/// for each, reading by ranges only: per file, the pages of its flatbuffer
+/// and 1 % of the file at most; and `-o` may be a prefix as well.
+#[test]
+fn index_lists_a_prefix_of_a_thousand_programs_and_reads_each_by_ranges() {
+    if !runs(
+        "index_lists_a_prefix_of_a_thousand_programs_and_reads_each_by_ranges",
+        Needs::Moto,
+    ) {
+        return;
+    }
+    const PAGE: u64 = 4096;
+    let moto = Moto::start("fleet");
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("programs");
+    std::fs::create_dir(&local).unwrap();
+    for i in 0..1000 {
+        std::fs::write(local.join(format!("fleet-{i:04}.pte")), fleet_program(i)).unwrap();
+    }
+    moto.boto(&format!(
+        "import os\nd = {:?}\nfor n in sorted(os.listdir(d)):\n    s3.put_object(Bucket='fleet', Key='models/' + n, Body=open(os.path.join(d, n), 'rb').read())",
+        local.display().to_string()
+    ));
+    let env = moto.env();
+    let cat = dir.path().join("catalog");
+    let out = ptefs_with(
+        &[
+            "index",
+            "s3://fleet/models/",
+            "-o",
+            cat.to_str().unwrap(),
+            "--jobs",
+            "4",
+        ],
+        &env,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("1000 files listed, 1000 indexed (0 could not be read)"),
+        "{err}"
+    );
+    // The same rows, read back with the Parquet reader, as the local
+    // files give, but for where they came from.
+    let files = crate::index::rows(&cat, "files");
+    assert_eq!(files.len(), 1000);
+    for f in &files {
+        let source = f["source"].as_str().unwrap();
+        let name = source.strip_prefix("s3://fleet/models/").unwrap();
+        let bytes = std::fs::read(local.join(name)).unwrap();
+        let size = bytes.len() as u64;
+        assert_eq!(f["size"], size, "{source}");
+        assert!(f["etag"].is_string(), "{source}");
+        let program_end = u64::from_le_bytes(bytes[20..28].try_into().unwrap());
+        let budget = program_end.div_ceil(PAGE) * PAGE + size / 100;
+        let fetched = f["fetched"].as_u64().unwrap();
+        assert!(
+            fetched > 0 && fetched <= budget,
+            "{source}: {fetched} of {size} bytes fetched, budget {budget}"
+        );
+    }
+    let tensors = crate::index::rows(&cat, "tensors");
+    assert_eq!(tensors.len(), 8000);
+    // A second run lists the prefix again and finds nothing to do; the
+    // catalog may itself be a prefix.
+    let out = ptefs_with(
+        &["index", "s3://fleet/models/", "-o", cat.to_str().unwrap()],
+        &env,
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1000 unchanged"));
+    let some = local.join("fleet-0007.pte");
+    let out = ptefs_with(
+        &["index", some.to_str().unwrap(), "-o", "s3://fleet/catalog/"],
+        &env,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = moto.boto("print(sorted(o['Key'] for o in s3.list_objects_v2(Bucket='fleet', Prefix='catalog/')['Contents']))");
+    for table in ["files", "tensors", "operators", "delegates", "checks"] {
+        assert!(
+            listed.contains(&format!("'catalog/{table}/part-")),
+            "{listed}"
+        );
+    }
+    assert!(!listed.contains(".tmp"), "{listed}");
+    let out = ptefs_with(
+        &["index", some.to_str().unwrap(), "-o", "s3://fleet/catalog/"],
+        &env,
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 unchanged"));
+}

@@ -95,6 +95,9 @@ pub struct Stored {
     pub numpy: Option<(Name, bool)>,
     /// Logical sizes, for tensors (shared with the tree).
     pub sizes: Option<Arc<[i64]>>,
+    /// The dim order its `index.json` gives, when not the identity
+    /// (`0, 1, ..`): a channels-last tensor's `0, 2, 3, 1`.
+    pub dim_order: Option<Box<[i64]>>,
     /// Its best name: a checkpoint key, fully qualified name, data key or
     /// delegate weight name; `None` when nothing names it.
     pub name: Option<Name>,
@@ -247,6 +250,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
             })
         });
         let is_scale = all.iter().any(|p| p.ends_with(".scale.bin"));
+        let dim_order = entries.iter().find_map(|e| e.dim_order.clone());
         let quant = quant_of(subject, &entries, &all);
         let ops = entries
             .iter()
@@ -267,6 +271,7 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
                 .filter(|_| meta.is_some())
                 .map(|(d, raw)| (indexes.names.get(&d), raw)),
             sizes: meta.map(|m| m.sizes.clone()),
+            dim_order,
             name: name.map(Name::from),
             layer: indexes.names.get(&layer),
             delegate,
@@ -352,6 +357,8 @@ struct Entry {
     numpy_dtype: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
     raw_bits: Option<bool>,
+    #[serde(default, deserialize_with = "lenient")]
+    dim_order: Option<Box<[i64]>>,
     #[serde(default, deserialize_with = "lenient")]
     stored_dtype: Option<Box<str>>,
     #[serde(default, deserialize_with = "lenient")]
@@ -504,6 +511,11 @@ fn add_facts(out: &mut HashMap<Box<str>, Rc<Facts>>, names: &mut Names, name: Bo
         role: shared(e.role),
         numpy: shared(e.numpy_dtype),
         raw_bits: e.raw_bits,
+        // Only an order other than the identity is kept: a million
+        // contiguous constants cost nothing here.
+        dim_order: e
+            .dim_order
+            .filter(|d| d.iter().enumerate().any(|(i, &x)| x != i as i64)),
         ops: e.ops.iter().map(|op| names.get(op)).collect(),
         quant,
     };
@@ -523,6 +535,7 @@ struct Facts {
     role: Option<Name>,
     numpy: Option<Name>,
     raw_bits: Option<bool>,
+    dim_order: Option<Box<[i64]>>,
     ops: Box<[Name]>,
     quant: Option<Box<QuantFacts>>,
 }
@@ -536,6 +549,7 @@ impl Facts {
             && self.role.is_none()
             && self.numpy.is_none()
             && self.raw_bits.is_none()
+            && self.dim_order.is_none()
             && self.ops.is_empty()
             && self.quant.is_none()
     }

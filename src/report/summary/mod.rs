@@ -24,7 +24,7 @@ mod duplicates;
 mod files;
 mod layers;
 mod memory;
-mod quantization;
+pub mod quantization;
 mod size;
 pub mod text;
 

@@ -71,7 +71,10 @@ fn is_float32(s: &Stored) -> bool {
     matches!(&s.numpy, Some((d, false)) if &**d == "<f4")
 }
 
-fn scheme(s: &Stored) -> (String, Option<u64>) {
+/// How `s` is quantized: `none` (floating point), `integer`,
+/// `per-tensor`, `per-channel`, `per-group`, or a delegate's own name;
+/// with the group size of a group scheme.
+pub fn scheme(s: &Stored) -> (String, Option<u64>) {
     if let Some(q) = &s.quant {
         let name = match q.scheme.as_str() {
             "PerChannelQuant" => "per-channel".to_owned(),

@@ -17,6 +17,7 @@ pub mod cache;
 mod client;
 pub mod credentials;
 pub mod limits;
+pub mod prefix;
 mod store;
 
 use std::io;

@@ -94,14 +94,24 @@ pub fn store(
     url: &str,
     access: Option<&Access>,
 ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+    let (store, path) = store_at(url, access)?;
+    if path.as_ref().is_empty() {
+        return Err(StoreError::NoObject);
+    }
+    Ok((store, path))
+}
+
+/// The store `url` is in, and the path it names there: an object, or a
+/// prefix (empty for a whole bucket).
+pub fn store_at(
+    url: &str,
+    access: Option<&Access>,
+) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
     let parsed = match access {
         Some(a) => a.url.clone(),
         None => url::Url::parse(url)?,
     };
     let path = Path::from_url_path(parsed.path())?;
-    if path.as_ref().is_empty() {
-        return Err(StoreError::NoObject);
-    }
     let timeout = |key| [(key, option(request_timeout()))];
     let store: Arc<dyn ObjectStore> = match parsed.scheme() {
         "http" | "https" => {

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/index/: programs for the fleet queries of
+docs/index.md that no other fixture covers.
+
+    /work/et-venv/bin/python scripts/gen-index-fixtures.py   (ExecuTorch and torch)
+
+- fp32_quantizers.pte: a linear layer whose input goes through
+  quantize_per_tensor and dequantize_per_tensor, its weight left float32:
+  quantization set up, the weights not stored quantized.
+"""
+
+import pathlib
+
+import torch
+from executorch.exir import to_edge
+import executorch.kernels.quantized  # noqa: F401  (registers the out variants)
+
+OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "index"
+
+
+class Fp32Quantizers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        q = torch.ops.quantized_decomposed.quantize_per_tensor(x, 0.05, 0, -128, 127, torch.int8)
+        x = torch.ops.quantized_decomposed.dequantize_per_tensor(q, 0.05, 0, -128, 127, torch.int8)
+        return self.fc(x)
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    m = Fp32Quantizers().eval()
+    ep = torch.export.export(m, (torch.randn(2, 16),))
+    program = to_edge(ep).to_executorch()
+    (OUT / "fp32_quantizers.pte").write_bytes(program.buffer)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+//! A fleet of files at once: the operator union of many programs
+//! ([`ops`]), and the catalog `ptefs index` writes: Parquet tables of
+//! every file, stored tensor, operator, delegate and check verdict, one
+//! part file per run or shard (see docs/index.md for the columns).
+//!
+//! A run lists its sources ([`listing`]), keeps its shard's share and the
+//! files not indexed yet, computes each file's rows on `jobs` threads
+//! ([`facts`], one file per thread at a time, so memory is bounded by the
+//! largest file's, not the sum), and writes them as it goes ([`parts`]).
+
+pub mod facts;
+pub mod listing;
+pub mod ops;
+pub mod parts;
+pub mod schema;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use facts::{Runtime, Wanted};
+use listing::{Item, ListError, Shard};
+use parts::{PartError, Parts};
+
+use crate::report::check::spec::{DEFAULT, RuntimeSpec, SpecError};
+
+/// What one `ptefs index` run does.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Files, directories, globs and `@list` files.
+    pub sources: Vec<String>,
+    /// The catalog: a folder, or a prefix of an object store.
+    pub out: String,
+    /// Runtime specs, each judged alone (`a+b` adds specs up); the
+    /// default runtime when none.
+    pub runtimes: Vec<String>,
+    /// Hash files and stored ranges.
+    pub hash: bool,
+    /// Threads.
+    pub jobs: usize,
+    /// The share of the listing this run takes.
+    pub shard: Shard,
+    /// Index files again whose rows are already in the folder.
+    pub force: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Files listed, in this shard.
+    pub listed: usize,
+    /// Of those, already indexed and unchanged, so skipped.
+    pub unchanged: usize,
+    /// Files indexed.
+    pub indexed: usize,
+    /// Of those, files that could not be read (a row with the error).
+    pub failed: usize,
+    /// The part files written.
+    pub parts: Vec<PathBuf>,
+}
+
+/// Trouble with the run itself (exit 2), as opposed to a file that fails
+/// (a row).
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// A source cannot be listed.
+    #[error(transparent)]
+    List(#[from] ListError),
+    /// A runtime spec cannot be used.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The catalog folder cannot be read or written.
+    #[error(transparent)]
+    Part(#[from] PartError),
+}
+
+/// The runtime `arg` names: a built-in name or spec file, or several
+/// joined by `+` and added up.
+pub fn runtime(arg: &str) -> Result<Runtime, SpecError> {
+    let spec = match RuntimeSpec::load(arg) {
+        Ok(s) => s,
+        Err(e) if !arg.contains('+') => return Err(e),
+        Err(_) => RuntimeSpec::merge(
+            arg.split('+')
+                .map(RuntimeSpec::load)
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    Ok(Runtime {
+        name: arg.to_owned(),
+        spec,
+    })
+}
+
+/// How far a run is: files done of those to do, bytes read.
+pub trait Progress {
+    /// `todo` files will be indexed.
+    fn start(&self, todo: usize);
+    /// One more file is done, `bytes` read from it.
+    fn done(&self, source: &str, bytes: u64);
+}
+
+/// Runs `opts`, reporting to `progress`.
+pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexError> {
+    let names: Vec<&str> = if opts.runtimes.is_empty() {
+        vec![DEFAULT]
+    } else {
+        opts.runtimes.iter().map(String::as_str).collect()
+    };
+    let wanted = Wanted {
+        runtimes: names
+            .into_iter()
+            .map(runtime)
+            .collect::<Result<Vec<_>, _>>()?,
+        hash: opts.hash,
+    };
+    let listed: Vec<Item> = listing::list(&opts.sources)?
+        .into_iter()
+        .filter(|i| opts.shard.takes(&i.source))
+        .collect();
+    let out = parts::Out::open(&opts.out)?;
+    let have = parts::indexed(&out)?;
+    let mut summary = Summary {
+        listed: listed.len(),
+        ..Summary::default()
+    };
+    let mut todo = Vec::new();
+    let mut redo = HashSet::new();
+    for item in listed {
+        match have.get(&item.source) {
+            Some(s)
+                if !opts.force
+                    && s.size == item.size
+                    && s.mtime == item.mtime
+                    && s.etag == item.etag =>
+            {
+                summary.unchanged += 1;
+            }
+            Some(_) => {
+                redo.insert(item.source.clone());
+                todo.push(item);
+            }
+            None => todo.push(item),
+        }
+    }
+    if todo.is_empty() {
+        return Ok(summary);
+    }
+    let mut parts = Parts::create(out.dir(), &parts::part_name(&opts.shard.label()))?;
+    progress.start(todo.len());
+    let next = AtomicUsize::new(0);
+    let jobs = opts.jobs.clamp(1, todo.len());
+    let written = std::thread::scope(|scope| -> Result<(), PartError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<facts::Facts>(jobs);
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (todo, next, wanted) = (&todo, &next, &wanted);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = todo.get(i) else { break };
+                    if tx.send(facts::of(item, wanted)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for f in rx {
+            summary.indexed += 1;
+            summary.failed += usize::from(f.failed);
+            if let Some(source) = f.files.first().and_then(|r| match r.first() {
+                Some(schema::V::Str(s)) => Some(s.clone()),
+                _ => None,
+            }) {
+                progress.done(&source, f.bytes);
+            }
+            if let Err(e) = parts.add(&f) {
+                // Workers stop at their next send.
+                next.store(usize::MAX / 2, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = written {
+        parts.abandon();
+        return Err(e.into());
+    }
+    // The old rows of files indexed anew go just before the new ones
+    // appear.
+    parts::drop_rows(&out, &redo)?;
+    summary.parts = parts.finish(&out)?;
+    Ok(summary)
+}

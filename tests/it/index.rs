@@ -1,0 +1,499 @@
+//! `ptefs index`: the catalog's rows say what `inspect --json`,
+//! `check --json` and the tree's `ops.yaml` say of each file; a file that
+//! fails is a row; shards together hold the rows of one run; a re-run
+//! redoes only what changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampNanosecondType, UInt64Type};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::{Value, json};
+
+use crate::common::{fixture, ptefs_json, ptefs_run, ptefs_stdout};
+
+/// Every row of `table` under the catalog `dir`, each a JSON object, in
+/// a stable order (sorted by their text).
+pub fn rows(dir: &Path, table: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir.join(table))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    parts.sort();
+    for p in parts {
+        let name = p.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("part-") && name.ends_with(".parquet"),
+            "{} holds {name}, which is not a finished part",
+            dir.display()
+        );
+        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&p).unwrap())
+            .unwrap()
+            .build()
+            .unwrap();
+        for batch in reader {
+            out.extend(batch_rows(&batch.unwrap()));
+        }
+    }
+    out.sort_by_key(|v| v.to_string());
+    out
+}
+
+fn batch_rows(b: &RecordBatch) -> Vec<Value> {
+    (0..b.num_rows())
+        .map(|i| {
+            let mut row = serde_json::Map::new();
+            for (f, col) in b.schema().fields().iter().zip(b.columns()) {
+                row.insert(f.name().clone(), value(col.as_ref(), i));
+            }
+            Value::Object(row)
+        })
+        .collect()
+}
+
+fn value(a: &dyn Array, i: usize) -> Value {
+    if a.is_null(i) {
+        return Value::Null;
+    }
+    match a.data_type() {
+        DataType::Utf8 => json!(a.as_string::<i32>().value(i)),
+        DataType::UInt64 => json!(a.as_primitive::<UInt64Type>().value(i)),
+        DataType::Int64 => json!(a.as_primitive::<Int64Type>().value(i)),
+        DataType::Boolean => json!(a.as_boolean().value(i)),
+        DataType::Timestamp(..) => json!(a.as_primitive::<TimestampNanosecondType>().value(i)),
+        DataType::List(_) => {
+            let items = a.as_list::<i32>().value(i);
+            Value::Array((0..items.len()).map(|j| value(items.as_ref(), j)).collect())
+        }
+        t => panic!("a column of type {t}"),
+    }
+}
+
+/// The rows of `table` whose source is `source`.
+fn of<'a>(rows: &'a [Value], source: &str) -> Vec<&'a Value> {
+    rows.iter().filter(|r| r["source"] == source).collect()
+}
+
+/// A folder of fixtures: plain programs, one per delegate backend, data
+/// files, a package, a bundle, a profile, an ETRecord, and a damaged
+/// program.
+fn fleet(dir: &Path) -> Vec<String> {
+    let files = [
+        "mlp.pte",
+        "dtypes.pte",
+        "multi_method.pte",
+        "mlp_external.pte",
+        "mlp_external.ptd",
+        "quant_xnnpack.pte",
+        "mv2_xnnpack.pte",
+        "xnnpack_external.pte",
+        "xnnpack_external.ptd",
+        "tied.ptn",
+        "backends/coreml_mlp.pte",
+        "backends/vgf_fp_mlp.pte",
+        "check/missing_ops.bpte",
+        "check/cut_segments.pte",
+    ];
+    for f in files {
+        let to = dir.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(fixture(f), &to).unwrap();
+    }
+    files
+        .iter()
+        .map(|f| dir.join(f).display().to_string())
+        .collect()
+}
+
+fn index(args: &[&str]) -> crate::common::Run {
+    let mut all = vec!["index"];
+    all.extend(args);
+    ptefs_run(all)
+}
+
+#[test]
+fn the_catalog_says_what_inspect_check_and_ops_yaml_say() {
+    let tmp = tempfile::tempdir().unwrap();
+    let models = tmp.path().join("models");
+    let sources = fleet(&models);
+    let cat = tmp.path().join("catalog");
+    let r = index(&[
+        models.to_str().unwrap(),
+        "-o",
+        cat.to_str().unwrap(),
+        "--runtime",
+        "executorch-1.5.1",
+        "--runtime",
+        "portable",
+        "--hash",
+    ]);
+    // The damaged program is a row, and the exit status says so.
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(
+        r.err
+            .contains("14 files listed, 14 indexed (1 could not be read)"),
+        "{}",
+        r.err
+    );
+    let files = rows(&cat, "files");
+    let tensors = rows(&cat, "tensors");
+    let operators = rows(&cat, "operators");
+    let delegates = rows(&cat, "delegates");
+    let checks = rows(&cat, "checks");
+    assert_eq!(files.len(), sources.len());
+    for source in &sources {
+        let f = of(&files, source);
+        assert_eq!(f.len(), 1, "{source}");
+        let f = f[0];
+        let bytes = std::fs::read(source).unwrap();
+        assert_eq!(f["size"], json!(bytes.len()), "{source}");
+        if source.ends_with("cut_segments.pte") {
+            let want = ptefs_run(["inspect", source.as_str()]).err;
+            let error = f["error"].as_str().unwrap();
+            assert!(want.contains(error), "{error} vs {want}");
+            assert!(of(&tensors, source).is_empty());
+            // The runtime refuses it: a verdict all the same.
+            let c = of(&checks, source);
+            assert_eq!(c.len(), 2, "{source}");
+            assert!(c.iter().all(|c| c["loads"] == false));
+            continue;
+        }
+        assert_eq!(f["error"], Value::Null, "{source}");
+        assert_eq!(f["sha256"], json!(crate::common::sha256(&bytes)));
+        let inspect = ptefs_json(["inspect", "--json", source.as_str()]);
+        let kind = inspect["kind"].as_str().unwrap();
+        assert_eq!(f["kind"], kind, "{source}");
+        assert_eq!(f["identifier"], inspect["identifier"], "{source}");
+        assert_eq!(f["version"], inspect["version"], "{source}");
+        if let Some(p) = inspect.get("program").filter(|p| !p.is_null()) {
+            let methods: Vec<&Value> = p["methods"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| &m["name"])
+                .collect();
+            assert_eq!(
+                f["methods"].as_array().unwrap().iter().collect::<Vec<_>>(),
+                methods
+            );
+            let ds: Vec<(Value, Value, Value, Value)> = p["delegates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| {
+                    (
+                        d["method"].clone(),
+                        d["index"].clone(),
+                        d["id"].clone(),
+                        d["bytes"].clone(),
+                    )
+                })
+                .collect();
+            let mut got: Vec<(Value, Value, Value, Value)> = of(&delegates, source)
+                .iter()
+                .map(|d| {
+                    (
+                        d["method"].clone(),
+                        d["index"].clone(),
+                        d["backend"].clone(),
+                        d["payload_bytes"].clone(),
+                    )
+                })
+                .collect();
+            got.sort_by_key(|t| format!("{t:?}"));
+            let mut ds = ds;
+            ds.sort_by_key(|t| format!("{t:?}"));
+            assert_eq!(got, ds, "{source}");
+            // Kernel calls per method, as inspect counts them.
+            for m in p["methods"].as_array().unwrap() {
+                let want: BTreeMap<String, u64> = m["calls"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+                    // Delegate calls are the delegates table's.
+                    .filter(|(k, n)| *n > 0 && !k.starts_with('<'))
+                    .collect();
+                let got: BTreeMap<String, u64> = of(&operators, source)
+                    .iter()
+                    .filter(|o| o["method"] == m["name"] && o["runs_in"] == "kernel library")
+                    .filter(|o| o["calls"].as_u64().unwrap() > 0)
+                    .map(|o| {
+                        (
+                            o["operator"].as_str().unwrap().to_owned(),
+                            o["calls"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect();
+                assert_eq!(got, want, "{source} {}", m["name"]);
+            }
+        }
+        if matches!(kind, "program" | "bundled_program") {
+            // The operators and kernel keys are the tree's ops.yaml.
+            let at = if kind == "program" {
+                "ops.yaml"
+            } else {
+                "program/ops.yaml"
+            };
+            let yaml = ptefs_stdout(["cat", source.as_str(), at]);
+            let mut ops = BTreeSet::new();
+            let mut keys: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for o in of(&operators, source) {
+                if o["runs_in"] == "kernel library" {
+                    let op = o["operator"].as_str().unwrap().to_owned();
+                    for k in o["kernel_keys"].as_array().unwrap() {
+                        keys.entry(op.clone())
+                            .or_default()
+                            .insert(k.as_str().unwrap().to_owned());
+                    }
+                    ops.insert(op);
+                }
+            }
+            let mut want_ops = BTreeSet::new();
+            let mut want_keys: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            let mut section = "";
+            let mut current = String::new();
+            for line in yaml.lines() {
+                if !line.starts_with(' ') {
+                    section = line.split(':').next().unwrap();
+                } else if section == "operators" && line.starts_with("  \"") {
+                    want_ops.insert(
+                        serde_json::from_str::<String>(line.trim().trim_end_matches(':')).unwrap(),
+                    );
+                } else if section == "et_kernel_metadata" {
+                    if let Some(k) = line.strip_prefix("  - ") {
+                        want_keys
+                            .entry(current.clone())
+                            .or_default()
+                            .insert(serde_json::from_str(k).unwrap());
+                    } else {
+                        current = serde_json::from_str(line.trim().trim_end_matches(':')).unwrap();
+                    }
+                }
+            }
+            assert_eq!(ops, want_ops, "{source}");
+            assert_eq!(keys, want_keys, "{source}");
+        }
+        // Each check row is `check --json` against that spec alone.
+        if matches!(kind, "program" | "bundled_program" | "package") {
+            for spec in ["executorch-1.5.1", "portable"] {
+                let c = of(&checks, source);
+                let row = c
+                    .iter()
+                    .find(|c| c["runtime"] == spec)
+                    .unwrap_or_else(|| panic!("{source} {spec}"));
+                let r = ptefs_run(["check", "--json", "--runtime", spec, source.as_str()]);
+                let want: Value = serde_json::from_str(&r.out).unwrap();
+                let got: Value = serde_json::from_str(row["result"].as_str().unwrap()).unwrap();
+                assert_eq!(got, want, "{source} {spec}");
+                assert_eq!(row["loads"], want["ok"]);
+                assert_eq!(row["loads"], json!(r.code == 0));
+                assert_eq!(
+                    row["problems"],
+                    json!(want["problems"].as_array().unwrap().len())
+                );
+            }
+        } else {
+            assert!(of(&checks, source).is_empty(), "{source}");
+        }
+        // Tensors: every one of the tree's stored tensors, with its bytes.
+        let ts = of(&tensors, source);
+        assert_eq!(
+            f["tensors"],
+            json!(ts.iter().filter(|t| !t["dtype"].is_null()).count())
+        );
+        for (i, t) in ts.iter().enumerate() {
+            let held = std::fs::read(t["file"].as_str().unwrap()).unwrap();
+            let (o, n) = (
+                t["offset"].as_u64().unwrap() as usize,
+                t["nbytes"].as_u64().unwrap() as usize,
+            );
+            assert_eq!(
+                t["sha256"],
+                json!(crate::common::sha256(&held[o..o + n])),
+                "{source} {}",
+                t["path"]
+            );
+            // The tree serves those bytes at that path (a few per file:
+            // each is a run of ptefs).
+            if i >= 8 {
+                continue;
+            }
+            let tree = crate::common::ptefs()
+                .args(["cat", source.as_str(), t["path"].as_str().unwrap()])
+                .output()
+                .unwrap();
+            assert!(tree.status.success(), "{source} {}", t["path"]);
+            assert!(
+                tree.stdout == held[o..o + n],
+                "{source} {}: the tree's bytes",
+                t["path"]
+            );
+        }
+    }
+    // The external tensors of mlp_external.pte are in its .ptd.
+    let ext = models.join("mlp_external.pte").display().to_string();
+    let in_ptd: Vec<_> = of(&tensors, &ext)
+        .into_iter()
+        .filter(|t| t["file"] == models.join("mlp_external.ptd").to_str().unwrap())
+        .collect();
+    assert_eq!(in_ptd.len(), 4);
+    assert!(in_ptd.iter().any(|t| t["name"] == "fc1.weight"));
+    let f = of(&files, &ext)[0];
+    assert_eq!(f["data_files"], json!(["mlp_external.ptd"]));
+}
+
+#[test]
+fn four_shards_hold_exactly_the_rows_of_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let models = tmp.path().join("models");
+    fleet(&models);
+    let one = tmp.path().join("one");
+    let four = tmp.path().join("four");
+    let m = models.to_str().unwrap();
+    assert_eq!(index(&[m, "-o", one.to_str().unwrap()]).code, 1);
+    for i in 0..4 {
+        let shard = format!("{i}/4");
+        let r = index(&[
+            m,
+            "-o",
+            four.to_str().unwrap(),
+            "--shard",
+            &shard,
+            "--jobs",
+            "1",
+        ]);
+        assert!(r.code <= 1, "{}", r.err);
+    }
+    for table in ["files", "tensors", "operators", "delegates", "checks"] {
+        let parts = std::fs::read_dir(four.join(table)).unwrap().count();
+        assert!(parts >= 2, "{table}: {parts} parts");
+        let mut a = rows(&one, table);
+        let mut b = rows(&four, table);
+        // The times files were seen at are the same files' times.
+        a.sort_by_key(Value::to_string);
+        b.sort_by_key(Value::to_string);
+        assert_eq!(a.len(), b.len(), "{table}");
+        assert!(a == b, "{table}: the shards' rows differ from one run's");
+    }
+}
+
+#[test]
+fn a_rerun_indexes_only_new_or_changed_files_and_force_redoes_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let models = tmp.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for f in ["mlp.pte", "dtypes.pte"] {
+        std::fs::copy(fixture(f), models.join(f)).unwrap();
+    }
+    let cat = tmp.path().join("c");
+    let (m, c) = (models.to_str().unwrap(), cat.to_str().unwrap());
+    let r = index(&[m, "-o", c]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    let first = rows(&cat, "tensors");
+    let r = index(&[m, "-o", c]);
+    assert!(
+        r.err
+            .contains("2 files listed, 0 indexed (0 could not be read), 2 unchanged"),
+        "{}",
+        r.err
+    );
+    assert_eq!(rows(&cat, "tensors"), first);
+    // A new file is added; a changed one replaces its rows.
+    std::fs::copy(fixture("add.pte"), models.join("add.pte")).unwrap();
+    std::fs::copy(fixture("multi_method.pte"), models.join("mlp.pte")).unwrap();
+    let r = index(&[m, "-o", c]);
+    assert!(r.err.contains("3 files listed, 2 indexed"), "{}", r.err);
+    let files = rows(&cat, "files");
+    assert_eq!(files.len(), 3);
+    let mlp = models.join("mlp.pte").display().to_string();
+    let f = of(&files, &mlp);
+    assert_eq!(f.len(), 1);
+    let want = ptefs_json(["inspect", "--json", mlp.as_str()]);
+    assert_eq!(f[0]["size"], want["file_size"]);
+    let methods = ptefs_json([
+        "inspect",
+        "--json",
+        fixture("multi_method.pte").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        f[0]["methods"].as_array().unwrap().len(),
+        methods["program"]["methods"].as_array().unwrap().len()
+    );
+    let before = rows(&cat, "operators");
+    let r = index(&[m, "-o", c, "--force"]);
+    assert!(r.err.contains("3 files listed, 3 indexed"), "{}", r.err);
+    assert_eq!(rows(&cat, "operators"), before);
+    assert_eq!(rows(&cat, "files").len(), 3);
+}
+
+#[test]
+fn trouble_with_the_run_itself_is_exit_2_and_leaves_no_part() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    let mlp = fixture("mlp.pte");
+    let m = mlp.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["/nonexistent/models", "-o", o],
+            "/nonexistent/models: No such file",
+        ),
+        (vec![m, "-o", o, "--runtime", "nosuch.yaml"], "nosuch.yaml"),
+        (vec![m, "-o", o, "--shard", "4/4"], "--shard"),
+        (vec!["/nonexistent/*.pte", "-o", o], "no file matches"),
+        (vec![m, "-o", "/proc/version/c"], "/proc/version"),
+    ] {
+        let r = index(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.err);
+        assert!(r.err.contains(want), "{args:?}: {}", r.err);
+    }
+    assert!(
+        !out.join("files").exists()
+            || std::fs::read_dir(out.join("files"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+    // A spec of two added up is one verdict.
+    let spec = tmp.path().join("extra.json");
+    std::fs::write(&spec, r#"{"operators": ["aten::linear.out"]}"#).unwrap();
+    let both = format!("portable+{}", spec.display());
+    let r = index(&[m, "-o", o, "--runtime", &both, "--runtime", "portable"]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    let checks = rows(&out, "checks");
+    assert_eq!(checks.len(), 2);
+    assert!(checks.iter().any(|c| c["runtime"] == both.as_str()));
+}
+
+/// docs/index.md lists every table's columns, in order, with the types
+/// DuckDB shows for them.
+#[test]
+fn the_docs_list_every_column_with_its_type() {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/index.md")).unwrap();
+    for table in ptefs::index::schema::TABLES {
+        let start = page
+            .find(&format!("\n### {}\n", table.name))
+            .unwrap_or_else(|| panic!("docs/index.md has no section for {}", table.name));
+        let documented: Vec<(String, String)> = page[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with("| `"))
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells[1].trim_matches('`').to_owned(), cells[2].to_owned())
+            })
+            .collect();
+        let actual: Vec<(String, String)> = table
+            .columns
+            .iter()
+            .map(|c| (c.name.to_owned(), c.ty.sql().to_owned()))
+            .collect();
+        assert_eq!(documented, actual, "docs/index.md, table {}", table.name);
+    }
+}

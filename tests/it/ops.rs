@@ -1,0 +1,117 @@
+//! `ptefs ops`: the operator union of many programs, as one
+//! `selected_operators.yaml` that `ptefs check --runtime` takes.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::common::{fixture, ptefs_json, ptefs_run};
+
+/// Every program fixture: the plain ones, one per delegate backend, and
+/// a bundle whose operators no built-in runtime has.
+fn programs() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for dir in ["", "backends"] {
+        for e in std::fs::read_dir(fixture(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "pte") {
+                v.push(p);
+            }
+        }
+    }
+    v.push(fixture("check/missing_ops.bpte"));
+    v.sort();
+    v
+}
+
+/// The backends `file` delegates to, as `inspect --json` names them.
+fn backends(file: &Path) -> BTreeSet<String> {
+    let j = ptefs_json(["inspect".as_ref(), "--json".as_ref(), file.as_os_str()]);
+    j["program"]["delegates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `ptefs check F --runtime union` (with F's backends registered).
+fn check(file: &Path, union: &Path, tmp: &Path) -> crate::common::Run {
+    let b = backends(file);
+    let mut args = vec![
+        "check".into(),
+        file.display().to_string(),
+        "--runtime".into(),
+        union.display().to_string(),
+    ];
+    if !b.is_empty() {
+        let spec = tmp.join("backends.json");
+        std::fs::write(&spec, serde_json::json!({ "backends": b }).to_string()).unwrap();
+        args.extend(["--runtime".into(), spec.display().to_string()]);
+    }
+    ptefs_run(&args)
+}
+
+#[test]
+fn every_program_passes_check_against_the_union() {
+    let tmp = tempfile::tempdir().unwrap();
+    let union = tmp.path().join("selected_operators.yaml");
+    let files = programs();
+    let mut args = vec!["ops".into(), "-o".into(), union.display().to_string()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    let r = ptefs_run(&args);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.out.is_empty(), "{}", r.out);
+    assert!(
+        r.err.contains("also delegate to CoreMLBackend"),
+        "{}",
+        r.err
+    );
+    for f in &files {
+        let r = check(f, &union, tmp.path());
+        assert_eq!(r.code, 0, "{}: {}{}", f.display(), r.out, r.err);
+    }
+    // Without the bundle, its custom operator is missing from the union.
+    let bundle = fixture("check/missing_ops.bpte");
+    let rest: Vec<String> = files
+        .iter()
+        .filter(|f| **f != bundle)
+        .map(|f| f.display().to_string())
+        .collect();
+    let partial = tmp.path().join("partial.yaml");
+    let mut args = vec!["ops".into(), "-o".into(), partial.display().to_string()];
+    args.extend(rest);
+    assert_eq!(ptefs_run(&args).code, 0);
+    let r = check(&bundle, &partial, tmp.path());
+    assert_eq!(r.code, 1, "{}", r.out);
+    assert!(r.out.contains("ptefs::twice.out"), "{}", r.out);
+}
+
+#[test]
+fn the_union_of_one_program_is_its_ops_yaml() {
+    let f = fixture("dtypes.pte");
+    let ops = ptefs_run(["ops".as_ref(), f.as_os_str()]);
+    assert_eq!(ops.code, 0, "{}", ops.err);
+    let tree = ptefs_run(["cat".as_ref(), f.as_os_str(), "ops.yaml".as_ref()]);
+    assert_eq!(ops.out, tree.out);
+}
+
+#[test]
+fn a_file_without_a_program_is_refused_by_name() {
+    for (name, why) in [
+        ("mlp_external.ptd", "a data file (.ptd) holds no operators"),
+        ("tied.ptn", "a .ptn (native program package)"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("u.yaml");
+        let r = ptefs_run([
+            "ops".as_ref(),
+            fixture("mlp.pte").as_os_str(),
+            fixture(name).as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert_eq!(r.code, 2, "{}", r.err);
+        assert!(r.err.contains(&format!("{name}: {why}")), "{}", r.err);
+        assert!(!out.exists(), "nothing is written when a file is refused");
+    }
+}
