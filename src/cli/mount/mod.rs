@@ -320,6 +320,17 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
         }
         TROUBLE
     })?;
+    // The daemon ends after the unmount: wait for it to let the journal go
+    // (having saved or removed it), so that what follows sees it done.
+    if let Some(info) = &info
+        && !journal::wait_released(&info.journal)
+    {
+        error(format_args!(
+            "{shown}: unmounted, but its daemon still holds {}",
+            info.journal.display()
+        ));
+        return Err(TROUBLE);
+    }
     if let Some(info) = info.filter(|i| i.commit.is_none() && !i.saved) {
         let source = info.source.display();
         eprintln!(
