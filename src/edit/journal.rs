@@ -317,6 +317,12 @@ impl Journal {
             Some(_) => KIND_PENDING,
             None => KIND_WRITE,
         };
+        // The path is only shown; its length is kept in 16 bits.
+        let mut cut = path.len().min(u16::MAX as usize);
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let path = &path[..cut];
         let head = fixed(
             kind,
             source,
