@@ -317,6 +317,12 @@ impl Journal {
             Some(_) => KIND_PENDING,
             None => KIND_WRITE,
         };
+        // The path is only shown; its length is kept in 16 bits.
+        let mut cut = path.len().min(u16::MAX as usize);
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let path = &path[..cut];
         let head = fixed(
             kind,
             source,
@@ -409,24 +415,57 @@ fn fixed(
     h
 }
 
-/// Takes the journal's lock for this process, or says who holds it.
-fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
+/// How long a lock held by a daemon that is ending is waited for.
+const LOCK_WAIT: std::time::Duration = match cfg!(test) {
+    true => std::time::Duration::from_millis(200),
+    false => std::time::Duration::from_secs(10),
+};
+
+/// Tries to take `file`'s lock (`how`, without blocking) until `LOCK_WAIT`
+/// has passed: a daemon whose mount was just unmounted still holds it
+/// while it ends. Returns whether it was taken.
+fn try_lock(file: &File, how: i32) -> io::Result<bool> {
     use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor this function borrows; the lock goes
-    // with the descriptor, so it lasts as long as the file is open.
-    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r == 0 {
-        return Ok(());
+    let start = std::time::Instant::now();
+    loop {
+        // SAFETY: flock on a descriptor this function borrows; the lock
+        // goes with the descriptor, so it lasts as long as the file is open.
+        if unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(e);
+        }
+        if start.elapsed() >= LOCK_WAIT {
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EWOULDBLOCK) => Err(JournalError::Busy {
+}
+
+/// Takes the journal's lock for this process, or says that another holds
+/// it.
+fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
+    match try_lock(file, libc::LOCK_EX) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(JournalError::Busy {
             path: path.to_owned(),
         }),
-        _ => Err(JournalError::Io {
+        Err(error) => Err(JournalError::Io {
             path: path.to_owned(),
-            error: e,
+            error,
         }),
+    }
+}
+
+/// Waits (a while) until no process holds the journal at `path`: the
+/// daemon of a mount just unmounted has ended with it. True once none
+/// does, or the journal is gone.
+pub fn wait_released(path: &Path) -> bool {
+    match File::open(path) {
+        Ok(f) => try_lock(&f, libc::LOCK_SH).unwrap_or(false),
+        Err(_) => true,
     }
 }
 

@@ -276,6 +276,22 @@ pub(super) fn fstype(dir: &Path) -> Option<String> {
     mount_at(&path).map(|m| m.fstype)
 }
 
+/// What the writable mount at `path` says of its journal, or `None` when
+/// it does not answer within `wait`.
+fn journal_info_within(
+    path: &Path,
+    wait: std::time::Duration,
+) -> Option<Result<crate::fs::JournalInfo, String>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = path.to_owned();
+    // A request the daemon never answers holds this thread; the process
+    // ends without it.
+    std::thread::spawn(move || {
+        let _ = tx.send(super::commit::journal_info(&path));
+    });
+    rx.recv_timeout(wait).ok()
+}
+
 /// Unmounts a ptefs mount. A writable mount given `--commit OUT` saves
 /// its edits first, from this process: when that fails, the mount stays,
 /// with its edits, and the exit status says so.
@@ -284,8 +300,8 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
     // canonicalize fails on a mount whose daemon died; use the path as given.
     let path = std::path::absolute(mountpoint).unwrap_or_else(|_| mountpoint.to_owned());
     let path = path.canonicalize().unwrap_or(path);
-    match mount_at(&path) {
-        Some(m) if m.fstype == "fuse.ptefs" || m.fstype.starts_with("fuse") => {}
+    let writable = match mount_at(&path) {
+        Some(m) if m.fstype == "fuse.ptefs" || m.fstype.starts_with("fuse") => m.writable,
         Some(m) => {
             error(format_args!("{shown}: is a {} mount, not ptefs", m.fstype));
             return Err(TROUBLE);
@@ -294,9 +310,21 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
             error(format_args!("{shown}: is not a mount point"));
             return Err(TROUBLE);
         }
-    }
-    // A mount that does not answer, or is read-only, has nothing to save.
-    let info = super::commit::journal_info(&path).ok();
+    };
+    // A read-only mount has nothing to save, nor a dead daemon's (its
+    // journal keeps the edits); a daemon stopped or hung is not waited for.
+    let info = match writable {
+        true => match journal_info_within(&path, std::time::Duration::from_secs(10)) {
+            Some(info) => info.ok(),
+            None => {
+                error(format_args!(
+                    "{shown}: its daemon does not answer (stopped or hung), so nothing was saved and it stays mounted; `umount -l {shown}` detaches it, and the edits it answered stay in its journal"
+                ));
+                return Err(TROUBLE);
+            }
+        },
+        false => None,
+    };
     if let Some(info) = &info
         && let Some(out) = &info.commit
     {
@@ -320,6 +348,17 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
         }
         TROUBLE
     })?;
+    // The daemon ends after the unmount: wait for it to let the journal go
+    // (having saved or removed it), so that what follows sees it done.
+    if let Some(info) = &info
+        && !journal::wait_released(&info.journal)
+    {
+        error(format_args!(
+            "{shown}: unmounted, but its daemon still holds {}",
+            info.journal.display()
+        ));
+        return Err(TROUBLE);
+    }
     if let Some(info) = info.filter(|i| i.commit.is_none() && !i.saved) {
         let source = info.source.display();
         eprintln!(

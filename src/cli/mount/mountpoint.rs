@@ -108,6 +108,8 @@ pub(super) fn check_dev_fuse() -> Result<(), MountpointError> {
 pub(super) struct MountInfo {
     pub(super) fstype: String,
     pub(super) source: String,
+    /// Mounted read-write (a writable ptefs mount).
+    pub(super) writable: bool,
 }
 
 /// The mount whose mount point is `path`, if any.
@@ -124,6 +126,7 @@ pub(super) fn mount_at(path: &Path) -> Option<MountInfo> {
         Some(MountInfo {
             fstype: fields.get(dash + 1)?.to_string(),
             source: unescape(fields.get(dash + 2)?),
+            writable: fields.get(5)?.split(',').any(|o| o == "rw"),
         })
     })
 }
