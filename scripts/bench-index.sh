@@ -58,7 +58,7 @@ if python3 -c "import duckdb" 2> /dev/null; then
   rate=$(python3 - "$work/catalog-one" <<'PY'
 import sys, time, duckdb
 glob = sys.argv[1] + "/tensors/*.parquet"
-n = duckdb.sql(f"select count(*) from '{glob}'").fetchone()[0]
+n = duckdb.sql(f"select count(*) from '{glob}'").fetchall()[0][0]
 best = None
 for _ in range(3):
     s = time.perf_counter()
