@@ -45,7 +45,7 @@ many=$work/million.pte
 for what in "the 2.2 GB program:$big" "the 1,000,000-tensor program:$many"; do
   file=${what#*:}
   rm -rf "$work/catalog-one"
-  fb=$(python3 -c "import struct,sys; print(struct.unpack_from('<Q', open(sys.argv[1], 'rb').read(28), 20)[0])" "$file")
+  fb=$(python3 -c "import struct,sys; print(struct.unpack_from('<Q', open(sys.argv[1], 'rb').read(24), 16)[0])" "$file")
   s=$(now)
   rss=$( { /usr/bin/time -f '%M' "$ptefs" index "$file" -o "$work/catalog-one" --jobs 1 2>&1 >/dev/null; } | tail -1)
   e=$(now)
@@ -58,7 +58,7 @@ if python3 -c "import duckdb" 2> /dev/null; then
   rate=$(python3 - "$work/catalog-one" <<'PY'
 import sys, time, duckdb
 glob = sys.argv[1] + "/tensors/*.parquet"
-n = duckdb.sql(f"select count(*) from '{glob}'").fetchone()[0]
+n = duckdb.sql(f"select count(*) from '{glob}'").fetchall()[0][0]
 best = None
 for _ in range(3):
     s = time.perf_counter()

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use sha2::{Digest, Sha256};
 
 use super::listing::Item;
-use super::schema::{Row, V};
+use arrow_array::RecordBatch;
+
+use super::schema::{Row, TENSORS, V};
 use crate::format::Parsed;
 use crate::meta::oplist;
 use crate::report::check::spec::RuntimeSpec;
@@ -42,8 +44,9 @@ pub struct Wanted {
 pub struct Facts {
     /// Its one row of `files`.
     pub files: Vec<Row>,
-    /// Its rows of `tensors`.
-    pub tensors: Vec<Row>,
+    /// Its rows of `tensors`, as batches: a file may have a million,
+    /// which as rows would take several times the memory.
+    pub tensors: Vec<RecordBatch>,
     /// Its rows of `operators`.
     pub operators: Vec<Row>,
     /// Its rows of `delegates`.
@@ -57,11 +60,12 @@ pub struct Facts {
 }
 
 impl Facts {
-    /// The tables' rows, in the order of [`super::schema::TABLES`].
+    /// The tables' rows, in the order of [`super::schema::TABLES`], but
+    /// for `tensors` (see [`Facts::tensors`]).
     pub fn tables(&self) -> [&[Row]; 5] {
         [
             &self.files,
-            &self.tensors,
+            &[],
             &self.operators,
             &self.delegates,
             &self.checks,
@@ -87,6 +91,9 @@ pub fn of(item: &Item, wanted: &Wanted) -> Facts {
         },
     }
 }
+
+/// Tensor rows turned into a batch at a time.
+const TENSOR_BATCH: usize = 8192;
 
 /// Where `fetched` goes in a `files` row (see [`super::schema::FILES`]).
 const FETCHED_COLUMN: usize = 14;
@@ -194,9 +201,18 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
                 Some(path.display().to_string())
             })
     };
+    let mut rows = Vec::with_capacity(TENSOR_BATCH.min(stored.len()));
     for s in &stored {
+        rows.push(tensor_row(item, subject, s, &holder, wanted.hash));
+        if rows.len() == TENSOR_BATCH {
+            f.tensors
+                .push(TENSORS.batch(&rows).map_err(|e| e.to_string())?);
+            rows.clear();
+        }
+    }
+    if !rows.is_empty() {
         f.tensors
-            .push(tensor_row(item, subject, s, &holder, wanted.hash));
+            .push(TENSORS.batch(&rows).map_err(|e| e.to_string())?);
     }
     if let Some(p) = inspection.program.as_ref() {
         for d in &p.delegates {

@@ -71,7 +71,17 @@ pub fn list(sources: &[String]) -> Result<Vec<Item>, ListError> {
     for s in sources {
         if let Some(list) = s.strip_prefix('@') {
             for line in list_file(list)? {
-                one(&line, &mut out)?;
+                // A file a list names that is gone is that file's trouble
+                // (a row with its error), not the run's.
+                match one(&line, &mut out) {
+                    Err(ListError::Io { .. }) => out.push(Item {
+                        source: line,
+                        size: None,
+                        mtime: None,
+                        etag: None,
+                    }),
+                    r => r?,
+                }
             }
         } else {
             one(s, &mut out)?;

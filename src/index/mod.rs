@@ -151,7 +151,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
     let next = AtomicUsize::new(0);
     let jobs = opts.jobs.clamp(1, todo.len());
     let written = std::thread::scope(|scope| -> Result<(), PartError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<facts::Facts>(jobs);
+        // A rendezvous: a finished file waits in its thread for the writer,
+        // so at most `jobs` files are held at once.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<facts::Facts>(0);
         for _ in 0..jobs {
             let tx = tx.clone();
             let (todo, next, wanted) = (&todo, &next, &wanted);

@@ -18,7 +18,7 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use super::facts::Facts;
-use super::schema::{FILES, Row, TABLES, Table};
+use super::schema::{FILES, Row, TABLES, TENSORS, Table};
 use crate::source::redact::redact;
 use crate::source::remote::is_url;
 use crate::source::remote::prefix::{Prefix, is_prefix};
@@ -164,6 +164,10 @@ impl Part {
             .batch(&self.pending)
             .map_err(|e| err(&self.tmp, e))?;
         self.pending.clear();
+        self.write(&batch)
+    }
+
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), PartError> {
         if self.writer.is_none() {
             let file = File::create(&self.tmp).map_err(|e| err(&self.tmp, e))?;
             let props = WriterProperties::builder()
@@ -178,7 +182,7 @@ impl Part {
         if let Some(w) = self.writer.as_mut()
             && batch.num_rows() > 0
         {
-            w.write(&batch).map_err(|e| err(&self.tmp, e))?;
+            w.write(batch).map_err(|e| err(&self.tmp, e))?;
         }
         Ok(())
     }
@@ -233,6 +237,14 @@ impl Parts {
             if part.pending.len() >= BATCH_ROWS {
                 part.flush()?;
             }
+        }
+        let tensors = self
+            .parts
+            .iter_mut()
+            .find(|p| p.table.name == TENSORS.name)
+            .ok_or_else(|| err(Path::new(TENSORS.name), "no part"))?;
+        for b in &facts.tensors {
+            tensors.write(b)?;
         }
         Ok(())
     }

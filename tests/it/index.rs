@@ -459,6 +459,24 @@ fn trouble_with_the_run_itself_is_exit_2_and_leaves_no_part() {
                 .next()
                 .is_none()
     );
+    // A file a list names that is gone is a row with its error.
+    let list = tmp.path().join("list.txt");
+    std::fs::write(&list, format!("# fleet\n{m}\n\n/nonexistent/gone.pte\n")).unwrap();
+    let listed = tmp.path().join("listed");
+    let r = index(&[
+        &format!("@{}", list.display()),
+        "-o",
+        listed.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 1, "{}", r.err);
+    let files = rows(&listed, "files");
+    assert_eq!(files.len(), 2);
+    let gone = of(&files, "/nonexistent/gone.pte");
+    assert!(
+        gone[0]["error"].as_str().unwrap().contains("No such file"),
+        "{gone:?}"
+    );
+    assert_eq!(of(&files, m)[0]["error"], Value::Null);
     // A spec of two added up is one verdict.
     let spec = tmp.path().join("extra.json");
     std::fs::write(&spec, r#"{"operators": ["aten::linear.out"]}"#).unwrap();

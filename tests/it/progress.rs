@@ -152,3 +152,35 @@ fn a_terminal_sees_a_mount_lay_out_its_tree() {
         "{out:?}"
     );
 }
+
+/// `ptefs index` shows on a terminal how many files are done of those
+/// listed, and the bytes read, then its summary on the cleared line.
+#[test]
+fn a_terminal_sees_index_count_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fleet");
+    std::fs::create_dir(&dir).unwrap();
+    for (i, name) in ["a.pte", "b.pte", "c.pte"].iter().enumerate() {
+        large_program(&dir, name, 20_000, i as u64);
+    }
+    let out_dir = tmp.path().join("catalog");
+    let args = [
+        Path::new("index"),
+        &dir,
+        Path::new("-o"),
+        &out_dir,
+        Path::new("--jobs"),
+        Path::new("1"),
+    ];
+    let Some(out) = on_a_terminal(&args) else {
+        skip_unless(
+            "a_terminal_sees_index_count_its_files",
+            Some("`script` is missing"),
+        );
+        return;
+    };
+    assert!(out.contains("indexing, "), "{out:?}");
+    assert!(out.contains(" MiB read, "), "{out:?}");
+    assert!(out.contains("/3"), "{out:?}");
+    assert!(out.contains("3 files listed, 3 indexed"), "{out:?}");
+}

@@ -869,7 +869,13 @@ fn index_lists_a_prefix_of_a_thousand_programs_and_reads_each_by_ranges() {
         let size = bytes.len() as u64;
         assert_eq!(f["size"], size, "{source}");
         assert!(f["etag"].is_string(), "{source}");
-        let program_end = u64::from_le_bytes(bytes[20..28].try_into().unwrap());
+        // The extended header: program size at bytes 16..24.
+        assert_eq!(&bytes[8..12], b"eh00", "{source}");
+        let program_end = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+        assert!(
+            program_end < size / 4,
+            "{source}: the flatbuffer ends at {program_end}"
+        );
         let budget = program_end.div_ceil(PAGE) * PAGE + size / 100;
         let fetched = f["fetched"].as_u64().unwrap();
         assert!(
