@@ -228,6 +228,16 @@ fn outputs<'a>(
             ));
             return Err(TROUBLE);
         };
+        let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+        if let Some((_, _, data)) = out.first()
+            && abs(data) == abs(o)
+        {
+            error(format_args!(
+                "-o and --data-out name the same file ({}); give each its own",
+                shown(o)
+            ));
+            return Err(TROUBLE);
+        }
         out.push((id, edits, o.as_path()));
     }
     Ok(out)

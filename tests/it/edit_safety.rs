@@ -220,6 +220,18 @@ fn an_edit_of_a_program_and_its_data_file_writes_both_to_their_own_outputs() {
     );
     let o = ptefs()
         .current_dir(d)
+        .args(args(&["-o", "new", "--data-out", "./new"]))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("-o and --data-out name the same file"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.join("new").exists());
+    let o = ptefs()
+        .current_dir(d)
         .args(args(&["-o", "new.pte", "--data-out", "new.ptd"]))
         .output()
         .unwrap();
