@@ -48,6 +48,10 @@ for count in $((n / 5)) "$n"; do
   echo "| \`stat\` of its index.json ($((size / 1000000)) MB) | $(ms $((e - s))) | | |"
   rss=$(awk '/RssAnon/ {printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
   echo "| daemon RssAnon after listing tensors/ and sizing index.json | $rss | | |"
+  s=$(now); size=$(stat -c %s "$mnt/weights.safetensors"); e=$(now)
+  echo "| \`stat\` of its weights.safetensors ($((size / 1000000000)) GB; lays out its header) | $(ms $((e - s))) | | |"
+  rss=$(awk '/RssAnon/ {printf "%.0f MiB", $2/1024}' "/proc/$pid/status")
+  echo "| daemon RssAnon after that | $rss | | |"
   $ptefs umount "$mnt"
 done
 

@@ -218,6 +218,35 @@ row "re-read (second read)" "$(gbps "$a" $len)" "tmpfs: $(gbps "$t" $len)" "$(sp
 row "third read" "$(gbps "$a3" $len)" "direct read from the page cache: $(gbps "$d" $len)" "$(speed "$a3" "$d")"
 row "third read" "$(gbps "$a3" $len)" "tmpfs: $(gbps "$t" $len)" "$(speed "$a3" "$t")"
 
+# weights.safetensors: reading all of it through a mount (its header, then
+# every tensor's bytes back to back) beside reading every tensor's own
+# .bin, warm, in the same mount; and building the tree (`ptefs ls`) beside
+# building it and making the file's header (`ptefs stat` of it, which
+# lays it out), and with BASELINE, beside BASELINE's build.
+$ptefs mount "$model" "$mnt"
+tdir=$mnt/methods/forward/tensors
+mapfile -t bins < <(jq -r '.[] | select(.name != null) | .name' "$tdir/index.json")
+cat "$mnt/weights.safetensors" > /dev/null
+(cd "$tdir" && cat "${bins[@]}" > /dev/null)
+wt=(); bt=()
+for _ in $(seq "$runs"); do
+  s=$(now); cat "$mnt/weights.safetensors" > /dev/null; e=$(now); wt+=($((e - s)))
+  s=$(now); (cd "$tdir" && cat "${bins[@]}" > /dev/null); e=$(now); bt+=($((e - s)))
+done
+wsize=$(stat -c %s "$mnt/weights.safetensors")
+$ptefs umount "$mnt"
+w=$(median "${wt[@]}"); b=$(median "${bt[@]}")
+row "read all of weights.safetensors ($(mib "$wsize")), warm" "$(gbps "$w" "$wsize")" "cat of its ${#bins[@]} tensors' .bin: $(gbps "$b" "$wsize")" "$(speed "$w" "$b")"
+lt=(); st=(); bl=()
+for _ in $(seq "$runs"); do
+  s=$(now); $ptefs ls "$model" > /dev/null; e=$(now); lt+=($((e - s)))
+  s=$(now); $ptefs stat "$model" weights.safetensors > /dev/null; e=$(now); st+=($((e - s)))
+  if [[ -n ${BASELINE:-} ]]; then s=$(now); "$BASELINE" ls "$model" > /dev/null; e=$(now); bl+=($((e - s))); fi
+done
+l=$(median "${lt[@]}")
+row "\`ptefs stat\` of weights.safetensors (build, then its header)" "$(ms "$(median "${st[@]}")")" "\`ptefs ls\` (build): $(ms "$l")" "$(times "$(median "${st[@]}")" "$l")"
+[[ -n ${BASELINE:-} ]] && row "\`ptefs ls\` (build with weights.safetensors)" "$(ms "$l")" "BASELINE build: $(ms "$(median "${bl[@]}")")" "$(times "$l" "$(median "${bl[@]}")")"
+
 # Memory after reading every file once.
 $ptefs mount "$model" "$mnt"
 before=$(daemon_rss "ptefs mount $model $mnt")

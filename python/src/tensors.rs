@@ -122,7 +122,7 @@ pub fn list(fs: &Fs) -> Result<String, serde_json::Error> {
             Content::Source { source, span }
             | Content::Prefixed { source, span, .. }
             | Content::Widened { source, span, .. } => (*source, *span),
-            Content::Generated(_) | Content::Lazy(_) => continue,
+            Content::Generated(_) | Content::Lazy(_) | Content::Assembled(_) => continue,
         };
         let links = names.remove(&ino).unwrap_or_default();
         let (path, entry) = match entries.remove(&ino) {

@@ -535,10 +535,14 @@ fn exercise(program: &[u8], profile: &[u8]) {
     for (path, ino) in tree.walk(ROOT) {
         if let Some(f) = tree.file(ino) {
             let len = f.content.len();
-            let piece = f.content.read(0, len);
-            assert_eq!(piece.len(), len);
-            if let Some((source, span)) = piece.tail {
-                assert!(span.end() <= sources[source].len() as u64, "{path}");
+            let mut at = 0;
+            while at < len {
+                let piece = f.content.read(at, len - at);
+                assert!(!piece.is_empty(), "{path}: nothing at {at} of {len}");
+                at += piece.len();
+                if let Some((source, span)) = piece.tail {
+                    assert!(span.end() <= sources[source].len() as u64, "{path}");
+                }
             }
         }
     }

@@ -20,10 +20,17 @@ fn contents(tree: &Tree, src: &[u8]) -> Vec<(String, Vec<u8>)> {
     tree.walk(ROOT)
         .filter_map(|(path, ino)| {
             let f = tree.file(ino)?;
+            let len = f.content.len();
             let mut out = Vec::new();
-            let piece = f.content.read(0, f.content.len());
-            let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(src));
-            piece.assemble(tail, &mut out);
+            // Piece after piece: an assembled file gives one part at a time.
+            while (out.len() as u64) < len {
+                let piece = f.content.read(out.len() as u64, len - out.len() as u64);
+                if piece.is_empty() {
+                    break;
+                }
+                let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(src));
+                piece.assemble(tail, &mut out);
+            }
             Some((path, out))
         })
         .collect()

@@ -47,14 +47,20 @@ pub fn read_all(tree: &Tree, bytes: &[u8]) -> usize {
             }
             let Some(f) = tree.file(e.ino) else { continue };
             let len = f.content.len();
-            let piece = f.content.read(0, len);
-            let tail = piece.tail.map_or(&[][..], |(_, span)| {
-                let end = span.offset + span.len;
-                assert!(end <= bytes.len() as u64, "a read past the file: {span:?}");
-                span.bytes(bytes)
-            });
             let mut out = Vec::new();
-            piece.assemble(tail, &mut out);
+            // Piece after piece: an assembled file gives one part at a time.
+            while (out.len() as u64) < len {
+                let piece = f.content.read(out.len() as u64, len - out.len() as u64);
+                if piece.is_empty() {
+                    break;
+                }
+                let tail = piece.tail.map_or(&[][..], |(_, span)| {
+                    let end = span.offset + span.len;
+                    assert!(end <= bytes.len() as u64, "a read past the file: {span:?}");
+                    span.bytes(bytes)
+                });
+                piece.assemble(tail, &mut out);
+            }
             assert_eq!(out.len() as u64, len, "{}: read != size", e.name);
             files += 1;
         }

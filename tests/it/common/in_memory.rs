@@ -13,10 +13,17 @@ pub fn tree(bytes: &[u8]) -> Tree {
 /// there is no such file.
 pub fn bytes_at(tree: &Tree, bytes: &[u8], path: &str) -> Option<Vec<u8>> {
     let f = tree.file(tree.resolve(path)?)?;
-    let piece = f.content.read(0, f.content.len());
-    let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(bytes));
+    let len = f.content.len();
     let mut out = Vec::new();
-    piece.assemble(tail, &mut out);
+    // Piece after piece: an assembled file gives one part at a time.
+    while (out.len() as u64) < len {
+        let piece = f.content.read(out.len() as u64, len - out.len() as u64);
+        if piece.is_empty() {
+            break;
+        }
+        let tail = piece.tail.map_or(&[][..], |(_, span)| span.bytes(bytes));
+        piece.assemble(tail, &mut out);
+    }
     Some(out)
 }
 
