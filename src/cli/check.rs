@@ -16,7 +16,8 @@ const PROBLEMS: i32 = 1;
     after_help = "Runtime specs: executorch-1.5.1 (the default: ExecuTorch 1.5.1's \
     PyPI runtime), portable (the portable kernel library alone), the JSON a Python runtime \
     prints (see docs/check.md), or a selective build's selected_operators.yaml (as the tree's \
-    ops.yaml). Several --runtime add up.\n\n\
+    ops.yaml). Several --runtime add up, as do specs joined by + \
+    (executorch-1.5.1+my_ops.yaml).\n\n\
     Exit status: 0 every method loads, 1 problems (listed), 2 the input or a spec cannot \
     be read.\n\nExamples:\n  \
     ptefs check model.pte\n  \

@@ -2,6 +2,7 @@
 //! `selected_operators.yaml`.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -78,8 +79,11 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    // As any new file: readable as the umask allows (a temporary file
+    // would otherwise keep its own 0600).
     let mut tmp = tempfile::Builder::new()
         .prefix(".ptefs-ops-")
+        .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;

@@ -77,18 +77,9 @@ pub enum IndexError {
 /// The runtime `arg` names: a built-in name or spec file, or several
 /// joined by `+` and added up.
 pub fn runtime(arg: &str) -> Result<Runtime, SpecError> {
-    let spec = match RuntimeSpec::load(arg) {
-        Ok(s) => s,
-        Err(e) if !arg.contains('+') => return Err(e),
-        Err(_) => RuntimeSpec::merge(
-            arg.split('+')
-                .map(RuntimeSpec::load)
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
     Ok(Runtime {
         name: arg.to_owned(),
-        spec,
+        spec: RuntimeSpec::load(arg)?,
     })
 }
 

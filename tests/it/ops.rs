@@ -115,3 +115,59 @@ fn a_file_without_a_program_is_refused_by_name() {
         assert!(!out.exists(), "nothing is written when a file is refused");
     }
 }
+
+#[test]
+fn the_union_file_is_as_open_as_the_umask_allows() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    for (umask, mode) in [("022", 0o644), ("077", 0o600)] {
+        let out = tmp.path().join(format!("u{umask}.yaml"));
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask} && exec \"$0\" ops \"$1\" -o \"$2\""))
+            .arg(crate::common::ptefs_bin())
+            .arg(fixture("mlp.pte"))
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let got = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(got, mode, "umask {umask}: {got:o}");
+    }
+}
+
+#[test]
+fn specs_joined_by_a_plus_add_up_as_repeated_runtimes_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let union = tmp.path().join("union.yaml");
+    let f = fixture("check/missing_ops.bpte");
+    let made = ptefs_run([
+        "ops".as_ref(),
+        f.as_os_str(),
+        "-o".as_ref(),
+        union.as_os_str(),
+    ]);
+    assert_eq!(made.code, 0, "{}", made.err);
+    let u = union.display().to_string();
+    let joined = ptefs_run([
+        "check",
+        f.to_str().unwrap(),
+        "--runtime",
+        &format!("portable+{u}"),
+    ]);
+    let repeated = ptefs_run([
+        "check",
+        f.to_str().unwrap(),
+        "--runtime",
+        "portable",
+        "--runtime",
+        &u,
+    ]);
+    assert_eq!(joined.code, 0, "{}{}", joined.out, joined.err);
+    assert_eq!((joined.out, joined.err), (repeated.out, repeated.err));
+    let alone = ptefs_run(["check", f.to_str().unwrap(), "--runtime", "portable"]);
+    assert_eq!(
+        alone.code, 1,
+        "the bundle's custom operator is missing from portable alone"
+    );
+}

@@ -87,8 +87,21 @@ struct JsonSpec {
 }
 
 impl RuntimeSpec {
-    /// A built-in spec, or the spec file at `arg`.
+    /// A built-in spec, or the spec file at `arg`, or several of them
+    /// joined by `+` and added up (`executorch-1.5.1+my_ops.yaml`).
     pub fn load(arg: &str) -> Result<RuntimeSpec, SpecError> {
+        match Self::load_one(arg) {
+            Err(_) if arg.contains('+') => Ok(Self::merge(
+                arg.split('+')
+                    .map(Self::load_one)
+                    .collect::<Result<Vec<_>, _>>()?,
+            )),
+            one => one,
+        }
+    }
+
+    /// A built-in spec, or the spec file at `arg`.
+    fn load_one(arg: &str) -> Result<RuntimeSpec, SpecError> {
         if let Some(s) = Self::builtin(arg) {
             return Ok(s);
         }
