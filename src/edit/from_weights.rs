@@ -63,21 +63,49 @@ pub fn edits(
             .map_err(|e| mismatch(format!("the tree's {FILE_NAME} header: {e}")))?;
     let theirs = safetensors::SafeTensors::deserialize(given)
         .map_err(|e| mismatch(format!("not a safetensors file: {e}")))?;
+    let aliases = alias_targets(&entries);
+    // Without `--names` a checkpoint's keys name nothing of the tree.
+    let hint = if tree.resolve_from(root, "by-name").is_none() {
+        format!(
+            "; if {shown} is the checkpoint the file was exported from, `--names {shown}` matches its keys"
+        )
+    } else {
+        String::new()
+    };
     let mut out = FromWeights::default();
     let mut names: Vec<&str> = theirs.names();
     names.sort();
+    // The name of the file each tensor of the tree is given under, with
+    // its bytes: two names of the same bytes must agree.
+    let mut given_as: BTreeMap<&str, (String, &[u8])> = BTreeMap::new();
     for name in names {
         let name = name.to_owned();
         let view = theirs
             .tensor(&name)
             .map_err(|e| mismatch(format!("{name}: {e}")))?;
+        let target: &str = match entries.get_key_value(&name) {
+            Some((k, _)) if name != "__metadata__" => k,
+            _ => aliases.get(name.as_str()).copied().ok_or_else(|| {
+                mismatch(format!(
+                    "{name}: names no tensor of the tree's {FILE_NAME} (`ptefs cat FILE {FILE_NAME}` lists them){hint}"
+                ))
+            })?,
+        };
+        if let Some((first, bytes)) = given_as.get(target) {
+            if *bytes != view.data() {
+                return Err(mismatch(format!(
+                    "{first} and {name} name the same stored bytes ({target}) but hold different values"
+                )));
+            }
+            continue;
+        }
+        given_as.insert(target, (name.clone(), view.data()));
         let entry: Entry = entries
-            .get(&name)
-            .filter(|_| name != "__metadata__")
+            .get(target)
             .and_then(|v| Entry::deserialize(v).ok())
             .ok_or_else(|| {
                 mismatch(format!(
-                    "{name}: names no tensor of the tree's {FILE_NAME} (`ptefs cat FILE {FILE_NAME}` lists them)"
+                    "{name}: the tree's {FILE_NAME} has no entry {target}"
                 ))
             })?;
         let dtype = view.dtype().to_string();
@@ -113,4 +141,27 @@ pub fn edits(
         ));
     }
     Ok(out)
+}
+
+/// Each alias in the header's `ptefs.aliases` with the tensor it names;
+/// a tensor's own name wins over another's alias.
+fn alias_targets(entries: &BTreeMap<String, serde_json::Value>) -> BTreeMap<String, &str> {
+    let aliases: BTreeMap<String, Vec<String>> = entries
+        .get("__metadata__")
+        .and_then(|m| m.get("ptefs.aliases"))
+        .and_then(serde_json::Value::as_str)
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for (target, names) in &aliases {
+        let Some((target, _)) = entries.get_key_value(target) else {
+            continue;
+        };
+        for a in names {
+            if !entries.contains_key(a) {
+                out.entry(a.clone()).or_insert(target.as_str());
+            }
+        }
+    }
+    out
 }

@@ -107,6 +107,8 @@ pub struct Parts {
     /// Files of raw named data that no tensor types (left out), with
     /// where their bytes are.
     pub untyped: Vec<(String, SourceId, Span)>,
+    /// The checkpoint keys (`--names`) of stored byte ranges, each once.
+    pub checkpoint: HashMap<(SourceId, u64, u64), Vec<String>>,
 }
 
 /// `weights.safetensors`: its parts, and once looked at, its layout.
@@ -414,11 +416,19 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
             limits.tensors
         ));
     }
+    for t in &mut tensors {
+        if let Some(keys) = parts.checkpoint.get(&(t.source, t.span.offset, t.span.len)) {
+            t.aliases.extend(keys.iter().cloned());
+        }
+    }
     let untyped: Vec<&str> = (parts.untyped.iter())
         .filter(|(_, source, span)| !by_bytes.contains_key(&(*source, span.offset, span.len)))
         .map(|(path, _, _)| path.as_str())
         .collect();
     unique_names(&mut tensors);
+    for t in &mut tensors {
+        distinct_aliases(t);
+    }
     render(parts, tensors, left_out, &untyped, limits.header)
 }
 
@@ -445,6 +455,18 @@ fn unique_names(tensors: &mut [Tensor]) {
         taken.insert(name.clone(), 1);
         t.aliases.push(std::mem::replace(&mut t.name, name));
     }
+}
+
+/// Keeps each of `t`'s aliases once, in first-seen order, and none that
+/// is its own name: the same bytes reach the file through several rows,
+/// links and checkpoint keys.
+fn distinct_aliases(t: &mut Tensor) {
+    if t.aliases.is_empty() {
+        return;
+    }
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    seen.insert(t.name.clone());
+    t.aliases.retain(|a| seen.insert(a.clone()));
 }
 
 /// The header and the segments of `tensors`, in order.
@@ -612,6 +634,7 @@ mod tests {
                 })
                 .collect(),
             untyped: Vec::new(),
+            checkpoint: HashMap::new(),
         }
     }
 
@@ -664,6 +687,24 @@ mod tests {
             aliases["__metadata__~2"],
             serde_json::json!(["__metadata__"])
         );
+    }
+
+    #[test]
+    fn aliases_name_each_other_name_of_the_bytes_once() {
+        let mut p = parts(3);
+        let span = p.stored[0].span;
+        for s in &mut p.stored[1..] {
+            s.span = span;
+            s.key = Some("k1".to_owned());
+        }
+        let bytes = (0, span.offset, 4);
+        let keys = vec!["ckpt.w".to_owned(), "k0".to_owned(), "ckpt.w".to_owned()];
+        p.checkpoint.insert(bytes, keys);
+        let plan = plan(&p, &[float(&[1])], Limits::SAFETENSORS).unwrap();
+        let h = header_of(&plan);
+        let aliases: serde_json::Value =
+            serde_json::from_str(h["__metadata__"]["ptefs.aliases"].as_str().unwrap()).unwrap();
+        assert_eq!(aliases, serde_json::json!({"k0": ["k1", "ckpt.w"]}));
     }
 
     #[test]

@@ -328,9 +328,8 @@ fn set_from_unchanged_weights_writes_the_same_file() {
     ] {
         let st = dir.path().join("w.safetensors");
         std::fs::write(&st, read_weights(&Fs::new(view(model)), u64::MAX)).unwrap();
-        // A new output each: a writer refuses to put a data file where
-        // a program is.
-        let out = dir.path().join(format!("out-{model}"));
+        // Named as the model: an existing output of another kind is refused.
+        let out = dir.path().join(model);
         let run = set_from(&fixture(model), &st, &out);
         assert_eq!(run.code, 0, "{model}: {}", run.err);
         assert!(run.out.contains(", 0 changed;"), "{}", run.out);
@@ -516,4 +515,159 @@ fn a_source_truncated_while_read_fails_with_eio_not_wrong_bytes() {
         assert!(e.to_string().contains("changed size"), "{e}");
         assert_eq!(fs.read_copy(ino, at, size).unwrap_err().errno(), libc::EIO);
     }
+}
+
+/// The `__metadata__` of the `weights.safetensors` `ptefs cat` gives of
+/// `file` (with `args` before it), its JSON-text values parsed.
+fn weights_metadata(args: &[&std::ffi::OsStr], file: &Path) -> serde_json::Map<String, Value> {
+    let mut cmd: Vec<&std::ffi::OsStr> = vec!["cat".as_ref()];
+    cmd.extend_from_slice(args);
+    cmd.extend([file.as_os_str(), WEIGHTS.as_ref()]);
+    let out = ptefs().args(&cmd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = out.stdout;
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let meta = meta.metadata().clone().unwrap_or_default();
+    meta.into_iter()
+        .map(|(k, v)| {
+            let v = serde_json::from_str(&v).unwrap_or(Value::String(v));
+            (k, v)
+        })
+        .collect()
+}
+
+#[test]
+fn a_data_files_layout_less_blobs_are_listed_and_counted_as_untyped() {
+    for data in ["edit/xnnpack.ptd", "xnnpack_external.ptd"] {
+        let meta = weights_metadata(&[], &fixture(data));
+        let blobs: BTreeSet<String> =
+            ptefs_stdout(["ls".as_ref(), fixture(data).as_os_str(), "tensors".as_ref()])
+                .lines()
+                .filter(|n| n.ends_with(".bin"))
+                .map(|n| format!("tensors/{n}"))
+                .collect();
+        assert_eq!(blobs.len(), 4, "{data}");
+        let untyped: BTreeSet<String> =
+            serde_json::from_value(meta["ptefs.untyped"].clone()).unwrap();
+        assert_eq!(untyped, blobs, "{data}");
+        assert_eq!(meta["ptefs.untyped_count"], 4, "{data}");
+    }
+}
+
+#[test]
+fn aliases_are_every_checkpoint_key_of_the_bytes_once() {
+    let ckpt = fixture("edit/xnnpack.original.safetensors");
+    let meta = weights_metadata(
+        &["--names".as_ref(), ckpt.as_os_str()],
+        &fixture("edit/xnnpack.pte"),
+    );
+    let aliases: std::collections::BTreeMap<String, Vec<String>> =
+        serde_json::from_value(meta["ptefs.aliases"].clone()).unwrap();
+    // Each tensor is named by its blob's key; its checkpoint key is the
+    // one other name its bytes have.
+    let mut keys: Vec<&str> = aliases.values().flatten().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]);
+    assert!(aliases.values().all(|a| a.len() == 1), "{aliases:?}");
+}
+
+/// `ptefs set --names CKPT FILE --from ST -o OUT`.
+fn set_named_from(ckpt: &Path, file: &Path, st: &Path, out: &Path) -> Run {
+    ptefs_run([
+        "set".as_ref(),
+        "--names".as_ref(),
+        ckpt.as_os_str(),
+        file.as_os_str(),
+        "--from".as_ref(),
+        st.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ])
+}
+
+#[test]
+fn set_from_takes_a_checkpoint_key_that_is_an_alias() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = fixture("edit/xnnpack.original.safetensors");
+    let finetuned = fixture("edit/xnnpack.finetuned.safetensors");
+    let program = fixture("edit/xnnpack.pte");
+    // The checkpoint it was exported from: every key an alias of a blob
+    // key, every tensor as stored.
+    let out = dir.path().join("same.pte");
+    let run = set_named_from(&original, &program, &original, &out);
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&program).unwrap());
+    // The fine-tuned one writes the data file, whose blobs then hold its
+    // tensors.
+    let out = dir.path().join("tuned.ptd");
+    let run = set_named_from(&original, &program, &finetuned, &out);
+    assert_eq!(run.code, 0, "{}", run.err);
+    let tuned = std::fs::read(&finetuned).unwrap();
+    let tuned = safetensors::SafeTensors::deserialize(&tuned).unwrap();
+    let written = std::fs::read(&out).unwrap();
+    let mut changed = 0;
+    for (name, t) in tuned.tensors() {
+        assert!(
+            written.windows(t.data().len()).any(|w| w == t.data()),
+            "{name} is not in the written data file"
+        );
+        changed += usize::from(
+            !std::fs::read(fixture("edit/xnnpack.ptd"))
+                .unwrap()
+                .windows(t.data().len())
+                .any(|w| w == t.data()),
+        );
+    }
+    assert!(changed > 0, "the fine-tuned checkpoint changes nothing");
+}
+
+#[test]
+fn set_from_refuses_two_names_of_the_same_bytes_with_different_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = fixture("edit/xnnpack.original.safetensors");
+    let bytes = std::fs::read(&original).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let bias = st.tensor("fc2.bias").unwrap();
+    let key = sha256(bias.data());
+    let other: Vec<u8> = bias.data().iter().map(|b| b ^ 1).collect();
+    let view = |data| {
+        safetensors::tensor::TensorView::new(bias.dtype(), bias.shape().to_vec(), data).unwrap()
+    };
+    let both = dir.path().join("both.safetensors");
+    safetensors::serialize_to_file(
+        [
+            ("fc2.bias", view(bias.data())),
+            (key.as_str(), view(&other)),
+        ],
+        None,
+        &both,
+    )
+    .unwrap();
+    let out = dir.path().join("out.pte");
+    let run = set_named_from(&original, &fixture("edit/xnnpack.pte"), &both, &out);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.err.contains("name the same stored bytes") && run.err.contains("fc2.bias"),
+        "{}",
+        run.err
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn set_from_a_checkpoint_without_names_says_names_may_be_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = fixture("edit/xnnpack.original.safetensors");
+    let out = dir.path().join("out.pte");
+    let run = set_from(&fixture("edit/xnnpack.pte"), &original, &out);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.err.contains("names no tensor") && run.err.contains("--names"),
+        "{}",
+        run.err
+    );
 }

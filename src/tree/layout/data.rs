@@ -62,6 +62,8 @@ impl Builder {
                     bin
                 }
                 None => {
+                    // Keyed, so `weights.safetensors` lists it as untyped.
+                    self.weight_key(origin.source, origin.shifted(e.span), &e.key.to_string());
                     entry.location = Some("named");
                     self.named_blob(&mut tdir, &stem, origin, e.span).0
                 }

@@ -6,11 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::builder::PROVISIONAL;
 use super::{Builder, Dir};
 use crate::format::Span;
 use crate::tree::weights::{Assembly, FILE_NAME, Parts, Stored};
-use crate::tree::{Content, File, Ino, NodeKind, ROOT, SourceId, TensorMeta};
+use crate::tree::{Content, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta};
 
 /// A `weights.safetensors` to assemble.
 pub(crate) struct Pending {
@@ -56,13 +55,6 @@ impl Builder {
         if self.weights.is_empty() {
             return;
         }
-        let checkpoint: HashMap<Ino, &str> = self
-            .by_name
-            .iter()
-            .rev()
-            .filter(|(_, ino)| *ino < PROVISIONAL)
-            .map(|(k, ino)| (*ino, k.as_str()))
-            .collect();
         let mut assemblies = Vec::with_capacity(self.weights.len());
         for w in &self.weights {
             let mut parts = Parts {
@@ -70,6 +62,7 @@ impl Builder {
                 tables: Vec::new(),
                 stored: Vec::new(),
                 untyped: Vec::new(),
+                checkpoint: self.checkpoint_keys(w.root),
             };
             for t in &self.tables {
                 if let Some(dir) = self.path_under(t.dir, w.root) {
@@ -88,14 +81,16 @@ impl Builder {
                 let Some(path) = self.path_under(ino, w.root) else {
                     continue;
                 };
-                let key = self.weight_keys.get(&(*source, span.offset, span.len));
+                let bytes = (*source, span.offset, span.len);
+                let key = self.weight_keys.get(&bytes);
                 match tensor {
                     Some(meta) => parts.stored.push(Stored {
                         source: *source,
                         span: *span,
                         meta: *meta,
                         key: key.map(|k| k.to_string()),
-                        checkpoint: checkpoint.get(&ino).map(|k| k.to_string()),
+                        checkpoint: (parts.checkpoint.get(&bytes))
+                            .and_then(|keys| keys.first().cloned()),
                         path,
                     }),
                     // Named data: blobs with keys that no decoder types.
@@ -112,6 +107,41 @@ impl Builder {
                 f.content = Content::Assembled(Arc::new(assembly));
             }
         }
+    }
+
+    /// The checkpoint keys (`--names`) of each stored byte range under
+    /// `root`, as its `by-name/` directory links them, in its order.
+    fn checkpoint_keys(&self, root: Ino) -> HashMap<(SourceId, u64, u64), Vec<String>> {
+        let mut keys: HashMap<(SourceId, u64, u64), Vec<String>> = HashMap::new();
+        let Some(NodeKind::Dir(entries)) = self.nodes.get(root as usize - 1).map(|n| &n.kind)
+        else {
+            return keys;
+        };
+        let Some(by_name) = entries.iter().find(|c| &*c.name == "by-name") else {
+            return keys;
+        };
+        let Some(NodeKind::Dir(links)) = self.nodes.get(by_name.ino as usize - 1).map(|n| &n.kind)
+        else {
+            return keys;
+        };
+        for link in links {
+            // Links to a method's tensors (computed inodes) are not nodes:
+            // their rows carry their checkpoint keys.
+            if let Some(Node {
+                kind:
+                    NodeKind::File(File {
+                        content: Content::Source { source, span },
+                        ..
+                    }),
+                ..
+            }) = self.nodes.get((link.ino as usize).wrapping_sub(1))
+            {
+                keys.entry((*source, span.offset, span.len))
+                    .or_default()
+                    .push(crate::tree::file_names::decode(&link.name));
+            }
+        }
+        keys
     }
 
     /// The path of stored node `ino` from directory `root`, if it is under
