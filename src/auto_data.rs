@@ -303,6 +303,9 @@ pub fn find_profile(program: &Path) -> Option<Found> {
     if timed == 0 {
         return not(only, "its events time no instruction of the program");
     }
+    if let Some(why) = join.disagreement() {
+        return not(only, &why);
+    }
     let note = format!(
         "{}: attached {} (found beside it, the only .etdp there) as its profile: \
          its events time {timed} of the {} instructions of method {:?}, and none names \
@@ -361,6 +364,14 @@ pub fn find_etrecord(program: &Path) -> Option<Found> {
     let Some(method) = method else {
         return not("it records none of the program's methods");
     };
+    for m in &p.methods {
+        let rows = crate::join::etrecord::rows(&r, &m.name.to_string());
+        if let Some(why) =
+            (rows.ok()).and_then(|rows| crate::join::etrecord::disagreement(&rows, m))
+        {
+            return not(&why);
+        }
+    }
     let note = format!(
         "{}: attached {} (found beside it) as its ETRecord: it records method {method:?}",
         program.display(),
