@@ -70,10 +70,33 @@ pub fn find_among(
             .into_iter()
             .filter_map(|p| Source::open(&p).ok().map(|s| (p, s)))
             .collect();
-        let parsed: Vec<(&Path, DataFile<'_>)> = sources
+        let mut parsed: Vec<(&Path, DataFile<'_>)> = sources
             .iter()
             .filter_map(|(p, s)| as_data(s.bytes()).map(|d| (p.as_path(), d)))
             .collect();
+        // The program's own `<stem>.ptd` first: it supplies what it holds.
+        let own = input.file_stem().map(|s| {
+            let mut own = s.to_owned();
+            own.push(".ptd");
+            own
+        });
+        if let Some(at) = (parsed.iter()).position(|(p, _)| p.file_name() == own.as_deref()) {
+            let own = parsed.remove(at);
+            parsed.insert(0, own);
+        }
+        let (parsed, rivals) = without_rivals(parsed, &wanted.keys, own.as_deref());
+        if !rivals.files.is_empty() {
+            let names: Vec<String> = rivals.files.iter().map(|p| file_name(p)).collect();
+            notes.push(format!(
+                "{}: attached none of {} (found beside it): each holds {}, and none is \
+                 named {}; --data names the one to attach",
+                file_name(input),
+                names.join(", "),
+                wanted.describe(&rivals.keys),
+                own.as_deref()
+                    .map_or("<stem>.ptd".into(), |o| o.to_string_lossy()),
+            ));
+        }
         let refs: Vec<&DataFile<'_>> = parsed.iter().map(|(_, d)| d).collect();
         for (i, keys) in suppliers(&wanted.keys, &refs) {
             let path = parsed[i].0;
@@ -87,6 +110,39 @@ pub fn find_among(
         }
     }
     (chosen, notes)
+}
+
+/// Data files found beside a program that hold the same keys it needs:
+/// which of them to attach is the user's to say, not their names' order.
+struct Rivals<'p, 'k> {
+    /// The files, in name order.
+    files: Vec<&'p Path>,
+    /// The keys more than one of them holds.
+    keys: Vec<Name<'k>>,
+}
+
+/// `candidates` (the program's own `<stem>.ptd`, named `own`, first when
+/// beside it) without the files holding a key of `wanted` that another
+/// also holds, when the program's own file does not: those are the
+/// rivals. Shards each holding keys of their own stay.
+fn without_rivals<'p, 'd, 'k>(
+    candidates: Vec<(&'p Path, DataFile<'d>)>,
+    wanted: &[Name<'k>],
+    own: Option<&std::ffi::OsStr>,
+) -> (Vec<(&'p Path, DataFile<'d>)>, Rivals<'p, 'k>) {
+    let holds = |d: &DataFile<'_>, k: &Name<'_>| d.entries.iter().any(|e| e.key == *k);
+    let own_file = (candidates.first()).filter(|(p, _)| own.is_some() && p.file_name() == own);
+    let keys: Vec<Name<'k>> = (wanted.iter())
+        .filter(|k| !own_file.is_some_and(|(_, d)| holds(d, k)))
+        .filter(|k| candidates.iter().filter(|(_, d)| holds(d, k)).count() > 1)
+        .copied()
+        .collect();
+    let (rivals, rest): (Vec<_>, Vec<_>) = candidates.into_iter().partition(|(p, d)| {
+        !(own.is_some() && p.file_name() == own) && keys.iter().any(|k| holds(d, k))
+    });
+    let mut files: Vec<&Path> = rivals.into_iter().map(|(p, _)| p).collect();
+    files.sort();
+    (rest, Rivals { files, keys })
 }
 
 /// The keys a program needs that no given data file holds, and what needs
@@ -303,6 +359,9 @@ pub fn find_profile(program: &Path) -> Option<Found> {
     if timed == 0 {
         return not(only, "its events time no instruction of the program");
     }
+    if let Some(why) = join.disagreement() {
+        return not(only, &why);
+    }
     let note = format!(
         "{}: attached {} (found beside it, the only .etdp there) as its profile: \
          its events time {timed} of the {} instructions of method {:?}, and none names \
@@ -361,6 +420,14 @@ pub fn find_etrecord(program: &Path) -> Option<Found> {
     let Some(method) = method else {
         return not("it records none of the program's methods");
     };
+    for m in &p.methods {
+        let rows = crate::join::etrecord::rows(&r, &m.name.to_string());
+        if let Some(why) =
+            (rows.ok()).and_then(|rows| crate::join::etrecord::disagreement(&rows, m))
+        {
+            return not(&why);
+        }
+    }
     let note = format!(
         "{}: attached {} (found beside it) as its ETRecord: it records method {method:?}",
         program.display(),

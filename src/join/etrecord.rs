@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value as Json;
 
+use crate::format::MethodInfo;
 use crate::format::etrecord::{DEBUG_HANDLE_MAP, DELEGATE_MAP, EtRecordFile};
+use crate::join::profile::Does;
 use crate::meta::etrecord_graph::{self, Node};
 
 /// One row of `source.tsv`.
@@ -114,6 +116,67 @@ pub fn rows(r: &EtRecordFile<'_>, method: &str) -> Result<Vec<SourceRow>, String
         }
     }
     Ok(out)
+}
+
+/// Why `rows` (an ETRecord's, of method `m`'s name) are not those of
+/// method `m`: the debug-handle map lists an instruction the method lacks,
+/// or pairs instructions with nodes of other operators (`aten::addmm.out`
+/// with `aten.embedding.default`). Operators the runtime adds itself
+/// (`executorch_prim::`), delegate calls and instructions naming no node
+/// are not compared: a node may become another operator on its way to the
+/// program (`view_copy` an `et_view`), but not each of them. `None` when
+/// nothing disagrees.
+pub fn disagreement(rows: &[SourceRow], m: &MethodInfo<'_>) -> Option<String> {
+    let does = crate::join::profile::instructions(m.plan, &m.delegates);
+    let chain: &[Does] = does.first().map_or(&[], Vec::as_slice);
+    let listed: Vec<(usize, &SourceRow)> = (rows.iter())
+        .filter(|r| r.kind == "instruction")
+        .filter_map(|r| Some((r.id.parse().ok()?, r)))
+        .collect();
+    let method = m.name.show();
+    if let Some(&(past, _)) = listed.iter().rev().find(|(i, _)| *i >= chain.len()) {
+        return Some(format!(
+            "its debug-handle map lists instruction {past} of method {method:?}, which has {} instructions",
+            chain.len()
+        ));
+    }
+    let base = |name: &str| -> String {
+        let name = name.rsplit_once("::").map_or(name, |(_, n)| n);
+        name.split('.').next().unwrap_or(name).to_owned()
+    };
+    let mut compared = 0;
+    let mut wrong: Vec<(usize, &str, &SourceRow)> = Vec::new();
+    for &(i, r) in &listed {
+        let (op, agrees) = match &chain[i] {
+            Does::Kernel(op) if !op.starts_with("executorch_prim::") && !r.nodes.is_empty() => {
+                let op_base = base(op);
+                // A node's target is `aten.addmm.default`: namespace,
+                // name, overload.
+                let agrees = (r.nodes.iter())
+                    .any(|n| n.target.split('.').nth(1).unwrap_or(&n.target) == op_base);
+                (op.as_str(), agrees)
+            }
+            // The map lists calls alone.
+            Does::Other(what) => (*what, false),
+            _ => continue,
+        };
+        compared += 1;
+        if !agrees {
+            wrong.push((i, op, r));
+        }
+    }
+    let &(i, op, r) = wrong.first()?;
+    let targets: Vec<&str> = r.nodes.iter().map(|n| n.target.as_str()).collect();
+    Some(format!(
+        "its debug-handle map pairs {} of the {compared} instructions of method {method:?} it \
+         names with nodes of other operators; the first: instruction {i} ({op}) with {}",
+        wrong.len(),
+        if targets.is_empty() {
+            "no node".to_owned()
+        } else {
+            targets.join(", ")
+        }
+    ))
 }
 
 /// A row's module paths with classes and its source lines, one per node,

@@ -286,8 +286,71 @@ impl Join {
     }
 }
 
+impl Join {
+    /// Why these events are not of the method they were joined with,
+    /// when some instruction's events say it does something else: a
+    /// kernel's event (`native_call_addmm.out`) naming another operator
+    /// than the instruction calls, `OPERATOR_CALL` or a kernel's event on
+    /// an instruction that calls no operator, `DELEGATE_CALL` on one that
+    /// calls no delegate. An ETDump does not name the program that ran, and a
+    /// profile of another program can land every event on some
+    /// instruction: what the events are named is what tells them apart.
+    /// `None` when every instruction's events agree with it.
+    pub fn disagreement(&self) -> Option<String> {
+        let disagrees = |i: &&Instruction| match &i.does {
+            Does::Kernel(op) => {
+                i.timed_by.as_deref() == Some(DELEGATE_CALL)
+                    || (i.timed_by.iter().chain(&i.kernel)).any(|e| !kernel_event_of(op, e))
+            }
+            Does::Delegate { .. } => i.timed_by.as_deref() == Some(OPERATOR_CALL),
+            // The runtime times moves, jumps and frees with no event.
+            Does::Other(_) => (i.timed_by.iter().chain(&i.kernel))
+                .any(|e| e == OPERATOR_CALL || e == DELEGATE_CALL || e.starts_with("native_call_")),
+            Does::Recorded(_) => false,
+        };
+        let wrong: Vec<&Instruction> = self.instructions.iter().filter(disagrees).collect();
+        let first = wrong.first()?;
+        let timed = (self.instructions.iter())
+            .filter(|i| i.timed_by.is_some())
+            .count();
+        let events: Vec<&str> = (first.timed_by.iter().chain(&first.kernel))
+            .map(String::as_str)
+            .collect();
+        Some(format!(
+            "the events of {} of the {timed} instructions it times disagree with what method {:?} \
+             does; the first: instruction {} of chain {} {}, and its events are {}",
+            wrong.len(),
+            self.method,
+            first.index,
+            first.chain,
+            match &first.does {
+                Does::Kernel(op) => format!("calls {op}"),
+                Does::Delegate { index, backend } => {
+                    format!("calls delegate {index} ({backend})")
+                }
+                Does::Other(what) => format!("is a {what}"),
+                Does::Recorded(name) => format!("is {name}"),
+            },
+            events.join(", ")
+        ))
+    }
+}
+
+/// Whether `event` is the event the kernel of operator `op` records:
+/// `native_call_` and the operator's name, its namespace left out
+/// (`native_call_addmm.out` for `aten::addmm.out`) or not (as kernels
+/// registered by hand name theirs). Events named otherwise say nothing
+/// of the operator, and agree.
+fn kernel_event_of(op: &str, event: &str) -> bool {
+    let Some(called) = event.strip_prefix("native_call_") else {
+        return true;
+    };
+    let short = op.split_once("::").map_or(op, |(_, name)| name);
+    called == op || called == short
+}
+
 /// What each instruction of `plan` does, chain by chain.
-fn instructions(
+pub fn instructions(
     plan: fb::ExecutionPlan<'_>,
     delegates: &[crate::format::Delegate<'_>],
 ) -> Vec<Vec<Does>> {

@@ -124,3 +124,78 @@ fn several_shards_in_one_directory_each_supply_their_keys() {
     assert_eq!(read(&v, "methods/forward/tensors/2.c.w.bin"), vec![3; 8]);
     assert!(v.tree.warnings.is_empty(), "{:?}", v.tree.warnings);
 }
+
+/// Two data files beside the program holding the same keys (its weights
+/// and fine-tuned ones packed beside them): the program's own
+/// `<stem>.ptd` is taken, never the first by name; without one neither
+/// is, and a note names both and says `--data` chooses. A shard holding
+/// keys no other file holds is attached either way.
+#[test]
+fn of_several_ptd_holding_the_same_keys_the_programs_own_is_taken_or_none() {
+    let tensor =
+        |key: &str| V::Tensor(Tensor::new(ScalarType::FLOAT, &[2], Data::External(1)).named(key));
+    let p = Program::forward(vec![tensor("a.w"), tensor("b.w"), tensor("c.w")]);
+    let file = |entries: &[(&str, u8)]| {
+        DataFile {
+            entries: entries
+                .iter()
+                .map(|(k, b)| (k.to_string(), None, Bytes::Owned(vec![*b; 8])))
+                .collect(),
+        }
+        .to_bytes()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pte = write_file(dir.path(), "xnnpack.pte", &p.to_bytes());
+    write_file(dir.path(), "xnnpack.ptd", &file(&[("a.w", 1), ("b.w", 2)]));
+    write_file(
+        dir.path(),
+        "finetuned.ptd",
+        &file(&[("a.w", 7), ("b.w", 8)]),
+    );
+    write_file(dir.path(), "shard.ptd", &file(&[("c.w", 3)]));
+    let v = open(pte.clone(), true);
+    assert_eq!(read(&v, "methods/forward/tensors/0.a.w.bin"), vec![1; 8]);
+    assert_eq!(read(&v, "methods/forward/tensors/1.b.w.bin"), vec![2; 8]);
+    assert_eq!(read(&v, "methods/forward/tensors/2.c.w.bin"), vec![3; 8]);
+    assert_eq!(v.notes.len(), 2, "{:?}", v.notes);
+    assert!(
+        v.notes[0].starts_with("xnnpack.pte: attached xnnpack.ptd (found beside it)"),
+        "{:?}",
+        v.notes
+    );
+    // Without its own: neither rival, and a note saying so.
+    let model = dir.path().join("model.pte");
+    std::fs::rename(&pte, &model).unwrap();
+    let v = open(model.clone(), true);
+    assert!(
+        v.tree
+            .resolve("methods/forward/tensors/0.a.w.bin")
+            .is_none()
+    );
+    assert_eq!(read(&v, "methods/forward/tensors/2.c.w.bin"), vec![3; 8]);
+    assert!(
+        v.notes.iter().any(|n| n.starts_with(
+            "model.pte: attached none of finetuned.ptd, xnnpack.ptd (found beside it): \
+             each holds 2 external tensors: a.w, b.w, and none is named model.ptd; \
+             --data names the one to attach"
+        )),
+        "{:?}",
+        v.notes
+    );
+    // --data chooses.
+    let chosen = View::open(&Request {
+        inputs: vec![model],
+        data: vec![dir.path().join("finetuned.ptd")],
+        auto_data: true,
+        ..Request::default()
+    })
+    .unwrap();
+    assert_eq!(
+        read(&chosen, "methods/forward/tensors/0.a.w.bin"),
+        vec![7; 8]
+    );
+    assert_eq!(
+        read(&chosen, "methods/forward/tensors/2.c.w.bin"),
+        vec![3; 8]
+    );
+}

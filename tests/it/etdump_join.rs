@@ -1097,3 +1097,70 @@ fn the_documented_slow_profile_is_the_slowed_fixture() {
         path.display()
     );
 }
+
+/// A profile of another program is not joined, though every event it
+/// times names an instruction the program has: its kernels' events name
+/// other operators than those instructions call. Given, the warning and
+/// README.txt say why (and `ls` still succeeds); found beside the
+/// program, a note does.
+#[test]
+fn a_profile_of_another_program_is_not_joined() {
+    let tiny = fixture("etrecord/tiny_gpt.pte");
+    let v = joined(&tiny, &etdp("portable_mlp"));
+    assert!(!ls(&v, "methods/forward").contains(&"profile".to_owned()));
+    let warning = (v.tree.warnings.iter())
+        .find(|w| w.contains("portable_mlp.etdp"))
+        .unwrap_or_else(|| panic!("no warning: {:?}", v.tree.warnings));
+    for said in [
+        "tiny_gpt.pte",
+        "not a profile of",
+        "instruction 0 of chain 0 calls aten::embedding.out",
+        "native_call_permute_copy.out",
+    ] {
+        assert!(warning.contains(said), "{said:?} not in {warning}");
+    }
+    let readme = String::from_utf8(read(&v, "README.txt")).unwrap();
+    assert!(
+        readme.contains("Not made:\n")
+            && readme.contains("methods/forward/profile/: profile portable_mlp.etdp: not joined"),
+        "{readme}"
+    );
+    // Its own program joins it as before.
+    let v = joined(&pte("portable_mlp"), &etdp("portable_mlp"));
+    assert!(v.tree.warnings.is_empty(), "{:?}", v.tree.warnings);
+    assert!(ls(&v, "methods/forward/profile").contains(&"ops.tsv".to_owned()));
+    let run = ptefs_run([
+        "ls".as_ref(),
+        tiny.as_os_str(),
+        "--profile".as_ref(),
+        etdp("portable_mlp").as_os_str(),
+        "methods/forward".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert!(
+        run.err.contains("not a profile of tiny_gpt.pte"),
+        "{}",
+        run.err
+    );
+    assert!(!run.out.contains("profile/"), "{}", run.out);
+    // Found beside the program: not attached, with a note saying why.
+    let d = tempfile::tempdir().unwrap();
+    let copy = |from: &Path, name: &str| write_file(d.path(), name, &std::fs::read(from).unwrap());
+    let attn = copy(&tiny, "attn.pte");
+    copy(&etdp("portable_mlp"), "etdump_output.etdp");
+    let v = View::open(&Request {
+        inputs: vec![attn],
+        auto_data: true,
+        ..Request::default()
+    })
+    .unwrap();
+    assert!(!ls(&v, "methods/forward").contains(&"profile".to_owned()));
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.contains("not attached etdump_output.etdp")
+                && n.contains("calls aten::embedding.out")),
+        "{:?}",
+        v.notes
+    );
+}

@@ -418,6 +418,99 @@ fn an_etrecord_beside_a_program_is_found_by_its_stem() {
     );
 }
 
+/// An ETRecord of another program is not joined: its debug-handle map
+/// pairs the program's instructions with nodes of other operators, or
+/// lists instructions the program lacks. Given, the warning and
+/// README.txt say why (and `cat` still succeeds); found beside the
+/// program, a note does.
+#[test]
+fn an_etrecord_of_another_program_is_not_joined() {
+    let tiny = fixture("etrecord/tiny_gpt.pte");
+    for (other, why) in [
+        (
+            "etrecord/portable_mlp.etrecord",
+            "instruction 0 (aten::embedding.out) with aten.permute_copy.default, aten.addmm.default",
+        ),
+        (
+            "etrecord/delegate_map_demo.etrecord",
+            "instruction 0 (aten::embedding.out) with aten.convolution.default",
+        ),
+    ] {
+        let v = ptefs::view::View::open(&ptefs::view::Request {
+            inputs: vec![tiny.clone()],
+            etrecord: Some(fixture(other)),
+            ..Default::default()
+        })
+        .unwrap();
+        let name = other.rsplit('/').next().unwrap();
+        assert!(!crate::common::ls(&v, "methods/forward").contains(&"source.tsv".to_owned()));
+        let warning = (v.tree.warnings.iter())
+            .find(|w| w.contains(name))
+            .unwrap_or_else(|| panic!("no warning: {:?}", v.tree.warnings));
+        assert!(
+            warning.contains("not the ETRecord of tiny_gpt.pte") && warning.contains(why),
+            "{warning}"
+        );
+        let readme = String::from_utf8(crate::common::read(&v, "README.txt")).unwrap();
+        assert!(
+            readme.contains(&format!("methods/forward/source.tsv: ETRecord {name}")),
+            "{readme}"
+        );
+        // code.txt is not annotated with the other program's modules.
+        let code = String::from_utf8(crate::common::read(&v, "methods/forward/code.txt")).unwrap();
+        assert!(!code.contains("  # "), "{code}");
+    }
+    // A larger model's map lists instructions the program lacks.
+    let v = ptefs::view::View::open(&ptefs::view::Request {
+        inputs: vec![fixture("etdump/portable_mlp.pte")],
+        etrecord: Some(fixture("etrecord/tiny_gpt.etrecord")),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(
+        (v.tree.warnings.iter())
+            .any(|w| w
+                .contains("lists instruction 104 of method \"forward\", which has 5 instructions")),
+        "{:?}",
+        v.tree.warnings
+    );
+    let run = crate::common::ptefs_run([
+        "cat".as_ref(),
+        tiny.as_os_str(),
+        "--etrecord".as_ref(),
+        fixture("etrecord/portable_mlp.etrecord").as_os_str(),
+        "methods/forward/code.txt".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert!(
+        run.err.contains("not the ETRecord of tiny_gpt.pte"),
+        "{}",
+        run.err
+    );
+    // Found beside the program: not attached, with a note saying why.
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("attn.pte");
+    std::fs::copy(&tiny, &program).unwrap();
+    std::fs::copy(
+        fixture("etrecord/portable_mlp.etrecord"),
+        dir.path().join("etrecord.bin"),
+    )
+    .unwrap();
+    let (req, notes) = ptefs::view::Request {
+        inputs: vec![program],
+        auto_data: true,
+        ..Default::default()
+    }
+    .with_found_data();
+    assert_eq!(req.etrecord, None);
+    assert!(
+        notes.iter().any(|n| n.contains("not attached")
+            && n.contains("etrecord.bin")
+            && n.contains("instruction 0 (aten::embedding.out)")),
+        "{notes:?}"
+    );
+}
+
 #[test]
 fn a_program_given_as_etrecord_is_refused_by_name() {
     let e = ptefs::view::View::open(&ptefs::view::Request {

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::index_entry::TensorShape;
 use super::{Builder, Dir, Origin};
+use crate::format::MethodInfo;
 use crate::format::etrecord::{Archive, EtRecordFile, SavedTensor};
 use crate::join::etrecord::SourceRow;
 use crate::meta::etrecord_graph;
@@ -59,14 +60,23 @@ impl Builder {
 
     /// The join of `method` for the tree of `file_name`, or `None`, once
     /// the tree's warnings and README.txt say why: `files` (paths in the
-    /// tree) are then not made.
+    /// tree) are then not made. Given the program's method (`program`),
+    /// an ETRecord of another program is not joined.
     pub(super) fn joined_or_say_why(
         &mut self,
         file_name: &str,
-        method: &str,
+        (method, program): (&str, Option<&MethodInfo<'_>>),
         files: &[String],
     ) -> Option<Arc<Vec<SourceRow>>> {
-        match self.source_rows(method)? {
+        let joined = self.source_rows(method)?.and_then(|rows| {
+            match program.and_then(|m| crate::join::etrecord::disagreement(&rows, m)) {
+                Some(why) => Err(format!(
+                    "not joined: it is not the ETRecord of {file_name}: {why}"
+                )),
+                None => Ok(rows),
+            }
+        });
+        match joined {
             Ok(rows) => Some(rows),
             Err(why) => {
                 let etrecord = (self.etrecord)

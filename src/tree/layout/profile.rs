@@ -113,7 +113,7 @@ impl Builder {
             Some(method) => self
                 .joined_or_say_why(
                     &name,
-                    &method,
+                    (&method, None),
                     &["the module_hierarchy and stack_frame of trace.json's events".to_owned()],
                 )
                 .map(|rows| crate::join::etrecord::row_sources(&rows))

@@ -78,7 +78,7 @@ impl Builder {
                         .map(|f| format!("methods/{name}/profile/{f}")),
                 );
             }
-            let source = self.joined_or_say_why(file_name, &method, &files);
+            let source = self.joined_or_say_why(file_name, (&method, Some(m)), &files);
             let notes = source.as_ref().and_then(|_| self.source_notes(&method));
             self.lazy_program(&mut mdir, "code.txt", origin, len, move |p, out| {
                 match p.methods.get(mi) {
@@ -95,12 +95,13 @@ impl Builder {
                 }
             });
             self.method_meta(&mut mdir, (m, origin, (mi, len)), &meta, table);
-            if let Some(rows) = source {
-                let tsv = crate::join::etrecord::source_tsv(&rows);
+            if let Some(rows) = &source {
+                let tsv = crate::join::etrecord::source_tsv(rows);
                 self.generated(&mut mdir, "source.tsv", tsv.into_bytes().into());
             }
             if let Some(j) = joined.as_ref().filter(|j| j.method_index == mi) {
-                self.method_profile(&mut mdir, j, (p, m, mi), &meta.delegate_dirs, origin);
+                let rows = (j, source.clone());
+                self.method_profile(&mut mdir, rows, (p, m, mi), &meta.delegate_dirs, origin);
             }
             method_dirs.push((name, meta.delegate_dirs));
         }

@@ -41,6 +41,17 @@ impl Builder {
             }
         };
         let join = profile_join::join(p, &profile)?;
+        if let Some(why) = join.disagreement() {
+            let why = format!(
+                "profile {}: not joined: it is not a profile of {file_name}: {why}",
+                attached.name
+            );
+            let dir = format!("methods/{}/profile/", encode(&join.method));
+            self.warnings
+                .push(format!("{file_name}: {why}; not made: {dir}"));
+            self.not_made.push(format!("{dir}: {why}"));
+            return None;
+        }
         if let Some(first) = join.unmatched.first() {
             self.warnings.push(format!(
                 "{file_name}: profile {}: {} events match no instruction of method {:?} \
@@ -58,11 +69,12 @@ impl Builder {
     }
 
     /// `profile/` of method `m` (index `mi`), whose delegates' directories
-    /// are `dirs`.
+    /// are `dirs`, with the ETRecord's `rows` of the method when it has
+    /// been joined with it.
     pub(super) fn method_profile(
         &mut self,
         mdir: &mut Dir,
-        join: &Join,
+        (join, rows): (&Join, Option<Arc<Vec<etrecord::SourceRow>>>),
         (p, m, mi): (&ProgramFile<'_>, &MethodInfo<'_>, usize),
         dirs: &[String],
         origin: Origin,
@@ -110,7 +122,6 @@ impl Builder {
                 "tick": TICK,
             }),
         );
-        let rows = self.joined.get(&join.method).and_then(|r| r.clone().ok());
         let sources = rows
             .as_deref()
             .map(|rows| etrecord::instruction_sources(rows))
