@@ -24,6 +24,8 @@ fn shape(t: &Tree) -> BTreeMap<String, String> {
                     // Rendered from the bytes each tree was built from: the
                     // planned image and the whole file must render alike.
                     Content::Lazy(l) => format!("{:?}", l.rendered()),
+                    // Its header names every part, and so stands for them.
+                    Content::Assembled(a) => format!("assembled {:?}", a.header()),
                 },
             };
             (path, what)
