@@ -2,36 +2,37 @@
 //! by more edits: a package's (`.ptn`, a zip) CRC-32 of each stored member,
 //! in its local header and its central directory entry.
 
-use super::{Edit, Edits, Result};
-use crate::format::{self, Parsed};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
 
-/// Adds to `edits` (of `original`, the source's bytes) the edits that keep
-/// the file's checksums true of the edited bytes.
-pub fn complete(original: &[u8], edits: &mut Edits, source_name: &str) -> Result<()> {
+use super::Edit;
+use super::overlay::pieces;
+use crate::format::{self, Parsed, Span};
+
+/// The edits that keep the checksums of `original` (the source's bytes)
+/// true of `new`, the edited file written from it, where the edits
+/// touched the ranges `touched` (in order). Each touched member is read
+/// back from `new` a piece at a time, so the edited bytes are never held.
+pub fn complete(original: &[u8], touched: &[Span], new: &File) -> io::Result<Vec<Edit>> {
     let Ok(Parsed::Package(p)) = format::parse(original) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let mut fixes = Vec::new();
+    let mut buf = Vec::new();
     for m in &p.members {
         let (start, end) = (m.data.offset, m.data.end());
-        let touched: Vec<&Edit> = edits
-            .iter()
-            .filter(|e| e.offset < end && start < e.span().end())
-            .collect();
-        if touched.is_empty() || m.method != 0 {
+        let first = touched.partition_point(|s| s.end() <= start);
+        let hit = touched.get(first).is_some_and(|s| s.offset < end);
+        if !hit || m.method != 0 {
             continue;
         }
-        // The member's bytes as edited, hashed in order without a copy.
         let mut crc = crc32fast::Hasher::new();
-        let mut at = start;
-        for e in touched {
-            let from = e.offset.max(start);
-            let to = e.span().end().min(end);
-            crc.update(&original[at as usize..from as usize]);
-            crc.update(&e.bytes[(from - e.offset) as usize..(to - e.offset) as usize]);
-            at = to;
+        for piece in pieces(m.data, 1 << 20) {
+            buf.resize(piece.len as usize, 0);
+            new.read_exact_at(&mut buf, piece.offset)?;
+            crc.update(&buf);
         }
-        crc.update(&original[at as usize..end as usize]);
         let new = crc.finalize().to_le_bytes();
         let old = m.crc32.to_le_bytes();
         let central = m.central_offset + 16;
@@ -48,8 +49,5 @@ pub fn complete(original: &[u8], edits: &mut Edits, source_name: &str) -> Result
             }
         }
     }
-    for f in fixes {
-        edits.add(f, source_name)?;
-    }
-    Ok(())
+    Ok(fixes)
 }
