@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::destination::{self, Inputs};
 use super::unnamed::Unnamed;
 use super::{Changes, Edit, EditError, Result};
-use crate::format::{Kind, Span};
+use crate::format::Kind;
 use crate::source::{Source, Stamp, open_regular};
 
 /// What a write produced.
@@ -126,10 +126,10 @@ pub fn write_patched(
     let copy = copy_range(&src, tmp.file(), len).map_err(EditError::io(out))?;
     #[cfg(test)]
     tests::after_copy();
-    // The ranges written, joined where pieces carry a range on: as many
-    // as there are separate ranges, never the bytes.
-    let mut touched: Vec<Span> = Vec::new();
-    let mut changed = 0u64;
+    // The separate ranges are counted, never held: as many as there are
+    // would take memory in proportion to the edits.
+    let mut members = super::checksums::Members::of(source.bytes());
+    let (mut ranges, mut changed) = (0usize, 0u64);
     edits.each(&mut |e, joined| {
         let span = e.span();
         if span.end() > len {
@@ -144,14 +144,12 @@ pub fn write_patched(
             .write_all_at(&e.bytes, e.offset)
             .map_err(EditError::io(out))?;
         changed += span.len;
-        match touched.last_mut() {
-            Some(last) if joined && last.end() == span.offset => last.len += span.len,
-            _ => touched.push(span),
-        }
+        ranges += usize::from(!joined);
+        members.touch(span);
         Ok(())
     })?;
-    let ranges = touched.len();
-    let fixes = super::checksums::complete(source.bytes(), &touched, tmp.file())
+    let fixes = members
+        .fixes(source.bytes(), tmp.file())
         .map_err(EditError::io(out))?;
     for f in &fixes {
         tmp.file()
