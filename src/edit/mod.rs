@@ -26,7 +26,7 @@ pub mod value;
 
 pub use destination::Inputs;
 pub use output::{Written, save, write_patched};
-pub use ranges::{Edit, Edits};
+pub use ranges::{Changes, Edit, Edits};
 pub use target::{Stored, stored};
 
 use std::path::PathBuf;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::destination::{self, Inputs};
 use super::unnamed::Unnamed;
-use super::{EditError, Edits, Result};
+use super::{Changes, Edit, EditError, Result};
 use crate::format::Kind;
 use crate::source::{Source, Stamp, open_regular};
 
@@ -72,24 +72,35 @@ pub fn same_kind(original: &[u8]) -> impl Fn(&[u8]) -> std::result::Result<(), S
 /// keeps over the edited bytes brought up to date, and validated as a
 /// file of the same kind; `inputs` are the command's other inputs, which
 /// `out` may not be.
-pub fn save(source: &Source, edits: Edits, out: &Path, inputs: Inputs<'_>) -> Result<Written> {
+pub fn save(
+    source: &Source,
+    edits: impl Changes,
+    out: &Path,
+    inputs: Inputs<'_>,
+) -> Result<Written> {
     prepare(source, edits, out, inputs)?.place()
 }
 
 /// [`save`] up to the last step: the new file complete, validated and on
 /// disk, but not yet in `out`'s place (see [`Ready::place`]).
-pub fn prepare(source: &Source, mut edits: Edits, out: &Path, inputs: Inputs<'_>) -> Result<Ready> {
-    super::checksums::complete(source.bytes(), &mut edits, &source.name)?;
+pub fn prepare(
+    source: &Source,
+    edits: impl Changes,
+    out: &Path,
+    inputs: Inputs<'_>,
+) -> Result<Ready> {
     let validate = same_kind(source.bytes());
     write_patched(source, &edits, out, &inputs.rewriting(source), &validate)
 }
 
 /// Writes a new file for `out` as `source` (which must still be as it was
-/// opened) with `edits` applied, then validates it with `validate`.
-/// `inputs` names `source` as the one rewritten.
+/// opened) with `edits` applied and the checksums it keeps over them
+/// brought up to date, then validates it with `validate`. `inputs` names
+/// `source` as the one rewritten. The edits are taken a piece at a time
+/// (see [`Changes`]): memory holds one piece, whatever their size.
 pub fn write_patched(
     source: &Source,
-    edits: &Edits,
+    edits: &dyn Changes,
     out: &Path,
     inputs: &Inputs<'_>,
     validate: Validate<'_>,
@@ -111,21 +122,38 @@ pub fn write_patched(
     })?;
     let replaced = destination::check(out, kind, inputs)?;
     let len = before.len;
-    if let Some(e) = edits.iter().find(|e| e.span().end() > len) {
-        return Err(EditError::PastEnd {
-            source_name: crate::source::base_name(path),
-            offset: e.offset,
-            end: e.span().end(),
-            len,
-        });
-    }
     let tmp = Temp::beside(out, replaced, inputs)?;
     let copy = copy_range(&src, tmp.file(), len).map_err(EditError::io(out))?;
     #[cfg(test)]
     tests::after_copy();
-    for e in edits.iter() {
+    // The separate ranges are counted, never held: as many as there are
+    // would take memory in proportion to the edits.
+    let mut members = super::checksums::Members::of(source.bytes());
+    let (mut ranges, mut changed) = (0usize, 0u64);
+    edits.each(&mut |e, joined| {
+        let span = e.span();
+        if span.end() > len {
+            return Err(EditError::PastEnd {
+                source_name: crate::source::base_name(path),
+                offset: e.offset,
+                end: span.end(),
+                len,
+            });
+        }
         tmp.file()
             .write_all_at(&e.bytes, e.offset)
+            .map_err(EditError::io(out))?;
+        changed += span.len;
+        ranges += usize::from(!joined);
+        members.touch(span);
+        Ok(())
+    })?;
+    let fixes = members
+        .fixes(source.bytes(), tmp.file())
+        .map_err(EditError::io(out))?;
+    for f in &fixes {
+        tmp.file()
+            .write_all_at(&f.bytes, f.offset)
             .map_err(EditError::io(out))?;
     }
     // A writer that kept the times still changes the change time.
@@ -140,15 +168,21 @@ pub fn write_patched(
     tmp.finish(
         out,
         validate,
-        edits,
+        &[edits, &fixes],
         Written {
             path: out.to_owned(),
             len,
-            ranges: edits.len(),
-            changed: edits.iter().map(|e| e.bytes.len() as u64).sum(),
+            ranges: ranges + fixes.len(),
+            changed: changed + fixes.iter().map(|f| f.bytes.len() as u64).sum::<u64>(),
             copy,
         },
     )
+}
+
+impl Changes for Vec<Edit> {
+    fn each(&self, f: &mut dyn FnMut(&Edit, bool) -> Result<()>) -> Result<()> {
+        self.iter().try_for_each(|e| f(e, false))
+    }
 }
 
 /// Every input held open is as it was opened.
@@ -191,7 +225,7 @@ pub fn write_whole(
         changed: len,
         copy: CopiedBy::None,
     };
-    tmp.finish(out, validate, &Edits::new(), written)?.place()
+    tmp.finish(out, validate, &[], written)?.place()
 }
 
 /// A new file complete, validated and on disk, to be put in its
@@ -261,20 +295,19 @@ impl Temp {
         self,
         out: &Path,
         validate: Validate<'_>,
-        edits: &Edits,
+        edits: &[&dyn Changes],
         written: Written,
     ) -> Result<Ready> {
         let io = EditError::io(out);
         self.file().sync_all().map_err(EditError::io(out))?;
-        {
-            let back = Source::open(&self.tmp.reopen_path()).map_err(|e| EditError::Invalid {
-                path: out.to_owned(),
-                error: e.to_string(),
-            })?;
-            let bytes = back.bytes();
-            for e in edits.iter() {
+        // Read back through the file, not its map: the edited bytes are
+        // then never all resident in this process at once.
+        let mut back = Vec::new();
+        for changes in edits {
+            changes.each(&mut |e, _| {
                 let span = e.span();
-                if span.end() > bytes.len() as u64 || span.bytes(bytes) != &e.bytes[..] {
+                back.resize(e.bytes.len(), 0);
+                if self.file().read_exact_at(&mut back, span.offset).is_err() || back != e.bytes {
                     return Err(EditError::Invalid {
                         path: out.to_owned(),
                         error: format!(
@@ -284,8 +317,15 @@ impl Temp {
                         ),
                     });
                 }
-            }
-            validate(bytes).map_err(|error| EditError::Invalid {
+                Ok(())
+            })?;
+        }
+        {
+            let back = Source::open(&self.tmp.reopen_path()).map_err(|e| EditError::Invalid {
+                path: out.to_owned(),
+                error: e.to_string(),
+            })?;
+            validate(back.bytes()).map_err(|error| EditError::Invalid {
                 path: out.to_owned(),
                 error,
             })?;
@@ -363,7 +403,7 @@ mod tests {
     use std::cell::RefCell;
 
     use super::*;
-    use crate::edit::Edit;
+    use crate::edit::{Edit, Edits};
 
     thread_local! {
         static AFTER_COPY: RefCell<Option<Box<dyn FnMut()>>> = RefCell::new(None);

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::RwLock;
 
 use super::journal::{self, Header, Journal, JournalError, Record};
-use super::{Edit, EditError, Edits};
+use super::{Changes, Edit, EditError};
 use crate::format::Span;
 use crate::source::Source;
 use crate::tree::SourceId;
@@ -317,11 +317,42 @@ impl Overlay {
         merged
     }
 
-    /// The bytes that differ from source `id` (`source`), as edits: each
-    /// run of changed bytes once, whatever was written over it.
-    pub fn edits(&self, id: SourceId, source: &Source) -> Result<Edits, EditError> {
+    /// The bytes that differ from source `id` (`source`), as edits read
+    /// from the journal a piece at a time when a writer asks for them:
+    /// each run of changed bytes once, whatever was written over it.
+    pub fn changes<'a>(&'a self, id: SourceId, source: &'a Source) -> Changed<'a> {
+        Changed {
+            overlay: self,
+            id,
+            source,
+        }
+    }
+
+    /// The sources with written bytes.
+    pub fn sources(&self) -> Vec<SourceId> {
+        let mut ids: Vec<SourceId> = self.read_lock().extents.keys().map(|(id, _)| *id).collect();
+        ids.dedup();
+        ids
+    }
+}
+
+/// The changed bytes of one source of an [`Overlay`], as [`Changes`]:
+/// pieces of at most 1 MiB, so memory holds one piece (and the source's
+/// and the overlay's bytes for it) whatever the edits' size.
+pub struct Changed<'a> {
+    overlay: &'a Overlay,
+    id: SourceId,
+    source: &'a Source,
+}
+
+impl Changes for Changed<'_> {
+    fn each(
+        &self,
+        f: &mut dyn FnMut(&Edit, bool) -> Result<(), EditError>,
+    ) -> Result<(), EditError> {
+        let (overlay, id, source) = (self.overlay, self.id, self.source);
         let spans: Vec<Span> = {
-            let state = self.read_lock();
+            let state = overlay.read_lock();
             overlapping(
                 &state.extents,
                 id,
@@ -333,51 +364,44 @@ impl Overlay {
             .map(|(offset, e)| Span { offset, len: e.len })
             .collect()
         };
-        let mut edits = Edits::new();
-        let mut run: Option<Edit> = None;
         let (mut old, mut new) = (Vec::new(), Vec::new());
+        let mut piece = Edit {
+            offset: 0,
+            bytes: Vec::new(),
+            path: String::new(),
+        };
+        // Where the last piece given ended: a run that goes on from there
+        // carries its range on.
+        let mut end = None;
         for whole in spans {
-            // In pieces, so that memory holds one piece besides the edits.
             for span in pieces(whole, 1 << 20) {
                 old.clear();
                 source
                     .read_span(span, &mut old)
                     .map_err(EditError::io(&source.path))?;
                 new.clone_from(&old);
-                self.apply(id, span, &mut new)
-                    .map_err(EditError::io(&self.path))?;
-                for (i, (a, b)) in old.iter().zip(&new).enumerate() {
-                    if a == b {
+                overlay
+                    .apply(id, span, &mut new)
+                    .map_err(EditError::io(&overlay.path))?;
+                let mut i = 0;
+                while i < new.len() {
+                    if old[i] == new[i] {
+                        i += 1;
                         continue;
                     }
-                    let at = span.offset + i as u64;
-                    match &mut run {
-                        Some(r) if r.span().end() == at => r.bytes.push(*b),
-                        _ => {
-                            if let Some(r) = run.take() {
-                                edits.add(r, &source.name)?;
-                            }
-                            run = Some(Edit {
-                                offset: at,
-                                bytes: vec![*b],
-                                path: String::new(),
-                            });
-                        }
+                    let from = i;
+                    while i < new.len() && old[i] != new[i] {
+                        i += 1;
                     }
+                    piece.offset = span.offset + from as u64;
+                    piece.bytes.clear();
+                    piece.bytes.extend_from_slice(&new[from..i]);
+                    f(&piece, end == Some(piece.offset))?;
+                    end = Some(span.offset + i as u64);
                 }
             }
         }
-        if let Some(r) = run {
-            edits.add(r, &source.name)?;
-        }
-        Ok(edits)
-    }
-
-    /// The sources with written bytes.
-    pub fn sources(&self) -> Vec<SourceId> {
-        let mut ids: Vec<SourceId> = self.read_lock().extents.keys().map(|(id, _)| *id).collect();
-        ids.dedup();
-        ids
+        Ok(())
     }
 }
 

@@ -75,6 +75,23 @@ impl Edits {
     }
 }
 
+/// Edits given one piece at a time, in source order, and as often as
+/// asked: a writer goes through them twice (to write, then to read them
+/// back), so a source of edits held on disk never needs them all in
+/// memory.
+pub trait Changes {
+    /// Calls `f` with each piece in source order, and whether it carries
+    /// on the range the piece before it began (so that pieces count as
+    /// the ranges they make up); stops at the first error.
+    fn each(&self, f: &mut dyn FnMut(&Edit, bool) -> Result<()>) -> Result<()>;
+}
+
+impl Changes for Edits {
+    fn each(&self, f: &mut dyn FnMut(&Edit, bool) -> Result<()>) -> Result<()> {
+        self.edits.iter().try_for_each(|e| f(e, false))
+    }
+}
+
 /// One edit covering `held` and `new`, which overlap and must agree where
 /// they do.
 fn fold(held: Edit, new: Edit, source_name: &str) -> Result<Edit> {

@@ -225,14 +225,11 @@ pub fn commit_overlay<'s>(
 ) -> Result<Written> {
     let commit = |why: String| FsError::Commit { why };
     let ids = overlay.sources();
-    let (id, edits) = match ids[..] {
-        [] => (0, edit::Edits::new()),
+    let written = match ids[..] {
+        [] => edit::save(sources(0)?, edit::Edits::new(), out, inputs),
         [id] => {
             let source = sources(id)?;
-            let edits = overlay
-                .edits(id, source)
-                .map_err(|e| commit(e.to_string()))?;
-            (id, edits)
+            edit::save(source, overlay.changes(id, source), out, inputs)
         }
         _ => {
             let names: Vec<String> = ids.iter().map(|&i| names(i)).collect();
@@ -242,8 +239,7 @@ pub fn commit_overlay<'s>(
             )));
         }
     };
-    let source = sources(id)?;
-    edit::save(source, edits, out, inputs).map_err(|e| commit(e.to_string()))
+    written.map_err(|e| commit(e.to_string()))
 }
 
 /// Logs why a write was refused, and returns the error.
