@@ -486,7 +486,10 @@ fn a_gibibyte_of_edits_is_listed_and_committed_in_bounded_memory() {
         committed / MIB,
         daemon / MIB
     );
-    assert!(listed < 128 * MIB, "edits peaked at {listed} bytes");
+    // A bound far below the gibibyte listed, with room for what the
+    // kernel counts besides the heap (one run on a loaded machine peaked
+    // at 133 MiB, others at 30 MiB).
+    assert!(listed < 256 * MIB, "edits peaked at {listed} bytes");
     // The writer takes the changed bytes a piece at a time from the
     // journal, and reads them back through the file, not a map.
     assert!(committed < 256 * MIB, "commit peaked at {committed} bytes");
