@@ -110,6 +110,9 @@ pub(super) fn run(args: &IndexArgs) -> Result<i32, i32> {
 }
 
 fn print_summary(s: &Summary) {
+    for (left_out, kept) in &s.same_files {
+        eprintln!("ptefs: {left_out}: the same file as {kept}, indexed once, as {kept}");
+    }
     eprintln!(
         "ptefs: {} files listed, {} indexed ({} could not be read), {} unchanged since the last run",
         s.listed, s.indexed, s.failed, s.unchanged

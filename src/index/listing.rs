@@ -8,6 +8,7 @@
 //! which have no extension of their own, by content.
 
 use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -33,6 +34,18 @@ pub struct Item {
     pub mtime: Option<i64>,
     /// Its entity tag, for an object in a store.
     pub etag: Option<String>,
+    /// The device and inode of a local file, by which two paths of one
+    /// file are told to be one.
+    pub file: Option<(u64, u64)>,
+}
+
+/// What a run's sources name.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The files, sorted by source and each once.
+    pub items: Vec<Item>,
+    /// Paths left out as another path of a file listed: (left out, kept).
+    pub same_files: Vec<(String, String)>,
 }
 
 /// A source that cannot be listed: the run stops (exit 2).
@@ -65,8 +78,11 @@ pub enum ListError {
     Shard(String),
 }
 
-/// The files `sources` name, sorted by source and each once.
-pub fn list(sources: &[String]) -> Result<Vec<Item>, ListError> {
+/// The files `sources` name, sorted by source and each once: a file
+/// reached by several paths (`a.pte` and `./a.pte`, a link, a directory
+/// and a file in it) is listed by the first of them in that order that is
+/// not a symbolic link, so its rows are not counted twice.
+pub fn list(sources: &[String]) -> Result<Listing, ListError> {
     let mut out = Vec::new();
     for s in sources {
         if let Some(list) = s.strip_prefix('@') {
@@ -79,6 +95,7 @@ pub fn list(sources: &[String]) -> Result<Vec<Item>, ListError> {
                         size: None,
                         mtime: None,
                         etag: None,
+                        file: None,
                     }),
                     r => r?,
                 }
@@ -87,9 +104,49 @@ pub fn list(sources: &[String]) -> Result<Vec<Item>, ListError> {
             one(s, &mut out)?;
         }
     }
+    for i in &mut out {
+        i.source = tidy(&i.source);
+    }
     out.sort_by(|a, b| a.source.cmp(&b.source));
     out.dedup_by(|a, b| a.source == b.source);
-    Ok(out)
+    // Of the paths of one file, the first that is not a link is kept.
+    let is_link = |i: &Item| std::fs::symlink_metadata(&i.source).is_ok_and(|m| m.is_symlink());
+    let mut kept = std::collections::HashMap::new();
+    for (n, i) in out.iter().enumerate() {
+        if let Some(f) = i.file {
+            let k = kept.entry(f).or_insert(n);
+            if is_link(&out[*k]) && !is_link(i) {
+                *k = n;
+            }
+        }
+    }
+    let mut listing = Listing::default();
+    for (n, i) in out.iter().enumerate() {
+        match i.file.map(|f| kept[&f]) {
+            Some(k) if k != n => listing
+                .same_files
+                .push((i.source.clone(), out[k].source.clone())),
+            _ => listing.items.push(i.clone()),
+        }
+    }
+    Ok(listing)
+}
+
+/// A local path without the `.` components and repeated slashes that do
+/// not change what it names (`./a//b.pte` is `a/b.pte`); `..` is kept, as
+/// through a link it is not the parent the text shows. A URL is as given.
+fn tidy(source: &str) -> String {
+    if is_url(source) || prefix::is_prefix(source) {
+        return source.to_owned();
+    }
+    let tidied: PathBuf = Path::new(source)
+        .components()
+        .filter(|c| c != &std::path::Component::CurDir)
+        .collect();
+    match tidied.to_str() {
+        Some("") | None => source.to_owned(),
+        Some(t) => t.to_owned(),
+    }
 }
 
 /// The paths and URLs of a `@list` file: one a line, blank lines and
@@ -140,6 +197,7 @@ fn one(s: &str, out: &mut Vec<Item>) -> Result<(), ListError> {
                     size: Some(o.size),
                     mtime: Some(o.modified),
                     etag: o.etag,
+                    file: None,
                 }),
         );
         return Ok(());
@@ -150,6 +208,7 @@ fn one(s: &str, out: &mut Vec<Item>) -> Result<(), ListError> {
             size: None,
             mtime: None,
             etag: None,
+            file: None,
         });
         return Ok(());
     }
@@ -186,6 +245,7 @@ fn item(source: String, meta: Option<&std::fs::Metadata>) -> Item {
         size: meta.map(std::fs::Metadata::len),
         mtime,
         etag: None,
+        file: meta.map(|m| (m.dev(), m.ino())),
     }
 }
 
@@ -413,5 +473,45 @@ mod tests {
         for bad in ["4/4", "1", "a/2", "0/0", "-1/3"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn one_file_under_several_paths_is_listed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("m")).unwrap();
+        std::fs::write(d.join("m/a.pte"), b"not a program").unwrap();
+        std::fs::write(d.join("m/b.pte"), b"another").unwrap();
+        // A link sorted before its target: the target's path is kept.
+        std::os::unix::fs::symlink("a.pte", d.join("m/0.pte")).unwrap();
+        std::fs::hard_link(d.join("m/b.pte"), d.join("b-again.pte")).unwrap();
+        let m = d.join("m").display().to_string();
+        let sources = [
+            format!("{m}/"),
+            format!("{m}/./a.pte"),
+            format!("{m}//b.pte"),
+            d.join("b-again.pte").display().to_string(),
+        ];
+        let listing = list(&sources).unwrap();
+        let listed: Vec<&str> = listing.items.iter().map(|i| i.source.as_str()).collect();
+        let b_again = d.join("b-again.pte").display().to_string();
+        assert_eq!(listed, [b_again.clone(), format!("{m}/a.pte")]);
+        assert_eq!(
+            listing.same_files,
+            [
+                (format!("{m}/0.pte"), format!("{m}/a.pte")),
+                (format!("{m}/b.pte"), b_again),
+            ]
+        );
+        // A file a list names that is gone is listed by its tidied text,
+        // once, for its row to say it is gone.
+        std::fs::write(
+            d.join("list.txt"),
+            format!("{m}/gone.pte\n{m}/./gone.pte\n"),
+        )
+        .unwrap();
+        let gone = list(&[format!("@{}", d.join("list.txt").display())]).unwrap();
+        let listed: Vec<&str> = gone.items.iter().map(|i| i.source.as_str()).collect();
+        assert_eq!(listed, [format!("{m}/gone.pte")]);
     }
 }

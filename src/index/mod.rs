@@ -57,6 +57,9 @@ pub struct Summary {
     pub failed: usize,
     /// The part files written.
     pub parts: Vec<PathBuf>,
+    /// Paths not indexed as another path of a file listed: (left out,
+    /// indexed as).
+    pub same_files: Vec<(String, String)>,
 }
 
 /// Trouble with the run itself (exit 2), as opposed to a file that fails
@@ -105,7 +108,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
             .collect::<Result<Vec<_>, _>>()?,
         hash: opts.hash,
     };
-    let listed: Vec<Item> = listing::list(&opts.sources)?
+    let listing = listing::list(&opts.sources)?;
+    let listed: Vec<Item> = listing
+        .items
         .into_iter()
         .filter(|i| opts.shard.takes(&i.source))
         .collect();
@@ -113,6 +118,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
     let have = parts::indexed(&out)?;
     let mut summary = Summary {
         listed: listed.len(),
+        same_files: listing.same_files,
         ..Summary::default()
     };
     let mut todo = Vec::new();

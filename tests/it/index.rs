@@ -432,6 +432,41 @@ fn a_rerun_indexes_only_new_or_changed_files_and_force_redoes_all() {
 }
 
 #[test]
+fn a_file_reached_by_several_paths_has_its_rows_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let models = tmp.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::copy(fixture("mlp.pte"), models.join("mlp.pte")).unwrap();
+    std::os::unix::fs::symlink("mlp.pte", models.join("latest.pte")).unwrap();
+    let cat = tmp.path().join("c");
+    let m = models.display().to_string();
+    let spelled = format!("{m}/./mlp.pte");
+    let r = index(&[&m, &spelled, "-o", cat.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    let (latest, mlp) = (format!("{m}/latest.pte"), format!("{m}/mlp.pte"));
+    assert!(
+        r.err.contains(&format!(
+            "ptefs: {latest}: the same file as {mlp}, indexed once, as {mlp}"
+        )),
+        "{}",
+        r.err
+    );
+    assert!(r.err.contains("1 files listed, 1 indexed"), "{}", r.err);
+    let files = rows(&cat, "files");
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0]["source"], mlp.as_str());
+    // The rows of the file named once.
+    let alone = tmp.path().join("alone");
+    let r = index(&[&mlp, "-o", alone.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    for table in ["tensors", "operators", "checks"] {
+        let got = rows(&cat, table);
+        assert!(!got.is_empty(), "{table}");
+        assert_eq!(got, rows(&alone, table), "{table}");
+    }
+}
+
+#[test]
 fn trouble_with_the_run_itself_is_exit_2_and_leaves_no_part() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("c");
