@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{OK, TROUBLE, error, open_inputs};
+use crate::index::listing;
 use crate::index::ops::{Union, program};
 use crate::source::redact::shown;
 
@@ -21,7 +22,8 @@ use crate::source::redact::shown;
     Exit status: 0 written, 2 a file cannot be read or holds no program.\n\n\
     Examples:\n  \
     ptefs ops a.pte b.pte c.bpte -o selected_operators.yaml\n  \
-    ptefs ops models/*.pte > selected_operators.yaml"
+    ptefs ops models/*.pte > selected_operators.yaml\n  \
+    ptefs ops exports/ -o selected_operators.yaml"
 )]
 pub(super) struct OpsArgs {
     /// Write the YAML to this file (replaced whole, atomically) instead
@@ -30,15 +32,52 @@ pub(super) struct OpsArgs {
     output: Option<PathBuf>,
     #[command(flatten)]
     http: super::HttpHeaders,
-    /// Programs (.pte, .bpte), or http(s)://, s3://, gs:// or az:// URLs of them.
+    /// Programs (.pte, .bpte), http(s)://, s3://, gs:// or az:// URLs of
+    /// them, or directories, whose programs (by extension, recursively)
+    /// are taken.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+}
+
+/// The files `args` name, a directory's programs in its place.
+fn programs(args: &[PathBuf]) -> Result<Vec<PathBuf>, i32> {
+    let mut out = Vec::new();
+    for a in args {
+        if !a.is_dir() {
+            out.push(a.clone());
+            continue;
+        }
+        let listed = listing::list(&[a.to_string_lossy().into_owned()]).map_err(|e| {
+            error(e);
+            TROUBLE
+        })?;
+        let before = out.len();
+        out.extend(
+            listed
+                .items
+                .into_iter()
+                .map(|i| PathBuf::from(i.source))
+                .filter(|p| {
+                    p.extension()
+                        .and_then(|e| e.to_str())
+                        .is_some_and(|e| ["pte", "bpte"].contains(&e.to_ascii_lowercase().as_str()))
+                }),
+        );
+        if out.len() == before {
+            error(format_args!(
+                "{}: no program (.pte, .bpte) in it",
+                a.display()
+            ));
+            return Err(TROUBLE);
+        }
+    }
+    Ok(out)
 }
 
 pub(super) fn run(args: &OpsArgs) -> Result<i32, i32> {
     args.http.apply()?;
     let mut union = Union::default();
-    for f in &args.files {
+    for f in &programs(&args.files)? {
         let opened = open_inputs(std::slice::from_ref(f), &[], false)?;
         let inputs = opened.parse().map_err(|e| {
             error(e);

@@ -96,6 +96,32 @@ fn the_union_of_one_program_is_its_ops_yaml() {
 }
 
 #[test]
+fn a_directory_gives_the_union_of_its_programs_and_no_other_file() {
+    // backends/ holds programs and data files beside them.
+    let dir = fixture("backends");
+    let ops = ptefs_run(["ops".as_ref(), dir.as_os_str()]);
+    assert_eq!(ops.code, 0, "{}", ops.err);
+    let each: Vec<PathBuf> = programs()
+        .into_iter()
+        .filter(|p| p.parent() == Some(dir.as_path()))
+        .collect();
+    assert!(each.len() > 3, "{each:?}");
+    let mut args = vec!["ops".as_ref()];
+    args.extend(each.iter().map(|p| p.as_os_str()));
+    let listed = ptefs_run(args);
+    assert_eq!(listed.code, 0, "{}", listed.err);
+    assert_eq!(ops.out, listed.out);
+    let empty = tempfile::tempdir().unwrap();
+    let none = ptefs_run(["ops".as_ref(), empty.path().as_os_str()]);
+    assert_eq!(none.code, 2);
+    assert!(
+        none.err.contains("no program (.pte, .bpte) in it"),
+        "{}",
+        none.err
+    );
+}
+
+#[test]
 fn a_file_without_a_program_is_refused_by_name() {
     for (name, why) in [
         ("mlp_external.ptd", "a data file (.ptd) holds no operators"),
