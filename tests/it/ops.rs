@@ -69,6 +69,18 @@ fn every_program_passes_check_against_the_union() {
     for f in &files {
         let r = check(f, &union, tmp.path());
         assert_eq!(r.code, 0, "{}: {}{}", f.display(), r.out, r.err);
+        // And against its own union: for a program whose every call is
+        // delegated, a YAML naming no operator.
+        let own = tmp.path().join("own.yaml");
+        let made = ptefs_run([
+            "ops".as_ref(),
+            f.as_os_str(),
+            "-o".as_ref(),
+            own.as_os_str(),
+        ]);
+        assert_eq!(made.code, 0, "{}", made.err);
+        let r = check(f, &own, tmp.path());
+        assert_eq!(r.code, 0, "{}: {}{}", f.display(), r.out, r.err);
     }
     // Without the bundle, its custom operator is missing from the union.
     let bundle = fixture("check/missing_ops.bpte");

@@ -167,26 +167,30 @@ impl RuntimeSpec {
         };
         let text = std::str::from_utf8(bytes)
             .map_err(|e| invalid(format!("not UTF-8 text (byte {})", e.valid_up_to())))?;
-        let mut spec = if text.trim_start().starts_with('{') {
+        let spec = if text.trim_start().starts_with('{') {
             let j: JsonSpec = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
-            RuntimeSpec {
+            let spec = RuntimeSpec {
                 names: Vec::new(),
                 version: j.version,
                 operators: j.operators.into_iter().map(|o| (o, Kernels::Any)).collect(),
                 backends: j.backends.into_iter().collect(),
                 all_operators: false,
                 deprecated_constant_buffer: j.deprecated_constant_buffer,
+            };
+            // Most likely some other JSON file. A YAML that names nothing
+            // is a real answer: the selective build of a program whose
+            // every call is delegated.
+            if spec.operators.is_empty() && spec.backends.is_empty() {
+                return Err(invalid(
+                    "it names no operators and no backends (expected the JSON of \
+                     `operators` and `backends`, or a selected_operators.yaml)"
+                        .to_owned(),
+                ));
             }
+            spec
         } else {
             selected_operators(text).map_err(invalid)?
         };
-        if spec.operators.is_empty() && spec.backends.is_empty() && !spec.all_operators {
-            return Err(invalid(
-                "it names no operators and no backends (expected the JSON of \
-                 `operators` and `backends`, or a selected_operators.yaml)"
-                    .to_owned(),
-            ));
-        }
         if let Some(bad) = spec
             .operators
             .keys()
@@ -198,6 +202,7 @@ impl RuntimeSpec {
                 serde_json::to_string(bad).unwrap_or_default()
             )));
         }
+        let mut spec = spec;
         spec.names.push(name.to_owned());
         Ok(spec)
     }
@@ -287,6 +292,28 @@ fn scalar(s: &str, line: usize) -> Result<String, String> {
     }
 }
 
+/// The names of a section's value given on its own line in flow style
+/// (`[a, "b"]`, or `{}` for none); none for a block that follows.
+fn flow_items(value: &str, line: usize) -> Result<Vec<String>, String> {
+    let v = value.trim();
+    if v.is_empty() || v == "{}" {
+        return Ok(Vec::new());
+    }
+    let Some(inner) = v.strip_prefix('[').and_then(|v| v.strip_suffix(']')) else {
+        return Err(format!(
+            "line {line}: expected a list (`[a, b]`) or the names on the lines below, \
+             found {}",
+            serde_json::to_string(v).unwrap_or_default()
+        ));
+    };
+    inner
+        .split(',')
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .map(|i| scalar(i, line))
+        .collect()
+}
+
 /// A selective build's `selected_operators.yaml` (the names under
 /// `operators:` and the keys under `et_kernel_metadata:`; other sections
 /// are read past), or the YAML of the JSON spec, as `yaml.safe_dump`
@@ -334,10 +361,26 @@ fn selected_operators(text: &str) -> Result<RuntimeSpec, String> {
                     serde_json::to_string(body).unwrap_or_default()
                 ));
             };
-            seen_section = true;
             section = match k {
-                "operators" => Section::Operators,
-                "backends" => Section::Backends,
+                "operators" | "backends" => {
+                    seen_section = true;
+                    let into = if k == "operators" {
+                        Section::Operators
+                    } else {
+                        Section::Backends
+                    };
+                    for name in flow_items(v, line)? {
+                        match into {
+                            Section::Operators => {
+                                spec.operators.insert(name, Kernels::Any);
+                            }
+                            _ => {
+                                spec.backends.insert(name);
+                            }
+                        }
+                    }
+                    into
+                }
                 "et_kernel_metadata" => Section::Metadata,
                 "version" => {
                     spec.version = Some(scalar(v, line)?);
@@ -403,6 +446,26 @@ mod tests {
         assert!(portable.has_kernel("executorch_prim::et_view.default", "v1"));
         assert!(portable.has_kernel("aten::add.out", "v1"));
         assert!(!portable.has_kernel("aten::linear.out", "v1"));
+    }
+
+    #[test]
+    fn a_yaml_may_name_nothing_or_list_names_in_flow_style() {
+        // The selective build of a program whose every call is delegated.
+        let none = "build_features: []\noperators: {}\nkernel_metadata: {}\n";
+        let s = RuntimeSpec::parse("none.yaml", none.as_bytes()).unwrap();
+        assert_eq!(s.operator_count(), Some(0));
+        let flow = "operators: [aten::add.out, \"aten::mul.out\"]\nbackends: [XnnpackBackend]\n";
+        let s = RuntimeSpec::parse("flow.yaml", flow.as_bytes()).unwrap();
+        assert!(s.has_kernel("aten::mul.out", "v1"));
+        assert_eq!(s.backends().collect::<Vec<_>>(), ["XnnpackBackend"]);
+        let err = |t: &str| {
+            RuntimeSpec::parse("x.yaml", t.as_bytes())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err("build_features: []\n").contains("no `operators:` or `backends:` section"));
+        assert!(err("operators: aten::add.out\n").contains("line 1: expected a list"));
+        assert!(err("{\"operators\": []}").contains("names no operators and no backends"));
     }
 
     #[test]
