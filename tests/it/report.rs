@@ -363,6 +363,22 @@ fn the_same_bytes_in_a_program_and_its_data_file_are_a_duplicate() {
 }
 
 #[test]
+fn delegate_float_weights_under_their_own_type_names_are_not_quantized() {
+    // Core ML names its types `fp32`, the CUDA backend `float32`,
+    // `bfloat16`: floating point all the same.
+    for f in ["backends/coreml_mlp.pte", "vendor/aoti.pte"] {
+        let r = report(&fixture(f), &[]);
+        let q = &r["quantization"];
+        let weights = q["weights"].as_array().unwrap();
+        assert!(!weights.is_empty(), "{f}");
+        for w in weights {
+            assert_eq!(w["scheme"], "none", "{f}: {w}");
+        }
+        assert_eq!(q["all_fp32"], Value::Bool(true), "{f}");
+    }
+}
+
+#[test]
 fn float_weights_with_quantizer_operators_are_called_out() {
     let weight: Vec<u8> = (0..64u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
     let mut p = Program::forward(vec![

@@ -212,11 +212,11 @@ pub fn collect(subject: Subject<'_>, notes: &mut Vec<String>) -> Vec<Stored> {
                 let raw = entries.iter().find_map(|e| e.raw_bits).unwrap_or(false);
                 (d, raw)
             })
-            .or_else(|| match meta.map(|m| m.dtype) {
-                Some(crate::tree::Dtype::Scalar(t)) => {
-                    crate::format::scalar::numpy(t).map(|n| (n.descr.to_owned(), n.raw_bits))
-                }
-                _ => None,
+            // A delegate's own type name (Core ML's `fp32`) counts when
+            // its elements are plain scalars.
+            .or_else(|| {
+                let t = meta.and_then(|m| m.dtype.element())?;
+                crate::format::scalar::numpy(t).map(|n| (n.descr.to_owned(), n.raw_bits))
             });
         let delegate = delegates.remove(&ino);
         let label = delegate.as_ref().map(|d| d.label.as_str());

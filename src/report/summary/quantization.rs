@@ -96,7 +96,9 @@ pub fn scheme(s: &Stored) -> (String, Option<u64>) {
         }
     }
     let float = matches!(&s.numpy, Some((d, _)) if d.contains('f'))
-        || s.dtype.as_deref().is_some_and(|d| d.contains("BFLOAT16"));
+        || s.dtype
+            .as_deref()
+            .is_some_and(|d| d.eq_ignore_ascii_case("bfloat16"));
     if float {
         ("none".to_owned(), None)
     } else {
