@@ -168,6 +168,7 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
         profile: None,
         etrecord: None,
         reports: None,
+        beside: &[],
     };
     let tree = crate::tree::build_with(&inputs.shown, &inputs.attached, &options);
     let extras = Extras {

@@ -115,6 +115,9 @@ pub struct Opened {
     profile: Option<usize>,
     /// The source of the ETRecord joined with the programs.
     etrecord: Option<usize>,
+    /// Whether the programs of directories take the data files beside
+    /// them (`Request::auto_data`).
+    auto_data: bool,
 }
 
 /// The parsed files of an [`Opened`] request.
@@ -188,6 +191,51 @@ impl Opened {
         (with, notes)
     }
 
+    /// For each program found in a directory, the data files shown beside
+    /// it that supply what it lacks, chosen as for a program named alone
+    /// (see [`Request::with_found_data`]), as (program, data file)
+    /// sources. Attached to every program, they would also show under
+    /// `named/` of programs that never asked for them.
+    fn data_beside(&self, parsed: &Inputs<'_>) -> Vec<(tree::SourceId, tree::SourceId)> {
+        let mut pairs = Vec::new();
+        if !self.auto_data {
+            return pairs;
+        }
+        let given = parsed.attached_data();
+        let attached: Vec<PathBuf> = (self.sources[self.shown..].iter())
+            .map(|s| s.path.clone())
+            .collect();
+        let identity = |p: &Path| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+        };
+        for i in &parsed.shown {
+            let Parsed::Program(p) = &i.parsed else {
+                continue;
+            };
+            let Some(s) = self.sources.get(i.source) else {
+                continue;
+            };
+            if !self.found.get(i.source).copied().unwrap_or(false) || s.is_remote() {
+                continue;
+            }
+            let (found, notes) =
+                crate::auto_data::find_among(&[(s.path.as_path(), p)], &given, &attached);
+            notes.iter().for_each(|n| log::info!("{n}"));
+            for f in found.iter().filter_map(|f| identity(f)) {
+                let shown = (parsed.shown.iter())
+                    .filter(|d| matches!(d.parsed, Parsed::Data(_)))
+                    .find(|d| {
+                        (self.sources.get(d.source)).and_then(|s| identity(&s.path)) == Some(f)
+                    });
+                if let Some(d) = shown {
+                    pairs.push((i.source, d.source));
+                }
+            }
+        }
+        pairs
+    }
+
     /// Fetches remote sources whole, for work that reads every byte of
     /// them (comparing tensors, hashing them for `--names`).
     pub fn fetch_whole(&mut self) -> Result<(), OpenError> {
@@ -217,6 +265,7 @@ impl Opened {
         } else {
             crate::report::summary::tree_files
         };
+        let beside = self.data_beside(&parsed);
         let options = tree::Options {
             one_dir_each,
             names,
@@ -224,6 +273,7 @@ impl Opened {
             profile: parsed.profile.as_ref(),
             etrecord: parsed.etrecord.as_ref(),
             reports: Some(maker),
+            beside: &beside,
         };
         let tree = tree::build_with(&parsed.shown, &parsed.attached, &options);
         (tree, parsed.skipped)
@@ -264,6 +314,7 @@ impl Opened {
             debug,
             profile,
             etrecord,
+            auto_data: req.auto_data,
         })
     }
 

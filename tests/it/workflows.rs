@@ -500,6 +500,52 @@ fn mount_t_fuse_ptefs() {
 }
 
 #[test]
+fn each_program_of_a_directory_takes_the_data_files_beside_it_it_needs() {
+    if !fuse_or_skip("each_program_of_a_directory_takes_the_data_files_beside_it_it_needs") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "mlp_external.pte",
+        "mlp_external.ptd",
+        "xnnpack_external.pte",
+        "xnnpack_external.ptd",
+        "mlp.pte",
+    ] {
+        std::fs::copy(fixture(f), dir.path().join(f)).unwrap();
+    }
+    let m = Mounted::new(&[dir.path().as_os_str()]);
+    // The external tensors resolve, byte for byte as with the file named.
+    let alone = Mounted::new(&[fixture("mlp_external.pte").as_os_str()]);
+    for t in ["0.fc1.weight.bin", "3.fc2.bias.bin"] {
+        let got = std::fs::read(m.path(&format!("mlp_external.pte/methods/forward/tensors/{t}")));
+        let want = std::fs::read(alone.path(&format!("methods/forward/tensors/{t}")));
+        assert_eq!(got.unwrap(), want.unwrap(), "{t}");
+    }
+    let names = |p: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(m.path(p))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    // Each program gets only what it asked for: the XNNPACK program its
+    // four blobs, not the other data file's tensors; the plain program
+    // nothing.
+    assert_eq!(
+        names("xnnpack_external.pte/named").len(),
+        5,
+        "4 blobs and index.json"
+    );
+    assert_eq!(names("mlp.pte/named"), ["index.json"]);
+    // Without auto-attach, nothing is found.
+    let off = Mounted::new(&[OsStr::new("--no-auto-data"), dir.path().as_os_str()]);
+    let t = off.path("mlp_external.pte/methods/forward/tensors/0.fc1.weight.bin");
+    assert!(std::fs::read(t).is_err());
+}
+
+#[test]
 fn the_same_data_serves_every_program_in_a_mount() {
     if !fuse_or_skip("the_same_data_serves_every_program_in_a_mount") {
         return;

@@ -98,6 +98,9 @@ pub struct Options<'o, 'a> {
     /// What renders the `report/` directory of each program, bundled
     /// program and package, when first read; none without it.
     pub reports: Option<ReportMaker>,
+    /// Data files shown beside the programs of a directory that supply
+    /// them, besides `attached`: (the program's source, the data file's).
+    pub beside: &'o [(SourceId, SourceId)],
 }
 
 /// The tree of `inputs` with `attached` data, showing what `options` add;
@@ -125,6 +128,7 @@ fn build_in(
         profile,
         etrecord,
         reports,
+        beside,
     } = *options;
     let data: Vec<Attached<'_, '_>> = attached
         .iter()
@@ -209,6 +213,19 @@ fn build_in(
             };
             let name = parent.names.unique(&encode(last), "");
             let ino = b.dir(parent.ino, name).ino;
+            let mut data = data.clone();
+            data.extend(
+                (inputs.iter())
+                    .filter(|d| beside.contains(&(input.source, d.source)))
+                    .filter_map(|d| match &d.parsed {
+                        Parsed::Data(file) => Some(Attached {
+                            name: &d.name,
+                            source: d.source,
+                            file,
+                        }),
+                        _ => None,
+                    }),
+            );
             b.input(ino, input, &data);
         }
     }
@@ -216,6 +233,7 @@ fn build_in(
 }
 
 /// A data file attached to programs.
+#[derive(Clone, Copy)]
 struct Attached<'i, 'a> {
     name: &'i str,
     source: SourceId,
