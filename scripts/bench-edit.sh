@@ -7,12 +7,13 @@
 # Usage: scripts/bench-edit.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 runs=${RUNS:-5}
 mkdir -p "$work"
 cargo build --release --quiet --example make_model
 cargo build --release --quiet
-ptefs=$PWD/target/release/ptefs
+ptefs=$release/ptefs
 say() { echo "$*" >&2; }
 now() { date +%s%N; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -24,7 +25,7 @@ fsname=$(stat -f -c %T "$work")
 model=$work/set-2mib.pte
 if [[ ! -f $model ]]; then
   say "writing $model ..."
-  target/release/examples/make_model "$model" --tensors 1024 --tensor-bytes 2097152 --big-bytes 0
+  $release/examples/make_model "$model" --tensors 1024 --tensor-bytes 2097152 --big-bytes 0
 fi
 raw=$work/new-2mib.bin
 head -c 2097152 /dev/urandom > "$raw"
@@ -41,7 +42,7 @@ echo "| \`ptefs set\` of one 2 MiB tensor in a $(awk -v b="$size" 'BEGIN {printf
 
 # pack: a program of 512 external tensors of 2 MiB, from a 1 GiB checkpoint.
 prog=$work/pack-1gib.pte
-[[ -f $prog ]] || target/release/examples/make_model "$prog" --tensors 512 --tensor-bytes 2097152 --big-bytes 0 --external 1
+[[ -f $prog ]] || $release/examples/make_model "$prog" --tensors 512 --tensor-bytes 2097152 --big-bytes 0 --external 1
 ckpt=$work/pack-1gib.safetensors
 if [[ ! -f $ckpt ]]; then
   say "writing $ckpt ..."

@@ -9,10 +9,11 @@
 # Usage: scripts/bench-etrecord.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-$(mktemp -d)}
 runs=${RUNS:-5}
 py=${ET_PYTHON:-/work/et-venv/bin/python}
-bin=${PTEFS:-target/release/ptefs}
+bin=${PTEFS:-$release/ptefs}
 [[ -x $bin ]] || cargo build --release --quiet --bin ptefs
 record=$work/mv2.etrecord
 if [[ ! -f $record ]]; then

@@ -10,12 +10,13 @@
 #   scripts/bench-index.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 runs=${RUNS:-5}
 mkdir -p "$work"
 cargo build --release --quiet --example make_model
 cargo build --release --quiet
-ptefs=$PWD/target/release/ptefs
+ptefs=$release/ptefs
 now() { date +%s%N; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ms() { awk -v n="$1" 'BEGIN {printf (n < 1e8 ? "%.1f ms" : "%.0f ms"), n/1e6}'; }
@@ -39,9 +40,9 @@ echo "| \`ptefs index\` of 1,000 programs ($(nproc) jobs) | $(ms "$(median "${ti
 
 # Peak memory of one file's index beside its bound.
 big=$work/big.pte
-[[ -f $big ]] || target/release/examples/make_model "$big" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824
+[[ -f $big ]] || $release/examples/make_model "$big" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824
 many=$work/million.pte
-[[ -f $many ]] || target/release/examples/make_model "$many" --tensors 1000000 --tensor-bytes 16 --big-bytes 0
+[[ -f $many ]] || $release/examples/make_model "$many" --tensors 1000000 --tensor-bytes 16 --big-bytes 0
 for what in "the 2.2 GB program:$big" "the 1,000,000-tensor program:$many"; do
   file=${what#*:}
   rm -rf "$work/catalog-one"

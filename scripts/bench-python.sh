@@ -17,6 +17,7 @@
 # Usage: scripts/bench-python.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 runs=${RUNS:-5}
 mkdir -p "$work"
@@ -56,7 +57,7 @@ echo "| $what | $(ms "$p") | safetensors \`safe_open\` + \`get_tensor\` + the sa
 # Where each way's time goes (to stderr: not rows of the table), and
 # where ptefs's open goes, in Rust.
 cargo build --release --quiet --example open_phases
-target/release/examples/open_phases "$mv2" >&2
+$release/examples/open_phases "$mv2" >&2
 "$py" "$bench" phases "$mv2" "$st" "$path" "$small_runs" | while read -r way o a m c; do
   say "$(awk -v w="$way" -v o="$o" -v a="$a" -v m="$m" -v c="$c" 'BEGIN {
     printf "mv2_xnnpack.pte, %s (ms): open %.3f, array %.3f, sum %.3f, close %.3f", w, o/1e6, a/1e6, m/1e6, c/1e6}')"

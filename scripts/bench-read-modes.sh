@@ -14,13 +14,14 @@
 # are warm the same way. The re-read follows at once on the same mount.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 runs=${RUNS:-3}
 mkdir -p "$work"
 if [[ -z ${PTEFS:-} ]]; then
   cargo build --release --quiet --example make_model
   cargo build --release --quiet
-  PTEFS=$PWD/target/release/ptefs
+  PTEFS=$release/ptefs
 fi
 ptefs=$PTEFS
 py=${PYTHON:-python3}
@@ -33,8 +34,8 @@ grep -q " $mnt " /proc/self/mountinfo && $ptefs umount "$mnt"
 # One program: a 1 GiB tensor and 1,000 of 4 KiB; another: one of 2 MiB.
 big=$work/read-big.pte
 two=$work/read-2m.pte
-[[ -f $big ]] || target/release/examples/make_model "$big" --tensors 1000 --tensor-bytes 4096 --big-bytes 1073741824
-[[ -f $two ]] || target/release/examples/make_model "$two" --tensors 1 --tensor-bytes 2097152 --big-bytes 0
+[[ -f $big ]] || $release/examples/make_model "$big" --tensors 1000 --tensor-bytes 4096 --big-bytes 1073741824
+[[ -f $two ]] || $release/examples/make_model "$two" --tensors 1 --tensor-bytes 2097152 --big-bytes 0
 cat "$big" "$two" > /dev/null
 
 # name:offset:length of each tensor file of SOURCE, in index order.

@@ -10,14 +10,15 @@
 # Usage: scripts/bench-remote.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench-remote}
 mkdir -p "$work/www" "$work/nginx" "$work/mnt"
 cargo build --release --quiet --example make_model
 cargo build --release --quiet
-ptefs=$PWD/target/release/ptefs
+ptefs=$release/ptefs
 model=$work/www/remote.pte
 mnt=$work/mnt
-[[ -s $model ]] || target/release/examples/make_model "$model" --tensors 20000 --tensor-bytes 53584 --big-bytes $((2 << 20))
+[[ -s $model ]] || $release/examples/make_model "$model" --tensors 20000 --tensor-bytes 53584 --big-bytes $((2 << 20))
 grep -q " $mnt " /proc/self/mountinfo && $ptefs umount "$mnt"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -7,16 +7,17 @@
 #   scripts/bench-report.sh [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 runs=${RUNS:-5}
 mkdir -p "$work"
 cargo build --release --quiet --example make_model
 cargo build --release --quiet
-ptefs=$PWD/target/release/ptefs
+ptefs=$release/ptefs
 model=$work/big.pte
 if [[ ! -f $model ]]; then
   echo "writing $model ..." >&2
-  target/release/examples/make_model "$model" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824
+  $release/examples/make_model "$model" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824
 fi
 now() { date +%s%N; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }

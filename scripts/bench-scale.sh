@@ -15,12 +15,13 @@
 # Usage: scripts/bench-scale.sh [WORKDIR]   (SCALE_PARTS sets N, default 1,000,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 n=${SCALE_TENSORS:-1000000}
 mkdir -p "$work"
 cargo build --release --quiet --example make_model --example make_profile
 cargo build --release --quiet
-ptefs=$PWD/target/release/ptefs
+ptefs=$release/ptefs
 now() { date +%s%N; }
 ms() { awk -v n="$1" 'BEGIN {printf "%.0f ms", n/1e6}'; }
 
@@ -31,7 +32,7 @@ for count in $((n / 5)) "$n"; do
   grep -q " $mnt " /proc/self/mountinfo && $ptefs umount "$mnt"
   if [[ ! -f $model ]]; then
     echo "writing $model ..." >&2
-    target/release/examples/make_model "$model" --tensors "$count" --tensor-bytes 102400 --big-bytes 0 --zeros 1
+    $release/examples/make_model "$model" --tensors "$count" --tensor-bytes 102400 --big-bytes 0 --zeros 1
   fi
   cat "$model" > /dev/null # the flatbuffer in the page cache (holes read as zeros)
   s=$(now); $ptefs mount "$model" "$mnt"; e=$(now)
@@ -60,12 +61,12 @@ parts=${SCALE_PARTS:-1000000}
 mkdir -p "$work/tiny" "$work/events"
 tiny=$work/tiny/tiny-$parts.pte
 events=$work/events/events-$parts.etdp
-[[ -f $tiny ]] || target/release/examples/make_model "$tiny" --tensors "$parts" --tensor-bytes 4 --big-bytes 0
-[[ -f $events ]] || target/release/examples/make_profile "$events" --events "$parts"
+[[ -f $tiny ]] || $release/examples/make_model "$tiny" --tensors "$parts" --tensor-bytes 4 --big-bytes 0
+[[ -f $events ]] || $release/examples/make_profile "$events" --events "$parts"
 # 1,000 values of one 1 MiB constant buffer.
 mkdir -p "$work/shared"
 shared=$work/shared/shared-1000.pte
-[[ -f $shared ]] || target/release/examples/make_model "$shared" --tensors 1000 --tensor-bytes 1048576 --big-bytes 0 --shared 1
+[[ -f $shared ]] || $release/examples/make_model "$shared" --tensors 1000 --tensor-bytes 1048576 --big-bytes 0 --shared 1
 # One row: the command, its wall time, peak RSS and the bound for FILE.
 row() {
   local file=$1

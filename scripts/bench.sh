@@ -21,12 +21,13 @@
 # fixture as a second anchor; DELEGATES_ONLY=1 stops after those rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
 work=${1:-${TMPDIR:-/tmp}/ptefs-bench}
 runs=${RUNS:-5}
 mkdir -p "$work"
 cargo build --release --quiet --example make_model --example make_package
 cargo build --release --quiet
-ptefs=$PWD/target/release/ptefs
+ptefs=$release/ptefs
 model=$work/big.pte
 mnt=$work/mnt
 plain=$work/plain
@@ -95,7 +96,7 @@ if [[ -n ${DELEGATES_ONLY:-} ]]; then print_table; exit 0; fi
 
 if [[ ! -f $model ]]; then
   say "writing $model ..."
-  target/release/examples/make_model "$model" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824
+  $release/examples/make_model "$model" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824
 fi
 big=methods/forward/tensors/00000.layers.18446744073709551615.weight.bin
 npaths=$($ptefs ls -R "$model" | wc -l)
@@ -258,7 +259,7 @@ row "daemon RssAnon after reading every file once" "$(mib "$after")" "right afte
 # Mount time of a native program package of 20,000 tensors (2,000 of them
 # aliases) and 1 GiB.
 package=$work/big.ptn
-[[ -f $package ]] || target/release/examples/make_package "$package" --tensors 20000 --tensor-bytes 57344
+[[ -f $package ]] || $release/examples/make_package "$package" --tensors 20000 --tensor-bytes 57344
 cat "$package" > /dev/null
 t=()
 for _ in $(seq "$runs"); do
@@ -271,7 +272,7 @@ row "mount of a 1.0 GB .ptn package ($($ptefs ls -R "$package" | wc -l) paths)" 
 model2=$work/big-last-changed.pte
 if [[ ! -f $model2 ]]; then
   say "writing $model2 ..."
-  target/release/examples/make_model "$model2" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824 --last-seed 7
+  $release/examples/make_model "$model2" --tensors 20000 --tensor-bytes 57344 --big-bytes 1073741824 --last-seed 7
 fi
 cat "$model2" > /dev/null
 dt=(); ct=()

@@ -9,7 +9,8 @@ set -euo pipefail
 dir=${1:?usage: gen-fleet.sh DIR [N]}
 n=${2:-1000}
 cd "$(dirname "$0")/.."
-make_model=target/release/examples/make_model
+release=${CARGO_TARGET_DIR:-$PWD/target}/release
+make_model=$release/examples/make_model
 [[ -x $make_model ]] || cargo build --release --quiet --example make_model
 mkdir -p "$dir"
 for ((i = 0; i < n; i++)); do
