@@ -93,6 +93,8 @@ pub struct Stored {
     pub checkpoint: Option<String>,
     /// Its path from the directory holding `weights.safetensors`.
     pub path: String,
+    /// The paths of its other names there (links to the same file).
+    pub links: Vec<String>,
 }
 
 /// What `weights.safetensors` is made from, set when the tree is built.
@@ -319,7 +321,7 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
     let mut by_bytes: HashMap<(SourceId, u64, u64), usize> = HashMap::new();
     let mut add = |name: Option<String>,
                    aliases: Vec<String>,
-                   path: String,
+                   paths: Vec<String>,
                    meta: u32,
                    (source, span): (SourceId, Span)| {
         let Some(m) = metas.get(meta as usize) else {
@@ -333,9 +335,10 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
                 t.aliases.push(n);
             }
             t.aliases.extend(aliases);
-            t.paths.push(path);
+            t.paths.extend(paths);
             return;
         }
+        let path = paths.first().cloned().unwrap_or_default();
         let Some(dt) = dtype(m.dtype) else {
             left_out.push(LeftOut {
                 path,
@@ -359,13 +362,13 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
             by_bytes.insert((source, span.offset, span.len), tensors.len());
         }
         tensors.push(Tensor {
-            name: name.unwrap_or_else(|| path.clone()),
+            name: name.unwrap_or(path),
             dtype: dt,
             shape,
             dim_order: m.dim_order.clone(),
             source,
             span,
-            paths: vec![path],
+            paths,
             aliases,
         });
     };
@@ -393,7 +396,7 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
             if let Some(a) = rows.alias(row) {
                 aliases.push(format!("{dir}/{a}"));
             }
-            add(name, aliases, path, kind.meta, rows.bytes(row));
+            add(name, aliases, vec![path], kind.meta, rows.bytes(row));
         }
     }
     for s in &parts.stored {
@@ -407,7 +410,8 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
             }
             (k, c) => k.clone().or_else(|| c.clone()),
         };
-        add(name, aliases, s.path.clone(), s.meta, (s.source, s.span));
+        let paths = std::iter::once(&s.path).chain(&s.links).cloned().collect();
+        add(name, aliases, paths, s.meta, (s.source, s.span));
     }
     if tensors.len() > limits.tensors {
         return Err(format!(
@@ -631,6 +635,7 @@ mod tests {
                     key: Some(format!("k{i}")),
                     checkpoint: None,
                     path: format!("tensors/k{i}.bin"),
+                    links: Vec::new(),
                 })
                 .collect(),
             untyped: Vec::new(),

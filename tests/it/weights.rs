@@ -85,15 +85,15 @@ fn check_with_crate(fs: &Fs, bytes: &[u8], what: &str) -> usize {
             .as_array()
             .unwrap_or_else(|| panic!("{what}: {name} has no paths"));
         for p in own {
-            listed.insert(p.as_str().unwrap().to_owned());
+            let p = p.as_str().unwrap();
+            listed.insert(p.to_owned());
+            let file = fs.read_copy(fs.resolve(p).unwrap(), 0, u64::MAX).unwrap();
+            assert!(
+                file == view.data(),
+                "{what}: {name} is not the bytes of {p}"
+            );
         }
         let path = own[0].as_str().unwrap();
-        let ino = fs.resolve(path).unwrap();
-        let file = fs.read_copy(ino, 0, u64::MAX).unwrap();
-        assert!(
-            file == view.data(),
-            "{what}: {name} is not the bytes of {path}"
-        );
         // A bfloat16 `.npy` is widened to float32: the `.bin` is the bytes.
         let npy = (path.strip_suffix(".bin"))
             .filter(|_| view.dtype() != safetensors::Dtype::BF16)
@@ -148,6 +148,45 @@ fn every_fixture_reads_with_the_safetensors_crate() {
     }
     assert!(total > 160, "{total} tensors in all");
     assert!(named > 80, "{named} tensors named by key or FQN");
+}
+
+#[test]
+fn weights_that_share_one_blob_list_every_path_of_it() {
+    // mv2_xnnpack.pte's XNNPACK weights keep equal biases as one blob of
+    // named data: one file of the tree under several names.
+    let model = fixture("mv2_xnnpack.pte");
+    let meta = weights_metadata(&[], &model);
+    let paths: std::collections::BTreeMap<String, Vec<String>> =
+        serde_json::from_value(meta["ptefs.paths"].clone()).unwrap();
+    let listed: BTreeSet<&str> = paths.values().flatten().map(String::as_str).collect();
+    let fs = Fs::new(view_of(std::slice::from_ref(&model), &[]));
+    let weights: Vec<String> = (fs.walk(ptefs::tree::ROOT))
+        .map(|(path, _)| path)
+        .filter(|p| p.contains("/xnnpack/weights/") && p.ends_with(".bin"))
+        .collect();
+    assert!(weights.len() > 100, "{}", weights.len());
+    for w in &weights {
+        assert!(listed.contains(w.as_str()), "{w} is in no tensor's paths");
+    }
+    // The shared blob: each of its weights, its named data file and its
+    // segment are paths of one tensor.
+    let shared = paths
+        .iter()
+        .filter(|(_, p)| p.iter().filter(|p| p.contains("/weights/")).count() > 1)
+        .count();
+    assert!(shared >= 10, "{shared} tensors with several weights");
+    let (key, of) = (paths.iter())
+        .find(|(_, p)| {
+            p.iter()
+                .any(|p| p.ends_with("/008-depthwise_conv2d.bias.bin"))
+        })
+        .unwrap();
+    let named = format!("named/{key}.bin");
+    for p in ["007-conv2d.bias.bin", "011-conv2d.bias.bin"] {
+        let p = format!("methods/forward/delegates/0-XnnpackBackend/xnnpack/weights/{p}");
+        assert!(of.contains(&p), "{key}: {of:?}");
+    }
+    assert!(of.contains(&named), "{key}: {of:?}");
 }
 
 #[test]
