@@ -3,7 +3,8 @@
 //!
 //! The file is a header rendered from the tree's own records of its
 //! tensors (names, types, shapes, where the bytes are) followed by the
-//! tensors' byte ranges of their sources, back to back: safetensors wants
+//! tensors' byte ranges of their sources, back to back, widest elements
+//! first so each tensor is aligned to its element size: safetensors wants
 //! no gaps between tensors, so the data section is a list of ranges, and
 //! a read is served from the sources' maps range by range, as every other
 //! file is. A byte range several tensors share is in the file once.
@@ -433,6 +434,12 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
     for t in &mut tensors {
         distinct_aliases(t);
     }
+    // Widest elements first: every size is a power of two and every
+    // tensor a whole number of its elements, so each starts at a multiple
+    // of its element size (as memory-mapping readers want) with no holes.
+    tensors.sort_unstable_by(|a, b| {
+        (b.dtype.bitsize().cmp(&a.dtype.bitsize())).then_with(|| a.name.cmp(&b.name))
+    });
     render(parts, tensors, left_out, &untyped, limits.header)
 }
 
@@ -473,7 +480,7 @@ fn distinct_aliases(t: &mut Tensor) {
     t.aliases.retain(|a| seen.insert(a.clone()));
 }
 
-/// The header and the segments of `tensors`, in order.
+/// The header and the segments of `tensors`, in order, back to back.
 fn render(
     parts: &Parts,
     tensors: Vec<Tensor>,
@@ -684,7 +691,7 @@ mod tests {
         let plan = plan(&p, &[float(&[1])], Limits::SAFETENSORS).unwrap();
         let h = header_of(&plan);
         let names: Vec<&String> = h.as_object().unwrap().keys().collect();
-        assert_eq!(names, ["__metadata__", "k0", "k0~2", "__metadata__~2"]);
+        assert_eq!(names, ["__metadata__", "__metadata__~2", "k0", "k0~2"]);
         let aliases: serde_json::Value =
             serde_json::from_str(h["__metadata__"]["ptefs.aliases"].as_str().unwrap()).unwrap();
         assert_eq!(aliases["k0~2"], serde_json::json!(["k0"]));
@@ -710,6 +717,46 @@ mod tests {
         let aliases: serde_json::Value =
             serde_json::from_str(h["__metadata__"]["ptefs.aliases"].as_str().unwrap()).unwrap();
         assert_eq!(aliases, serde_json::json!({"k0": ["k1", "ckpt.w"]}));
+    }
+
+    #[test]
+    fn each_tensor_starts_at_a_multiple_of_its_element_size_without_holes() {
+        let scalar = |t, sizes: &[i64]| TensorMeta {
+            dtype: Dtype::Scalar(t),
+            sizes: sizes.into(),
+            dim_order: None,
+        };
+        // a: 1 byte, b: 2 x f16, c: f64, d: 3 x f32, e: i64, in name order
+        // each after the first would be misaligned.
+        let metas = [
+            scalar(ScalarType::BYTE, &[1]),
+            scalar(ScalarType::HALF, &[2]),
+            scalar(ScalarType::DOUBLE, &[1]),
+            scalar(ScalarType::FLOAT, &[3]),
+            scalar(ScalarType::LONG, &[1]),
+        ];
+        let lens = [1, 4, 8, 12, 8];
+        let mut p = parts(5);
+        let mut at = 64;
+        for (i, s) in p.stored.iter_mut().enumerate() {
+            s.meta = i as u32;
+            s.key = Some(["a", "b", "c", "d", "e"][i].to_owned());
+            s.span = Span {
+                offset: at,
+                len: lens[i],
+            };
+            at += lens[i];
+        }
+        let plan = plan(&p, &metas, Limits::SAFETENSORS).unwrap();
+        assert!(plan.header.len().is_multiple_of(8));
+        let h = header_of(&plan);
+        let start = |k: &str| h[k]["data_offsets"][0].as_u64().unwrap();
+        let order: Vec<(&str, u64)> = ["c", "e", "d", "b", "a"]
+            .into_iter()
+            .map(|k| (k, start(k)))
+            .collect();
+        assert_eq!(order, [("c", 0), ("e", 8), ("d", 16), ("b", 28), ("a", 32)]);
+        assert_eq!(plan.data_len, 33);
     }
 
     #[test]

@@ -190,6 +190,38 @@ fn weights_that_share_one_blob_list_every_path_of_it() {
 }
 
 #[test]
+fn every_tensor_starts_at_a_multiple_of_its_element_size() {
+    let mut checked = 0;
+    for p in fixtures() {
+        let what = p.display().to_string();
+        let fs = Fs::new(view_of(std::slice::from_ref(&p), &[]));
+        let bytes = read_weights(&fs, u64::MAX);
+        let (n, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+        assert_eq!(
+            (8 + n) % 8,
+            0,
+            "{what}: the data section starts at {}",
+            8 + n
+        );
+        let mut tensors: Vec<_> = header.tensors().into_iter().collect();
+        tensors.sort_by_key(|(_, t)| t.data_offsets);
+        for (i, (name, t)) in tensors.iter().enumerate() {
+            let size = (t.dtype.bitsize() / 8).max(1);
+            let start = t.data_offsets.0;
+            assert_eq!(start % size, 0, "{what}: {name} ({:?}) at {start}", t.dtype);
+            // Back to back: no holes.
+            let end = i.checked_sub(1).map_or(0, |j| tensors[j].1.data_offsets.1);
+            assert_eq!(
+                start, end,
+                "{what}: {name} does not follow the tensor before it"
+            );
+            checked += usize::from(i > 0 && size > 1);
+        }
+    }
+    assert!(checked > 50, "{checked} tensors checked");
+}
+
+#[test]
 fn keys_fqns_and_delegate_weights_name_the_tensors() {
     let names = |name: &str| -> Vec<String> {
         let fs = Fs::new(view(name));
