@@ -17,7 +17,8 @@
 //! The dtype table ([`dtype`]) maps ExecuTorch's scalar types onto
 //! safetensors' exactly; a tensor of a type safetensors lacks (quantized,
 //! packed 4-bit, bits, complex double, a delegate's packed formats) is
-//! left out, and `__metadata__` lists it and counts it.
+//! left out, and `__metadata__` lists it and counts it; so does it list
+//! and count the external tensors whose data file is not attached.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
@@ -110,8 +111,25 @@ pub struct Parts {
     /// Files of raw named data that no tensor types (left out), with
     /// where their bytes are.
     pub untyped: Vec<(String, SourceId, Span)>,
+    /// Tensors whose bytes are not there (external tensors whose data
+    /// file is not attached), which the file cannot hold.
+    pub missing: Vec<Missing>,
     /// The checkpoint keys (`--names`) of stored byte ranges, each once.
     pub checkpoint: HashMap<(SourceId, u64, u64), Vec<String>>,
+}
+
+/// A tensor of the file's program whose bytes are not there: listed in
+/// `ptefs.missing`, so a reader of the file alone sees what it lacks.
+#[derive(Debug, Clone, Serialize)]
+pub struct Missing {
+    /// The directory its file would be in (`methods/forward/tensors`).
+    pub dir: String,
+    /// Its value index in the method.
+    pub value: usize,
+    /// The key its bytes are stored under elsewhere.
+    pub key: String,
+    /// Why its bytes are not there.
+    pub why: String,
 }
 
 /// `weights.safetensors`: its parts, and once looked at, its layout.
@@ -516,6 +534,8 @@ fn render(
     metadata.insert("ptefs.left_out", json(&left_out)?);
     metadata.insert("ptefs.untyped_count", untyped.len().to_string());
     metadata.insert("ptefs.untyped", json(&untyped)?);
+    metadata.insert("ptefs.missing_count", parts.missing.len().to_string());
+    metadata.insert("ptefs.missing", json(&parts.missing)?);
 
     let mut segments = Vec::with_capacity(tensors.len());
     let mut offsets = Vec::with_capacity(tensors.len());
@@ -646,6 +666,7 @@ mod tests {
                 })
                 .collect(),
             untyped: Vec::new(),
+            missing: Vec::new(),
             checkpoint: HashMap::new(),
         }
     }

@@ -470,6 +470,98 @@ fn set_from_replaces_exactly_the_tensors_whose_bytes_differ() {
 }
 
 #[test]
+fn set_from_takes_every_tree_path_listed_with_or_without_bin() {
+    let dir = tempfile::tempdir().unwrap();
+    let weights = "methods/forward/delegates/0-XnnpackBackend/xnnpack/weights";
+    let shared = format!("{weights}/008-depthwise_conv2d.bias.bin");
+    let cases = [
+        ("mv2_xnnpack.pte", shared.clone()),
+        (
+            "mv2_xnnpack.pte",
+            shared.trim_end_matches(".bin").to_owned(),
+        ),
+        ("mv2_xnnpack.pte", format!("{weights}/033-conv2d.filter")),
+        ("mlp.pte", "methods/forward/tensors/0".to_owned()),
+    ];
+    for (model, name) in cases {
+        let fs = Fs::new(view(model));
+        let original = read_weights(&fs, u64::MAX);
+        let st = safetensors::SafeTensors::deserialize(&original).unwrap();
+        let meta = weights_metadata(&[], &fixture(model));
+        let paths: std::collections::BTreeMap<String, Vec<String>> =
+            serde_json::from_value(meta["ptefs.paths"].clone()).unwrap();
+        let whole = format!("{}.bin", name.trim_end_matches(".bin"));
+        let (target, _) = (paths.iter())
+            .find(|(_, p)| p.contains(&whole))
+            .unwrap_or_else(|| panic!("{model}: {whole} is in no tensor's paths"));
+        let t = st.tensor(target).unwrap();
+        let mut bytes = t.data().to_vec();
+        for b in bytes.iter_mut().take(8) {
+            *b ^= 0x5a;
+        }
+        let view =
+            safetensors::tensor::TensorView::new(t.dtype(), t.shape().to_vec(), &bytes).unwrap();
+        let given = dir.path().join("given.safetensors");
+        safetensors::serialize_to_file([(name.as_str(), view)], None, &given).unwrap();
+        let out = dir.path().join(model);
+        let run = set_from(&fixture(model), &given, &out);
+        assert_eq!(run.code, 0, "{model} {name}: {}", run.err);
+        assert!(run.out.contains(", 1 changed;"), "{}", run.out);
+        let (_d, v) = view_bytes(model, &std::fs::read(&out).unwrap());
+        let now = read_weights(&Fs::new(v), u64::MAX);
+        let now = safetensors::SafeTensors::deserialize(&now).unwrap();
+        assert!(
+            now.tensor(target).unwrap().data() == &bytes[..],
+            "{model} {name}"
+        );
+    }
+}
+
+#[test]
+fn set_from_with_o_and_data_out_writes_both_when_only_the_data_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = fixture("mlp_external.pte");
+    let original = read_weights(&Fs::new(view("mlp_external.pte")), u64::MAX);
+    let st = safetensors::SafeTensors::deserialize(&original).unwrap();
+    let t = st.tensor("fc1.bias").unwrap();
+    let mut bytes = t.data().to_vec();
+    bytes[..4].copy_from_slice(&1.5f32.to_le_bytes());
+    let view = safetensors::tensor::TensorView::new(t.dtype(), t.shape().to_vec(), &bytes).unwrap();
+    let given = dir.path().join("given.safetensors");
+    safetensors::serialize_to_file([("fc1.bias", view)], None, &given).unwrap();
+    let (pte, ptd) = (dir.path().join("both.pte"), dir.path().join("both.ptd"));
+    let run = ptefs_run([
+        "set".as_ref(),
+        model.as_os_str(),
+        "--from".as_ref(),
+        given.as_os_str(),
+        "-o".as_ref(),
+        pte.as_os_str(),
+        "--data-out".as_ref(),
+        ptd.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    // The program as it was, said so; the data file with the new bias.
+    assert!(
+        std::fs::read(&pte).unwrap() == std::fs::read(&model).unwrap(),
+        "both.pte is mlp_external.pte"
+    );
+    assert!(run.out.contains("both.pte: "), "{}", run.out);
+    assert!(
+        run.out.contains("0 bytes set in 0 range(s), 0 changed"),
+        "{}",
+        run.out
+    );
+    let (a, b) = (
+        std::fs::read(fixture("mlp_external.ptd")).unwrap(),
+        std::fs::read(&ptd).unwrap(),
+    );
+    assert_eq!(a.len(), b.len());
+    assert!(run.out.contains("both.ptd: "), "{}", run.out);
+    assert!(a.iter().zip(&b).filter(|(x, y)| x != y).count() > 0);
+}
+
+#[test]
 fn set_from_refuses_unknown_names_and_other_shapes() {
     let dir = tempfile::tempdir().unwrap();
     let model = fixture("mlp_external.ptd");
@@ -627,6 +719,33 @@ fn a_data_files_layout_less_blobs_are_listed_and_counted_as_untyped() {
         assert_eq!(untyped, blobs, "{data}");
         assert_eq!(meta["ptefs.untyped_count"], 4, "{data}");
     }
+}
+
+#[test]
+fn external_tensors_without_their_data_file_are_listed_and_counted_as_missing() {
+    let program = fixture("mlp_external.pte");
+    let meta = weights_metadata(&["--no-auto-data".as_ref()], &program);
+    assert_eq!(meta["ptefs.paths"], serde_json::json!({}));
+    assert_eq!(meta["ptefs.missing_count"], 4);
+    let missing = meta["ptefs.missing"].as_array().unwrap();
+    let keys: BTreeSet<&str> = missing.iter().map(|m| m["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from(["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"])
+    );
+    let values: BTreeSet<u64> = missing
+        .iter()
+        .map(|m| m["value"].as_u64().unwrap())
+        .collect();
+    assert_eq!(values.len(), 4);
+    for m in missing {
+        assert_eq!(m["dir"], "methods/forward/tensors", "{m}");
+        assert_eq!(m["why"], "no data file is attached (--data)", "{m}");
+    }
+    // Attached (found beside it), nothing is missing.
+    let meta = weights_metadata(&[], &program);
+    assert_eq!(meta["ptefs.missing_count"], 0);
+    assert_eq!(meta["ptefs.missing"], serde_json::json!([]));
 }
 
 #[test]

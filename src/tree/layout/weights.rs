@@ -8,8 +8,18 @@ use std::sync::Arc;
 
 use super::{Builder, Dir};
 use crate::format::Span;
-use crate::tree::weights::{Assembly, FILE_NAME, Parts, Stored};
+use crate::tree::weights::{Assembly, FILE_NAME, Missing, Parts, Stored};
 use crate::tree::{Content, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta};
+
+/// A tensor whose bytes are not there, noted while the tree is built.
+pub(crate) struct Absent {
+    /// The directory its file would be in.
+    dir: Ino,
+    /// Its value index and its key, percent-encoded.
+    value: usize,
+    key: String,
+    why: String,
+}
 
 /// A `weights.safetensors` to assemble.
 pub(crate) struct Pending {
@@ -48,6 +58,18 @@ impl Builder {
             .or_insert_with(|| key.into());
     }
 
+    /// Notes that the tensor of value `value` with key `key`
+    /// (percent-encoded), whose file would be in directory `dir`, has no
+    /// bytes to show, and why: its `weights.safetensors` lists it.
+    pub(super) fn missing_weight(&mut self, dir: Ino, value: usize, key: &str, why: String) {
+        self.missing_weights.push(Absent {
+            dir,
+            value,
+            key: key.to_owned(),
+            why,
+        });
+    }
+
     /// Makes each pending `weights.safetensors` an assembly of the tensor
     /// files under its directory, typed by `metas`. Runs once directories
     /// are sorted and computed inodes placed.
@@ -62,8 +84,19 @@ impl Builder {
                 tables: Vec::new(),
                 stored: Vec::new(),
                 untyped: Vec::new(),
+                missing: Vec::new(),
                 checkpoint: self.checkpoint_keys(w.root),
             };
+            for a in &self.missing_weights {
+                if let Some(dir) = self.path_under(a.dir, w.root) {
+                    parts.missing.push(Missing {
+                        dir,
+                        value: a.value,
+                        key: crate::tree::file_names::decode(&a.key),
+                        why: a.why.clone(),
+                    });
+                }
+            }
             for t in &self.tables {
                 if let Some(dir) = self.path_under(t.dir, w.root) {
                     parts.tables.push((dir, t.rows.clone()));
