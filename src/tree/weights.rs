@@ -120,14 +120,20 @@ pub struct Parts {
 
 /// A tensor of the file's program whose bytes are not there: listed in
 /// `ptefs.missing`, so a reader of the file alone sees what it lacks.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Missing {
     /// The directory its file would be in (`methods/forward/tensors`).
     pub dir: String,
-    /// Its value index in the method.
-    pub value: usize,
+    /// The name its file would have, where the tree knows it (a
+    /// delegate's weight).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Its value index in the method (an external tensor's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<usize>,
     /// The key its bytes are stored under elsewhere.
-    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// Why its bytes are not there.
     pub why: String,
 }

@@ -74,6 +74,16 @@ fn check_with_crate(fs: &Fs, bytes: &[u8], what: &str) -> usize {
     let json = |k: &str| -> Value { serde_json::from_str(&meta[k]).unwrap() };
     let paths = json("ptefs.paths");
     assert_eq!(meta["ptefs.version"], env!("CARGO_PKG_VERSION"));
+    // Every fixture has its data files beside it: nothing is missing but
+    // the weight vendor/aoti.pte names and its data file lacks on purpose.
+    let missing = json("ptefs.missing");
+    let missing = missing.as_array().unwrap();
+    assert_eq!(meta["ptefs.missing_count"], missing.len().to_string());
+    let ghost = what.ends_with("vendor/aoti.pte");
+    assert_eq!(missing.len(), usize::from(ghost), "{what}: {missing:?}");
+    if ghost {
+        assert_eq!(missing[0]["file"], "ghost.bin", "{what}");
+    }
     let left_out = json("ptefs.left_out");
     assert_eq!(
         meta["ptefs.left_out_count"],
@@ -746,6 +756,35 @@ fn external_tensors_without_their_data_file_are_listed_and_counted_as_missing() 
     let meta = weights_metadata(&[], &program);
     assert_eq!(meta["ptefs.missing_count"], 0);
     assert_eq!(meta["ptefs.missing"], serde_json::json!([]));
+}
+
+#[test]
+fn delegate_weights_without_their_data_file_are_listed_and_counted_as_missing() {
+    let program = fixture("xnnpack_external.pte");
+    let weights = "methods/forward/delegates/0-XnnpackBackend/xnnpack/weights";
+    let meta = weights_metadata(&["--no-auto-data".as_ref()], &program);
+    assert_eq!(meta["ptefs.missing_count"], 4);
+    let missing = meta["ptefs.missing"].as_array().unwrap();
+    let files: BTreeSet<String> = (missing.iter())
+        .map(|m| {
+            assert_eq!(m["dir"], weights, "{m}");
+            let why = m["why"].as_str().unwrap();
+            assert!(
+                why.contains("is in neither the program nor an attached data file"),
+                "{m}"
+            );
+            m["file"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    // The very files the weights have once their data file is attached.
+    let attached: BTreeSet<String> =
+        ptefs_stdout(["ls".as_ref(), program.as_os_str(), weights.as_ref()])
+            .lines()
+            .filter(|n| n.ends_with(".bin"))
+            .map(str::to_owned)
+            .collect();
+    assert_eq!(files, attached);
+    assert_eq!(weights_metadata(&[], &program)["ptefs.missing_count"], 0);
 }
 
 #[test]

@@ -14,9 +14,10 @@ use super::tensor_index::{self, shape_of};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::Dtype;
-use crate::tree::file_names::{encode, fitted, padded};
+use crate::tree::file_names::{decode, encode, fitted, padded};
 use crate::tree::render::{self, code_txt, flatc_json, readme};
 use crate::tree::table::{Kind, Rows};
+use crate::tree::weights::Missing;
 
 /// Where a tensor's bytes are: their origin and span, and the name of
 /// the attached data file holding them, if one does.
@@ -214,9 +215,17 @@ impl Builder {
                 None => match self.external(file_name, m, t, data, &mut warned) {
                     Ok(found) => found,
                     Err(why) => {
-                        if let TensorData::External { key } = t.data {
-                            self.missing_weight(tdir.ino, t.value_index, &encode(key), why);
-                        }
+                        let key = match t.data {
+                            TensorData::External { key } => Some(decode(&encode(key))),
+                            _ => None,
+                        };
+                        let what = Missing {
+                            value: Some(t.value_index),
+                            key,
+                            why,
+                            ..Missing::default()
+                        };
+                        self.missing_weight(tdir.ino, what);
                         None
                     }
                 },

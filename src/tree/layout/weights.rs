@@ -14,11 +14,9 @@ use crate::tree::{Content, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta
 /// A tensor whose bytes are not there, noted while the tree is built.
 pub(crate) struct Absent {
     /// The directory its file would be in.
-    dir: Ino,
-    /// Its value index and its key, percent-encoded.
-    value: usize,
-    key: String,
-    why: String,
+    pub(super) dir: Ino,
+    /// What the file list says of it, but its directory's path.
+    pub(super) what: Missing,
 }
 
 /// A `weights.safetensors` to assemble.
@@ -58,16 +56,11 @@ impl Builder {
             .or_insert_with(|| key.into());
     }
 
-    /// Notes that the tensor of value `value` with key `key`
-    /// (percent-encoded), whose file would be in directory `dir`, has no
-    /// bytes to show, and why: its `weights.safetensors` lists it.
-    pub(super) fn missing_weight(&mut self, dir: Ino, value: usize, key: &str, why: String) {
-        self.missing_weights.push(Absent {
-            dir,
-            value,
-            key: key.to_owned(),
-            why,
-        });
+    /// Notes that a tensor whose file would be in directory `dir` has no
+    /// bytes to show (`what.dir` is filled in later): its
+    /// `weights.safetensors` lists it.
+    pub(super) fn missing_weight(&mut self, dir: Ino, what: Missing) {
+        self.missing_weights.push(Absent { dir, what });
     }
 
     /// Makes each pending `weights.safetensors` an assembly of the tensor
@@ -91,9 +84,7 @@ impl Builder {
                 if let Some(dir) = self.path_under(a.dir, w.root) {
                     parts.missing.push(Missing {
                         dir,
-                        value: a.value,
-                        key: crate::tree::file_names::decode(&a.key),
-                        why: a.why.clone(),
+                        ..a.what.clone()
                     });
                 }
             }
