@@ -44,7 +44,8 @@ pub(super) struct SetArgs {
     )]
     output: Option<PathBuf>,
     /// The new data file, for paths stored in the .ptd beside FILE (or
-    /// given with --data); with -o, paths stored in both give both files.
+    /// given with --data); with -o, both files are written (-o a copy of
+    /// FILE when nothing given is stored in it).
     #[arg(long = "data-out", value_name = "PTD")]
     data_out: Option<PathBuf>,
 }
@@ -179,15 +180,23 @@ pub(super) fn run(args: &SetArgs) -> Result<i32, i32> {
 
 /// Where each file edited is written: FILE (source 0) to `-o`, the one
 /// other file the paths given may be stored in (a program's data file) to
-/// `--data-out`, or to `-o` when FILE itself is not edited. The data
-/// file comes first.
+/// `--data-out`, or to `-o` when FILE itself is not edited and no
+/// `--data-out` is given; with both, both are written, FILE as it is if
+/// nothing given is stored in it. The data file comes first.
 fn outputs<'a>(
     args: &'a SetArgs,
     sources: &[crate::source::Source],
     by_source: BTreeMap<usize, Edits>,
 ) -> Result<Vec<(usize, Edits, &'a std::path::Path)>, i32> {
     let name = |id: usize| sources[id].name.as_str();
-    let (file, others): (Vec<_>, Vec<_>) = by_source.into_iter().partition(|(id, _)| *id == 0);
+    let (mut file, others): (Vec<_>, Vec<_>) = by_source.into_iter().partition(|(id, _)| *id == 0);
+    // `-o` with `--data-out` writes both, FILE unchanged when nothing
+    // given is stored in it: the two are used together, and an OUT left
+    // missing (or stale from an earlier run) beside the new data file
+    // would be run with it.
+    if file.is_empty() && !others.is_empty() && args.output.is_some() && args.data_out.is_some() {
+        file.push((0, Edits::default()));
+    }
     if let [(a, _), (b, _), ..] = &others[..] {
         error(format_args!(
             "the paths given are stored in {} and in {}; set writes one data file: run it once for each",

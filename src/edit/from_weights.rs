@@ -1,6 +1,7 @@
 //! Edits from a safetensors file, by name: each tensor of the file that
-//! names a tensor of the tree's `weights.safetensors` replaces that
-//! tensor's stored bytes where they differ (`ptefs set --from`).
+//! names a tensor of the tree's `weights.safetensors` (by its name, an
+//! alias or a tree path, with or without `.bin`) replaces that tensor's
+//! stored bytes where they differ (`ptefs set --from`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -87,7 +88,7 @@ pub fn edits(
             Some((k, _)) if name != "__metadata__" => k,
             _ => aliases.get(name.as_str()).copied().ok_or_else(|| {
                 mismatch(format!(
-                    "{name}: names no tensor of the tree's {FILE_NAME} (`ptefs cat FILE {FILE_NAME}` lists them){hint}"
+                    "{name}: names no tensor of the tree's {FILE_NAME}, nor is one of their aliases or tree paths (its __metadata__ lists them: `ptefs cat FILE {FILE_NAME}`){hint}"
                 ))
             })?,
         };
@@ -143,24 +144,45 @@ pub fn edits(
     Ok(out)
 }
 
-/// Each alias in the header's `ptefs.aliases` with the tensor it names;
-/// a tensor's own name wins over another's alias.
+/// Every other name a tensor of the header is known by, with the tensor
+/// it names: its aliases (`ptefs.aliases`), its tree paths
+/// (`ptefs.paths`), and each of these and its own name without `.bin`. A
+/// tensor's own name wins over another's alias, an alias over a path,
+/// and a whole name over one without its `.bin`.
 fn alias_targets(entries: &BTreeMap<String, serde_json::Value>) -> BTreeMap<String, &str> {
-    let aliases: BTreeMap<String, Vec<String>> = entries
-        .get("__metadata__")
-        .and_then(|m| m.get("ptefs.aliases"))
-        .and_then(serde_json::Value::as_str)
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default();
-    let mut out = BTreeMap::new();
-    for (target, names) in &aliases {
-        let Some((target, _)) = entries.get_key_value(target) else {
-            continue;
-        };
-        for a in names {
-            if !entries.contains_key(a) {
-                out.entry(a.clone()).or_insert(target.as_str());
+    let listed = |key: &str| -> BTreeMap<String, Vec<String>> {
+        entries
+            .get("__metadata__")
+            .and_then(|m| m.get(key))
+            .and_then(serde_json::Value::as_str)
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default()
+    };
+    let mut out: BTreeMap<String, &str> = BTreeMap::new();
+    let mut stems: Vec<(String, &str)> = Vec::new();
+    for names in [listed("ptefs.aliases"), listed("ptefs.paths")] {
+        for (target, names) in &names {
+            let Some((target, _)) = entries.get_key_value(target) else {
+                continue;
+            };
+            for a in names {
+                if !entries.contains_key(a) {
+                    out.entry(a.clone()).or_insert(target.as_str());
+                }
+                if let Some(stem) = a.strip_suffix(".bin") {
+                    stems.push((stem.to_owned(), target));
+                }
             }
+        }
+    }
+    for target in entries.keys() {
+        if let Some(stem) = target.strip_suffix(".bin") {
+            stems.push((stem.to_owned(), target));
+        }
+    }
+    for (stem, target) in stems {
+        if !entries.contains_key(&stem) {
+            out.entry(stem).or_insert(target);
         }
     }
     out

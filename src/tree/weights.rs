@@ -3,7 +3,8 @@
 //!
 //! The file is a header rendered from the tree's own records of its
 //! tensors (names, types, shapes, where the bytes are) followed by the
-//! tensors' byte ranges of their sources, back to back: safetensors wants
+//! tensors' byte ranges of their sources, back to back, widest elements
+//! first so each tensor is aligned to its element size: safetensors wants
 //! no gaps between tensors, so the data section is a list of ranges, and
 //! a read is served from the sources' maps range by range, as every other
 //! file is. A byte range several tensors share is in the file once.
@@ -16,7 +17,8 @@
 //! The dtype table ([`dtype`]) maps ExecuTorch's scalar types onto
 //! safetensors' exactly; a tensor of a type safetensors lacks (quantized,
 //! packed 4-bit, bits, complex double, a delegate's packed formats) is
-//! left out, and `__metadata__` lists it and counts it.
+//! left out, and `__metadata__` lists it and counts it; so does it list
+//! and count the external tensors whose data file is not attached.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
@@ -93,6 +95,8 @@ pub struct Stored {
     pub checkpoint: Option<String>,
     /// Its path from the directory holding `weights.safetensors`.
     pub path: String,
+    /// The paths of its other names there (links to the same file).
+    pub links: Vec<String>,
 }
 
 /// What `weights.safetensors` is made from, set when the tree is built.
@@ -107,8 +111,31 @@ pub struct Parts {
     /// Files of raw named data that no tensor types (left out), with
     /// where their bytes are.
     pub untyped: Vec<(String, SourceId, Span)>,
+    /// Tensors whose bytes are not there (external tensors whose data
+    /// file is not attached), which the file cannot hold.
+    pub missing: Vec<Missing>,
     /// The checkpoint keys (`--names`) of stored byte ranges, each once.
     pub checkpoint: HashMap<(SourceId, u64, u64), Vec<String>>,
+}
+
+/// A tensor of the file's program whose bytes are not there: listed in
+/// `ptefs.missing`, so a reader of the file alone sees what it lacks.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Missing {
+    /// The directory its file would be in (`methods/forward/tensors`).
+    pub dir: String,
+    /// The name its file would have, where the tree knows it (a
+    /// delegate's weight).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Its value index in the method (an external tensor's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<usize>,
+    /// The key its bytes are stored under elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Why its bytes are not there.
+    pub why: String,
 }
 
 /// `weights.safetensors`: its parts, and once looked at, its layout.
@@ -319,7 +346,7 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
     let mut by_bytes: HashMap<(SourceId, u64, u64), usize> = HashMap::new();
     let mut add = |name: Option<String>,
                    aliases: Vec<String>,
-                   path: String,
+                   paths: Vec<String>,
                    meta: u32,
                    (source, span): (SourceId, Span)| {
         let Some(m) = metas.get(meta as usize) else {
@@ -333,9 +360,10 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
                 t.aliases.push(n);
             }
             t.aliases.extend(aliases);
-            t.paths.push(path);
+            t.paths.extend(paths);
             return;
         }
+        let path = paths.first().cloned().unwrap_or_default();
         let Some(dt) = dtype(m.dtype) else {
             left_out.push(LeftOut {
                 path,
@@ -359,13 +387,13 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
             by_bytes.insert((source, span.offset, span.len), tensors.len());
         }
         tensors.push(Tensor {
-            name: name.unwrap_or_else(|| path.clone()),
+            name: name.unwrap_or(path),
             dtype: dt,
             shape,
             dim_order: m.dim_order.clone(),
             source,
             span,
-            paths: vec![path],
+            paths,
             aliases,
         });
     };
@@ -393,7 +421,7 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
             if let Some(a) = rows.alias(row) {
                 aliases.push(format!("{dir}/{a}"));
             }
-            add(name, aliases, path, kind.meta, rows.bytes(row));
+            add(name, aliases, vec![path], kind.meta, rows.bytes(row));
         }
     }
     for s in &parts.stored {
@@ -407,7 +435,8 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
             }
             (k, c) => k.clone().or_else(|| c.clone()),
         };
-        add(name, aliases, s.path.clone(), s.meta, (s.source, s.span));
+        let paths = std::iter::once(&s.path).chain(&s.links).cloned().collect();
+        add(name, aliases, paths, s.meta, (s.source, s.span));
     }
     if tensors.len() > limits.tensors {
         return Err(format!(
@@ -429,6 +458,12 @@ fn plan(parts: &Parts, metas: &[TensorMeta], limits: Limits) -> Result<Plan, Str
     for t in &mut tensors {
         distinct_aliases(t);
     }
+    // Widest elements first: every size is a power of two and every
+    // tensor a whole number of its elements, so each starts at a multiple
+    // of its element size (as memory-mapping readers want) with no holes.
+    tensors.sort_unstable_by(|a, b| {
+        (b.dtype.bitsize().cmp(&a.dtype.bitsize())).then_with(|| a.name.cmp(&b.name))
+    });
     render(parts, tensors, left_out, &untyped, limits.header)
 }
 
@@ -469,7 +504,7 @@ fn distinct_aliases(t: &mut Tensor) {
     t.aliases.retain(|a| seen.insert(a.clone()));
 }
 
-/// The header and the segments of `tensors`, in order.
+/// The header and the segments of `tensors`, in order, back to back.
 fn render(
     parts: &Parts,
     tensors: Vec<Tensor>,
@@ -505,6 +540,8 @@ fn render(
     metadata.insert("ptefs.left_out", json(&left_out)?);
     metadata.insert("ptefs.untyped_count", untyped.len().to_string());
     metadata.insert("ptefs.untyped", json(&untyped)?);
+    metadata.insert("ptefs.missing_count", parts.missing.len().to_string());
+    metadata.insert("ptefs.missing", json(&parts.missing)?);
 
     let mut segments = Vec::with_capacity(tensors.len());
     let mut offsets = Vec::with_capacity(tensors.len());
@@ -631,9 +668,11 @@ mod tests {
                     key: Some(format!("k{i}")),
                     checkpoint: None,
                     path: format!("tensors/k{i}.bin"),
+                    links: Vec::new(),
                 })
                 .collect(),
             untyped: Vec::new(),
+            missing: Vec::new(),
             checkpoint: HashMap::new(),
         }
     }
@@ -679,7 +718,7 @@ mod tests {
         let plan = plan(&p, &[float(&[1])], Limits::SAFETENSORS).unwrap();
         let h = header_of(&plan);
         let names: Vec<&String> = h.as_object().unwrap().keys().collect();
-        assert_eq!(names, ["__metadata__", "k0", "k0~2", "__metadata__~2"]);
+        assert_eq!(names, ["__metadata__", "__metadata__~2", "k0", "k0~2"]);
         let aliases: serde_json::Value =
             serde_json::from_str(h["__metadata__"]["ptefs.aliases"].as_str().unwrap()).unwrap();
         assert_eq!(aliases["k0~2"], serde_json::json!(["k0"]));
@@ -705,6 +744,46 @@ mod tests {
         let aliases: serde_json::Value =
             serde_json::from_str(h["__metadata__"]["ptefs.aliases"].as_str().unwrap()).unwrap();
         assert_eq!(aliases, serde_json::json!({"k0": ["k1", "ckpt.w"]}));
+    }
+
+    #[test]
+    fn each_tensor_starts_at_a_multiple_of_its_element_size_without_holes() {
+        let scalar = |t, sizes: &[i64]| TensorMeta {
+            dtype: Dtype::Scalar(t),
+            sizes: sizes.into(),
+            dim_order: None,
+        };
+        // a: 1 byte, b: 2 x f16, c: f64, d: 3 x f32, e: i64, in name order
+        // each after the first would be misaligned.
+        let metas = [
+            scalar(ScalarType::BYTE, &[1]),
+            scalar(ScalarType::HALF, &[2]),
+            scalar(ScalarType::DOUBLE, &[1]),
+            scalar(ScalarType::FLOAT, &[3]),
+            scalar(ScalarType::LONG, &[1]),
+        ];
+        let lens = [1, 4, 8, 12, 8];
+        let mut p = parts(5);
+        let mut at = 64;
+        for (i, s) in p.stored.iter_mut().enumerate() {
+            s.meta = i as u32;
+            s.key = Some(["a", "b", "c", "d", "e"][i].to_owned());
+            s.span = Span {
+                offset: at,
+                len: lens[i],
+            };
+            at += lens[i];
+        }
+        let plan = plan(&p, &metas, Limits::SAFETENSORS).unwrap();
+        assert!(plan.header.len().is_multiple_of(8));
+        let h = header_of(&plan);
+        let start = |k: &str| h[k]["data_offsets"][0].as_u64().unwrap();
+        let order: Vec<(&str, u64)> = ["c", "e", "d", "b", "a"]
+            .into_iter()
+            .map(|k| (k, start(k)))
+            .collect();
+        assert_eq!(order, [("c", 0), ("e", 8), ("d", 16), ("b", 28), ("a", 32)]);
+        assert_eq!(plan.data_len, 33);
     }
 
     #[test]

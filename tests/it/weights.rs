@@ -74,6 +74,16 @@ fn check_with_crate(fs: &Fs, bytes: &[u8], what: &str) -> usize {
     let json = |k: &str| -> Value { serde_json::from_str(&meta[k]).unwrap() };
     let paths = json("ptefs.paths");
     assert_eq!(meta["ptefs.version"], env!("CARGO_PKG_VERSION"));
+    // Every fixture has its data files beside it: nothing is missing but
+    // the weight vendor/aoti.pte names and its data file lacks on purpose.
+    let missing = json("ptefs.missing");
+    let missing = missing.as_array().unwrap();
+    assert_eq!(meta["ptefs.missing_count"], missing.len().to_string());
+    let ghost = what.ends_with("vendor/aoti.pte");
+    assert_eq!(missing.len(), usize::from(ghost), "{what}: {missing:?}");
+    if ghost {
+        assert_eq!(missing[0]["file"], "ghost.bin", "{what}");
+    }
     let left_out = json("ptefs.left_out");
     assert_eq!(
         meta["ptefs.left_out_count"],
@@ -85,15 +95,15 @@ fn check_with_crate(fs: &Fs, bytes: &[u8], what: &str) -> usize {
             .as_array()
             .unwrap_or_else(|| panic!("{what}: {name} has no paths"));
         for p in own {
-            listed.insert(p.as_str().unwrap().to_owned());
+            let p = p.as_str().unwrap();
+            listed.insert(p.to_owned());
+            let file = fs.read_copy(fs.resolve(p).unwrap(), 0, u64::MAX).unwrap();
+            assert!(
+                file == view.data(),
+                "{what}: {name} is not the bytes of {p}"
+            );
         }
         let path = own[0].as_str().unwrap();
-        let ino = fs.resolve(path).unwrap();
-        let file = fs.read_copy(ino, 0, u64::MAX).unwrap();
-        assert!(
-            file == view.data(),
-            "{what}: {name} is not the bytes of {path}"
-        );
         // A bfloat16 `.npy` is widened to float32: the `.bin` is the bytes.
         let npy = (path.strip_suffix(".bin"))
             .filter(|_| view.dtype() != safetensors::Dtype::BF16)
@@ -148,6 +158,77 @@ fn every_fixture_reads_with_the_safetensors_crate() {
     }
     assert!(total > 160, "{total} tensors in all");
     assert!(named > 80, "{named} tensors named by key or FQN");
+}
+
+#[test]
+fn weights_that_share_one_blob_list_every_path_of_it() {
+    // mv2_xnnpack.pte's XNNPACK weights keep equal biases as one blob of
+    // named data: one file of the tree under several names.
+    let model = fixture("mv2_xnnpack.pte");
+    let meta = weights_metadata(&[], &model);
+    let paths: std::collections::BTreeMap<String, Vec<String>> =
+        serde_json::from_value(meta["ptefs.paths"].clone()).unwrap();
+    let listed: BTreeSet<&str> = paths.values().flatten().map(String::as_str).collect();
+    let fs = Fs::new(view_of(std::slice::from_ref(&model), &[]));
+    let weights: Vec<String> = (fs.walk(ptefs::tree::ROOT))
+        .map(|(path, _)| path)
+        .filter(|p| p.contains("/xnnpack/weights/") && p.ends_with(".bin"))
+        .collect();
+    assert!(weights.len() > 100, "{}", weights.len());
+    for w in &weights {
+        assert!(listed.contains(w.as_str()), "{w} is in no tensor's paths");
+    }
+    // The shared blob: each of its weights, its named data file and its
+    // segment are paths of one tensor.
+    let shared = paths
+        .iter()
+        .filter(|(_, p)| p.iter().filter(|p| p.contains("/weights/")).count() > 1)
+        .count();
+    assert!(shared >= 10, "{shared} tensors with several weights");
+    let (key, of) = (paths.iter())
+        .find(|(_, p)| {
+            p.iter()
+                .any(|p| p.ends_with("/008-depthwise_conv2d.bias.bin"))
+        })
+        .unwrap();
+    let named = format!("named/{key}.bin");
+    for p in ["007-conv2d.bias.bin", "011-conv2d.bias.bin"] {
+        let p = format!("methods/forward/delegates/0-XnnpackBackend/xnnpack/weights/{p}");
+        assert!(of.contains(&p), "{key}: {of:?}");
+    }
+    assert!(of.contains(&named), "{key}: {of:?}");
+}
+
+#[test]
+fn every_tensor_starts_at_a_multiple_of_its_element_size() {
+    let mut checked = 0;
+    for p in fixtures() {
+        let what = p.display().to_string();
+        let fs = Fs::new(view_of(std::slice::from_ref(&p), &[]));
+        let bytes = read_weights(&fs, u64::MAX);
+        let (n, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+        assert_eq!(
+            (8 + n) % 8,
+            0,
+            "{what}: the data section starts at {}",
+            8 + n
+        );
+        let mut tensors: Vec<_> = header.tensors().into_iter().collect();
+        tensors.sort_by_key(|(_, t)| t.data_offsets);
+        for (i, (name, t)) in tensors.iter().enumerate() {
+            let size = (t.dtype.bitsize() / 8).max(1);
+            let start = t.data_offsets.0;
+            assert_eq!(start % size, 0, "{what}: {name} ({:?}) at {start}", t.dtype);
+            // Back to back: no holes.
+            let end = i.checked_sub(1).map_or(0, |j| tensors[j].1.data_offsets.1);
+            assert_eq!(
+                start, end,
+                "{what}: {name} does not follow the tensor before it"
+            );
+            checked += usize::from(i > 0 && size > 1);
+        }
+    }
+    assert!(checked > 50, "{checked} tensors checked");
 }
 
 #[test]
@@ -399,6 +480,98 @@ fn set_from_replaces_exactly_the_tensors_whose_bytes_differ() {
 }
 
 #[test]
+fn set_from_takes_every_tree_path_listed_with_or_without_bin() {
+    let dir = tempfile::tempdir().unwrap();
+    let weights = "methods/forward/delegates/0-XnnpackBackend/xnnpack/weights";
+    let shared = format!("{weights}/008-depthwise_conv2d.bias.bin");
+    let cases = [
+        ("mv2_xnnpack.pte", shared.clone()),
+        (
+            "mv2_xnnpack.pte",
+            shared.trim_end_matches(".bin").to_owned(),
+        ),
+        ("mv2_xnnpack.pte", format!("{weights}/033-conv2d.filter")),
+        ("mlp.pte", "methods/forward/tensors/0".to_owned()),
+    ];
+    for (model, name) in cases {
+        let fs = Fs::new(view(model));
+        let original = read_weights(&fs, u64::MAX);
+        let st = safetensors::SafeTensors::deserialize(&original).unwrap();
+        let meta = weights_metadata(&[], &fixture(model));
+        let paths: std::collections::BTreeMap<String, Vec<String>> =
+            serde_json::from_value(meta["ptefs.paths"].clone()).unwrap();
+        let whole = format!("{}.bin", name.trim_end_matches(".bin"));
+        let (target, _) = (paths.iter())
+            .find(|(_, p)| p.contains(&whole))
+            .unwrap_or_else(|| panic!("{model}: {whole} is in no tensor's paths"));
+        let t = st.tensor(target).unwrap();
+        let mut bytes = t.data().to_vec();
+        for b in bytes.iter_mut().take(8) {
+            *b ^= 0x5a;
+        }
+        let view =
+            safetensors::tensor::TensorView::new(t.dtype(), t.shape().to_vec(), &bytes).unwrap();
+        let given = dir.path().join("given.safetensors");
+        safetensors::serialize_to_file([(name.as_str(), view)], None, &given).unwrap();
+        let out = dir.path().join(model);
+        let run = set_from(&fixture(model), &given, &out);
+        assert_eq!(run.code, 0, "{model} {name}: {}", run.err);
+        assert!(run.out.contains(", 1 changed;"), "{}", run.out);
+        let (_d, v) = view_bytes(model, &std::fs::read(&out).unwrap());
+        let now = read_weights(&Fs::new(v), u64::MAX);
+        let now = safetensors::SafeTensors::deserialize(&now).unwrap();
+        assert!(
+            now.tensor(target).unwrap().data() == &bytes[..],
+            "{model} {name}"
+        );
+    }
+}
+
+#[test]
+fn set_from_with_o_and_data_out_writes_both_when_only_the_data_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = fixture("mlp_external.pte");
+    let original = read_weights(&Fs::new(view("mlp_external.pte")), u64::MAX);
+    let st = safetensors::SafeTensors::deserialize(&original).unwrap();
+    let t = st.tensor("fc1.bias").unwrap();
+    let mut bytes = t.data().to_vec();
+    bytes[..4].copy_from_slice(&1.5f32.to_le_bytes());
+    let view = safetensors::tensor::TensorView::new(t.dtype(), t.shape().to_vec(), &bytes).unwrap();
+    let given = dir.path().join("given.safetensors");
+    safetensors::serialize_to_file([("fc1.bias", view)], None, &given).unwrap();
+    let (pte, ptd) = (dir.path().join("both.pte"), dir.path().join("both.ptd"));
+    let run = ptefs_run([
+        "set".as_ref(),
+        model.as_os_str(),
+        "--from".as_ref(),
+        given.as_os_str(),
+        "-o".as_ref(),
+        pte.as_os_str(),
+        "--data-out".as_ref(),
+        ptd.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    // The program as it was, said so; the data file with the new bias.
+    assert!(
+        std::fs::read(&pte).unwrap() == std::fs::read(&model).unwrap(),
+        "both.pte is mlp_external.pte"
+    );
+    assert!(run.out.contains("both.pte: "), "{}", run.out);
+    assert!(
+        run.out.contains("0 bytes set in 0 range(s), 0 changed"),
+        "{}",
+        run.out
+    );
+    let (a, b) = (
+        std::fs::read(fixture("mlp_external.ptd")).unwrap(),
+        std::fs::read(&ptd).unwrap(),
+    );
+    assert_eq!(a.len(), b.len());
+    assert!(run.out.contains("both.ptd: "), "{}", run.out);
+    assert!(a.iter().zip(&b).filter(|(x, y)| x != y).count() > 0);
+}
+
+#[test]
 fn set_from_refuses_unknown_names_and_other_shapes() {
     let dir = tempfile::tempdir().unwrap();
     let model = fixture("mlp_external.ptd");
@@ -556,6 +729,62 @@ fn a_data_files_layout_less_blobs_are_listed_and_counted_as_untyped() {
         assert_eq!(untyped, blobs, "{data}");
         assert_eq!(meta["ptefs.untyped_count"], 4, "{data}");
     }
+}
+
+#[test]
+fn external_tensors_without_their_data_file_are_listed_and_counted_as_missing() {
+    let program = fixture("mlp_external.pte");
+    let meta = weights_metadata(&["--no-auto-data".as_ref()], &program);
+    assert_eq!(meta["ptefs.paths"], serde_json::json!({}));
+    assert_eq!(meta["ptefs.missing_count"], 4);
+    let missing = meta["ptefs.missing"].as_array().unwrap();
+    let keys: BTreeSet<&str> = missing.iter().map(|m| m["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from(["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"])
+    );
+    let values: BTreeSet<u64> = missing
+        .iter()
+        .map(|m| m["value"].as_u64().unwrap())
+        .collect();
+    assert_eq!(values.len(), 4);
+    for m in missing {
+        assert_eq!(m["dir"], "methods/forward/tensors", "{m}");
+        assert_eq!(m["why"], "no data file is attached (--data)", "{m}");
+    }
+    // Attached (found beside it), nothing is missing.
+    let meta = weights_metadata(&[], &program);
+    assert_eq!(meta["ptefs.missing_count"], 0);
+    assert_eq!(meta["ptefs.missing"], serde_json::json!([]));
+}
+
+#[test]
+fn delegate_weights_without_their_data_file_are_listed_and_counted_as_missing() {
+    let program = fixture("xnnpack_external.pte");
+    let weights = "methods/forward/delegates/0-XnnpackBackend/xnnpack/weights";
+    let meta = weights_metadata(&["--no-auto-data".as_ref()], &program);
+    assert_eq!(meta["ptefs.missing_count"], 4);
+    let missing = meta["ptefs.missing"].as_array().unwrap();
+    let files: BTreeSet<String> = (missing.iter())
+        .map(|m| {
+            assert_eq!(m["dir"], weights, "{m}");
+            let why = m["why"].as_str().unwrap();
+            assert!(
+                why.contains("is in neither the program nor an attached data file"),
+                "{m}"
+            );
+            m["file"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    // The very files the weights have once their data file is attached.
+    let attached: BTreeSet<String> =
+        ptefs_stdout(["ls".as_ref(), program.as_os_str(), weights.as_ref()])
+            .lines()
+            .filter(|n| n.ends_with(".bin"))
+            .map(str::to_owned)
+            .collect();
+    assert_eq!(files, attached);
+    assert_eq!(weights_metadata(&[], &program)["ptefs.missing_count"], 0);
 }
 
 #[test]

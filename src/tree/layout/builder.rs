@@ -87,6 +87,9 @@ pub(super) struct Builder {
     /// The `weights.safetensors` files to assemble once the tree is
     /// built, with the directories they are at the root of.
     pub(super) weights: Vec<super::weights::Pending>,
+    /// Tensors whose bytes are not there (external tensors without their
+    /// data file), for `weights.safetensors` to list.
+    pub(super) missing_weights: Vec<super::weights::Absent>,
     /// Keys of named data and data file entries, by their bytes.
     pub(super) weight_keys: foldhash::HashMap<(SourceId, u64, u64), Box<str>>,
 }

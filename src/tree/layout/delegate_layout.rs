@@ -196,6 +196,17 @@ impl Builder {
             }
             (Err(why), _) => {
                 lacking.get_or_insert((w.id, why.clone()));
+                let key = match &w.bytes {
+                    Ok(delegate::Bytes::Named { key, .. }) => Some(key.to_string()),
+                    _ => None,
+                };
+                let what = crate::tree::weights::Missing {
+                    file: Some(format!("{}.bin", encode(&w.stem))),
+                    key,
+                    why: why.clone(),
+                    ..Default::default()
+                };
+                self.missing_weight(wdir.ino, what);
                 Err(why)
             }
         };

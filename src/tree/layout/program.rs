@@ -14,9 +14,14 @@ use super::tensor_index::{self, shape_of};
 use super::{Attached, Builder, Dir, Origin};
 use crate::format::{MethodInfo, Name, ProgramFile, Span, TensorData, TensorInfo};
 use crate::tree::Dtype;
-use crate::tree::file_names::{encode, fitted, padded};
+use crate::tree::file_names::{decode, encode, fitted, padded};
 use crate::tree::render::{self, code_txt, flatc_json, readme};
 use crate::tree::table::{Kind, Rows};
+use crate::tree::weights::Missing;
+
+/// Where a tensor's bytes are: their origin and span, and the name of
+/// the attached data file holding them, if one does.
+type Found<'d> = (Origin, Span, Option<&'d str>);
 
 impl Builder {
     pub(super) fn program(
@@ -207,7 +212,23 @@ impl Builder {
         for t in &m.tensors {
             let found = match t.data.span() {
                 Some(span) => Some((origin, span, None)),
-                None => self.external(file_name, m, t, data, &mut warned),
+                None => match self.external(file_name, m, t, data, &mut warned) {
+                    Ok(found) => found,
+                    Err(why) => {
+                        let key = match t.data {
+                            TensorData::External { key } => Some(decode(&encode(key))),
+                            _ => None,
+                        };
+                        let what = Missing {
+                            value: Some(t.value_index),
+                            key,
+                            why,
+                            ..Missing::default()
+                        };
+                        self.missing_weight(tdir.ino, what);
+                        None
+                    }
+                },
             };
             let Some((o, span, file)) = found else {
                 continue;
@@ -273,7 +294,8 @@ impl Builder {
     }
 
     /// Where an external tensor's bytes are among the attached data files:
-    /// the first file with its key. Warns once per key when none has it.
+    /// the first file with its key. Warns once per key when none has it;
+    /// `Err` says why its bytes are not there.
     fn external<'d, 'k>(
         &mut self,
         file_name: &str,
@@ -281,14 +303,14 @@ impl Builder {
         t: &TensorInfo<'k>,
         data: &[Attached<'d, '_>],
         warned: &mut HashSet<Name<'k>>,
-    ) -> Option<(Origin, Span, Option<&'d str>)> {
+    ) -> Result<Option<Found<'d>>, String> {
         let TensorData::External { key } = t.data else {
-            return None;
+            return Ok(None);
         };
         let found = crate::meta::external::find(data.iter().map(|d| d.file), key)
             .map(|(i, e)| (&data[i], e.span));
         match found {
-            Some((d, span)) if span.len >= t.nbytes => Some((
+            Some((d, span)) if span.len >= t.nbytes => Ok(Some((
                 Origin {
                     source: d.source,
                     shift: 0,
@@ -298,27 +320,31 @@ impl Builder {
                     ..span
                 },
                 Some(d.name),
-            )),
+            ))),
             Some((d, span)) => {
+                let why = format!(
+                    "{key:?} in {} has {} bytes, the tensor needs {}",
+                    d.name, span.len, t.nbytes
+                );
                 self.warnings.push(format!(
-                    "{file_name}: method {:?} value {}: {key:?} in {} has {} bytes, the tensor needs {}",
-                    m.name, t.value_index, d.name, span.len, t.nbytes
+                    "{file_name}: method {:?} value {}: {why}",
+                    m.name, t.value_index
                 ));
-                None
+                Err(why)
             }
             None => {
+                let why = if data.is_empty() {
+                    "no data file is attached (--data)"
+                } else {
+                    "no attached data file has that key"
+                };
                 if warned.insert(key) {
-                    let why = if data.is_empty() {
-                        "no data file is attached (--data)"
-                    } else {
-                        "no attached data file has that key"
-                    };
                     self.warnings.push(format!(
                         "{file_name}: method {:?}: external tensor {key:?} (value {}) is missing: {why}",
                         m.name, t.value_index
                     ));
                 }
-                None
+                Err(why.to_owned())
             }
         }
     }

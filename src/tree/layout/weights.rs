@@ -8,8 +8,16 @@ use std::sync::Arc;
 
 use super::{Builder, Dir};
 use crate::format::Span;
-use crate::tree::weights::{Assembly, FILE_NAME, Parts, Stored};
+use crate::tree::weights::{Assembly, FILE_NAME, Missing, Parts, Stored};
 use crate::tree::{Content, File, Ino, Node, NodeKind, ROOT, SourceId, TensorMeta};
+
+/// A tensor whose bytes are not there, noted while the tree is built.
+pub(crate) struct Absent {
+    /// The directory its file would be in.
+    pub(super) dir: Ino,
+    /// What the file list says of it, but its directory's path.
+    pub(super) what: Missing,
+}
 
 /// A `weights.safetensors` to assemble.
 pub(crate) struct Pending {
@@ -48,6 +56,13 @@ impl Builder {
             .or_insert_with(|| key.into());
     }
 
+    /// Notes that a tensor whose file would be in directory `dir` has no
+    /// bytes to show (`what.dir` is filled in later): its
+    /// `weights.safetensors` lists it.
+    pub(super) fn missing_weight(&mut self, dir: Ino, what: Missing) {
+        self.missing_weights.push(Absent { dir, what });
+    }
+
     /// Makes each pending `weights.safetensors` an assembly of the tensor
     /// files under its directory, typed by `metas`. Runs once directories
     /// are sorted and computed inodes placed.
@@ -62,13 +77,23 @@ impl Builder {
                 tables: Vec::new(),
                 stored: Vec::new(),
                 untyped: Vec::new(),
+                missing: Vec::new(),
                 checkpoint: self.checkpoint_keys(w.root),
             };
+            for a in &self.missing_weights {
+                if let Some(dir) = self.path_under(a.dir, w.root) {
+                    parts.missing.push(Missing {
+                        dir,
+                        ..a.what.clone()
+                    });
+                }
+            }
             for t in &self.tables {
                 if let Some(dir) = self.path_under(t.dir, w.root) {
                     parts.tables.push((dir, t.rows.clone()));
                 }
             }
+            let mut paths = self.file_paths(w.root);
             for (i, node) in self.nodes.iter().enumerate() {
                 let NodeKind::File(File {
                     content: Content::Source { source, span },
@@ -78,9 +103,10 @@ impl Builder {
                     continue;
                 };
                 let ino = i as Ino + 1;
-                let Some(path) = self.path_under(ino, w.root) else {
+                let Some(mut links) = paths.remove(&ino) else {
                     continue;
                 };
+                let path = links.remove(0);
                 let bytes = (*source, span.offset, span.len);
                 let key = self.weight_keys.get(&bytes);
                 match tensor {
@@ -92,6 +118,7 @@ impl Builder {
                         checkpoint: (parts.checkpoint.get(&bytes))
                             .and_then(|keys| keys.first().cloned()),
                         path,
+                        links,
                     }),
                     // Named data: blobs with keys that no decoder types.
                     None if key.is_some() => parts.untyped.push((path, *source, *span)),
@@ -142,6 +169,55 @@ impl Builder {
             }
         }
         keys
+    }
+
+    /// The paths from directory `root` of each stored file under it, its
+    /// first name's path first, then those of its other names (a
+    /// delegate's weights that share one blob of named data are one file
+    /// under several names). `by-name/` is left out: its names are
+    /// checkpoint keys, which the file gives as aliases.
+    fn file_paths(&self, root: Ino) -> HashMap<Ino, Vec<String>> {
+        let mut out: HashMap<Ino, Vec<String>> = HashMap::new();
+        let mut stack: Vec<(Ino, String)> = vec![(root, String::new())];
+        while let Some((dir, prefix)) = stack.pop() {
+            let Some(NodeKind::Dir(entries)) = self.nodes.get(dir as usize - 1).map(|n| &n.kind)
+            else {
+                continue;
+            };
+            for (slot, child) in entries.iter().enumerate() {
+                if dir == root && &*child.name == "by-name" {
+                    continue;
+                }
+                // Computed inodes (a method's tensor rows) are not nodes.
+                let Some(node) = self.nodes.get((child.ino as usize).wrapping_sub(1)) else {
+                    continue;
+                };
+                let first = node.parent == dir && node.slot as usize == slot;
+                let path = format!("{prefix}{}", child.name);
+                match &node.kind {
+                    // A directory is walked from its own name only.
+                    NodeKind::Dir(_) if first => stack.push((child.ino, format!("{path}/"))),
+                    NodeKind::File(File {
+                        content: Content::Source { .. },
+                        ..
+                    }) => {
+                        let paths = out.entry(child.ino).or_default();
+                        if first {
+                            paths.insert(0, path);
+                        } else {
+                            paths.push(path);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for paths in out.values_mut() {
+            if let [_, others @ ..] = &mut paths[..] {
+                others.sort_unstable();
+            }
+        }
+        out
     }
 
     /// The path of stored node `ino` from directory `root`, if it is under
