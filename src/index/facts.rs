@@ -174,6 +174,9 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
         reports: None,
     };
     let tree = crate::tree::build_with(&inputs.shown, &inputs.attached, &options);
+    // Laying out `weights.safetensors` takes memory of its own while it
+    // is made: it is made before the report's ranges are held.
+    let weights = super::weights_names::of(&tree, crate::tree::ROOT);
     let extras = Extras {
         checkpoint: None,
         top: None,
@@ -206,7 +209,6 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
             })
     };
     let stored = once_each(stored);
-    let weights = super::weights_names::of(&tree, crate::tree::ROOT);
     let mut rows = Vec::with_capacity(TENSOR_BATCH.min(stored.len()));
     for s in &stored {
         let weights_name = weights.name(s.source, s.span, &s.path);
