@@ -7,6 +7,9 @@ docs/index.md that no other fixture covers.
 - fp32_quantizers.pte: a linear layer whose input goes through
   quantize_per_tensor and dequantize_per_tensor, its weight left float32:
   quantization set up, the weights not stored quantized.
+- zero_constant.pte: a buffer of no elements (zeros(0, 4)) beside two
+  that have some: an empty constant, which the tree shows both as a
+  constant buffer and as the method's tensor typing it.
 """
 
 import pathlib
@@ -29,6 +32,17 @@ class Fp32Quantizers(torch.nn.Module):
         return self.fc(x)
 
 
+class ZeroConstant(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("empty", torch.zeros(0, 4))
+        self.register_buffer("mask", torch.tensor([True, False, True, True]))
+        self.w = torch.nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        return torch.cat([x, self.empty], 0) * self.w * self.mask
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
@@ -36,6 +50,11 @@ def main():
     ep = torch.export.export(m, (torch.randn(2, 16),))
     program = to_edge(ep).to_executorch()
     (OUT / "fp32_quantizers.pte").write_bytes(program.buffer)
+
+    torch.manual_seed(0)
+    m = ZeroConstant().eval()
+    ep = torch.export.export(m, (torch.randn(2, 4),))
+    (OUT / "zero_constant.pte").write_bytes(to_edge(ep).to_executorch().buffer)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,13 @@ const FAILED: i32 = 1;
     after_help = "Writes one folder per table under DIR (files, tensors, operators, \
     delegates, checks), each holding one Parquet part file per run or shard; DuckDB, \
     Spark or any Parquet reader queries them (docs/index.md lists the columns). A \
-    re-run indexes only files not yet in DIR or changed since (by size and mtime or \
-    etag).\n\n\
-    Exit status: 0 every file indexed, 1 some file could not be read (its row says \
-    why), 2 the run itself failed (a source or DIR unusable, a bad spec).\n\n\
+    re-run indexes only files not yet in DIR, changed since (by size and mtime or etag, \
+    theirs or their data files'), or lacking what it asks for (a --runtime verdict, \
+    --hash); it removes the rows of files gone from a directory or prefix it lists.\n\n\
+    Exit status: 0 every file listed has its rows, 1 some file listed could not be \
+    read (its row, new or kept from an earlier run, says why; so is a path an @list \
+    names that does not exist), 2 the run itself failed (a SOURCE argument that does \
+    not exist, DIR unusable, a bad spec).\n\n\
     Examples:\n  \
     ptefs index exports/ -o catalog\n  \
     ptefs index 'exports/**/*.pte' @more.txt -o catalog --runtime executorch-1.5.1 --runtime app.yaml\n  \
@@ -106,15 +109,29 @@ pub(super) fn run(args: &IndexArgs) -> Result<i32, i32> {
     })?;
     drop(bar);
     print_summary(&summary);
-    Ok(if summary.failed > 0 { FAILED } else { OK })
+    Ok(if summary.failed + summary.unchanged_failed > 0 {
+        FAILED
+    } else {
+        OK
+    })
 }
 
 fn print_summary(s: &Summary) {
     for (left_out, kept) in &s.same_files {
         eprintln!("ptefs: {left_out}: the same file as {kept}, indexed once, as {kept}");
     }
-    eprintln!(
+    let mut line = format!(
         "ptefs: {} files listed, {} indexed ({} could not be read), {} unchanged since the last run",
         s.listed, s.indexed, s.failed, s.unchanged
     );
+    if s.unchanged_failed > 0 {
+        line.push_str(&format!(
+            " ({} of them could not be read)",
+            s.unchanged_failed
+        ));
+    }
+    if s.gone > 0 {
+        line.push_str(&format!(", {} gone since the last run", s.gone));
+    }
+    eprintln!("{line}");
 }

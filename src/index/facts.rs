@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
-use super::listing::Item;
+use super::listing::{self, Item};
 use arrow_array::RecordBatch;
 
-use super::schema::{Row, TENSORS, V};
+use super::schema::{Row, Stamp, TENSORS, V};
 use crate::format::Parsed;
 use crate::meta::oplist;
 use crate::report::check::spec::RuntimeSpec;
@@ -96,7 +96,7 @@ pub fn of(item: &Item, wanted: &Wanted) -> Facts {
 const TENSOR_BATCH: usize = 8192;
 
 /// Where `fetched` goes in a `files` row (see [`super::schema::FILES`]).
-const FETCHED_COLUMN: usize = 14;
+const FETCHED_COLUMN: usize = 15;
 
 /// The `files` row of a file that could not be read.
 fn error_row(item: &Item, error: &str) -> Row {
@@ -107,11 +107,15 @@ fn error_row(item: &Item, error: &str) -> Row {
         item.size.into(),
         item.mtime.map_or(V::Null, V::Time),
         item.etag.clone().into(),
+        // identifier, version, methods, backends, data_files
         V::Null,
         V::Null,
         V::Null,
         V::Null,
         V::Null,
+        // Nothing attached: the rows stand until the file changes.
+        V::Stamps(Vec::new()),
+        // tensors, tensor_bytes, sha256, fetched, warnings
         V::Null,
         V::Null,
         V::Null,
@@ -171,6 +175,9 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
         beside: &[],
     };
     let tree = crate::tree::build_with(&inputs.shown, &inputs.attached, &options);
+    // Laying out `weights.safetensors` takes memory of its own while it
+    // is made: it is made before the report's ranges are held.
+    let weights = super::weights_names::of(&tree, crate::tree::ROOT);
     let extras = Extras {
         checkpoint: None,
         top: None,
@@ -202,9 +209,17 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
                 Some(path.display().to_string())
             })
     };
+    let stored = once_each(stored);
     let mut rows = Vec::with_capacity(TENSOR_BATCH.min(stored.len()));
     for s in &stored {
-        rows.push(tensor_row(item, subject, s, &holder, wanted.hash));
+        let weights_name = weights.name(s.source, s.span, &s.path);
+        rows.push(tensor_row(
+            item,
+            subject,
+            s,
+            (&holder, weights_name),
+            wanted.hash,
+        ));
         if rows.len() == TENSOR_BATCH {
             f.tensors
                 .push(TENSORS.batch(&rows).map_err(|e| e.to_string())?);
@@ -252,7 +267,29 @@ fn read(item: &Item, wanted: &Wanted) -> Result<Facts, String> {
         s.check_unchanged().map_err(|e| e.to_string())?;
     }
     let fetched: u64 = opened.sources.iter().map(Source::fetched_bytes).sum();
-    let mut row = file_row(item, own, &inspection, &inputs, &stored, wanted.hash);
+    let mut stamps: Vec<Stamp> = (0..opened.sources.len())
+        .filter(|&id| id != input.source)
+        .filter_map(|id| listing::stamp(&holder(id)?))
+        .collect();
+    if let Parsed::Program(p) = &input.parsed
+        && looks_beside(p)
+    {
+        // A data file appearing beside it, or leaving, changes its folder.
+        let dir = match std::path::Path::new(&item.source).parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.display().to_string(),
+            _ => ".".to_owned(),
+        };
+        stamps.extend(listing::stamp(&dir));
+    }
+    let facts = FileFacts {
+        own,
+        inspection: &inspection,
+        inputs: &inputs,
+        stored: &stored,
+        stamps,
+        warnings: tree.warnings.clone(),
+    };
+    let mut row = file_row(item, &facts, wanted.hash);
     row.insert(FETCHED_COLUMN, fetched.into());
     f.files.push(row);
     f.bytes = if own.is_remote() {
@@ -274,14 +311,57 @@ fn check_row(item: &Item, r: &Runtime, c: &crate::report::check::Check) -> Row {
     ]
 }
 
-fn file_row(
-    item: &Item,
-    own: &Source,
-    inspection: &Inspection,
-    inputs: &crate::view::Inputs<'_>,
-    stored: &[Stored],
-    hash: bool,
-) -> Row {
+/// True when `program` lacks data that it would look for in the data
+/// files beside it (external tensors, named data of its delegates).
+fn looks_beside(program: &crate::format::ProgramFile<'_>) -> bool {
+    use crate::meta::external::{missing_keys, missing_named};
+    let referenced = crate::delegate::referenced_named_keys(program);
+    !missing_keys(program, &[]).is_empty()
+        || !missing_named(program, &[], referenced.iter().map(|(k, _)| *k)).is_empty()
+}
+
+/// Each stored byte range once: ranges the tree gives at several paths
+/// of their own (an empty constant and the empty tensor typing it) keep
+/// their first typed row.
+fn once_each(stored: Vec<Stored>) -> Vec<Stored> {
+    let mut at: std::collections::HashMap<(usize, u64, u64), usize> =
+        std::collections::HashMap::with_capacity(stored.len());
+    let mut out: Vec<Stored> = Vec::with_capacity(stored.len());
+    for s in stored {
+        match at.entry((s.source, s.span.offset, s.span.len)) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let kept = &mut out[*e.get()];
+                if !kept.is_tensor() && s.is_tensor() {
+                    *kept = s;
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(out.len());
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// What a `files` row is made of.
+struct FileFacts<'a, 'b> {
+    own: &'a Source,
+    inspection: &'a Inspection,
+    inputs: &'a crate::view::Inputs<'b>,
+    stored: &'a [Stored],
+    stamps: Vec<Stamp>,
+    warnings: Vec<String>,
+}
+
+fn file_row(item: &Item, facts: &FileFacts<'_, '_>, hash: bool) -> Row {
+    let FileFacts {
+        own,
+        inspection,
+        inputs,
+        stored,
+        ..
+    } = facts;
     let program = inspection.program.as_ref();
     let methods: Option<Vec<String>> =
         program.map(|p| p.methods.iter().map(|m| m.name.clone()).collect());
@@ -311,20 +391,13 @@ fn file_row(
         methods.into(),
         backends.into(),
         data_files.into(),
+        V::Stamps(facts.stamps.clone()),
         tensors.clone().count().into(),
         tensors.map(|s| s.span.len).sum::<u64>().into(),
         hash.then(|| sha256(own.bytes())).into(),
-        own_warnings(inputs).into(),
+        facts.warnings.clone().into(),
         V::Null,
     ]
-}
-
-fn own_warnings(inputs: &crate::view::Inputs<'_>) -> Vec<String> {
-    inputs
-        .shown
-        .iter()
-        .flat_map(|i| i.parsed.warnings().iter().cloned())
-        .collect()
 }
 
 /// The method a tree path is under (`methods/<m>/...`).
@@ -338,7 +411,7 @@ fn tensor_row(
     item: &Item,
     subject: Subject<'_>,
     s: &Stored,
-    holder: &dyn Fn(usize) -> Option<String>,
+    (holder, weights_name): (&dyn Fn(usize) -> Option<String>, Option<&str>),
     hash: bool,
 ) -> Row {
     let dim_order = s.dim_order.as_deref().map(<[i64]>::to_vec).or_else(|| {
@@ -355,6 +428,7 @@ fn tensor_row(
             .or_else(|| method_of(&s.path))
             .into(),
         s.name.as_deref().into(),
+        weights_name.into(),
         s.dtype.as_deref().into(),
         s.numpy
             .as_ref()
@@ -434,5 +508,19 @@ mod tests {
     fn fetched_has_its_place_in_the_files_table() {
         let c = super::super::schema::FILES.columns;
         assert_eq!(c[super::FETCHED_COLUMN].name, "fetched");
+    }
+
+    #[test]
+    fn an_error_row_fills_every_column_of_files() {
+        let item = super::Item {
+            source: "gone.pte".into(),
+            size: None,
+            mtime: None,
+            etag: None,
+            file: None,
+        };
+        let row = super::error_row(&item, "gone");
+        assert_eq!(row.len(), super::super::schema::FILES.columns.len());
+        assert!(super::super::schema::FILES.batch(&[row]).is_ok());
     }
 }

@@ -14,6 +14,7 @@ use std::time::UNIX_EPOCH;
 
 use sha2::{Digest, Sha256};
 
+use super::schema::Stamp;
 use crate::format::{Kind, sniff};
 use crate::source::remote::{is_url, prefix};
 
@@ -130,6 +131,53 @@ pub fn list(sources: &[String]) -> Result<Listing, ListError> {
         }
     }
     Ok(listing)
+}
+
+/// The directories and object-store prefixes among `sources`, each as
+/// the paths listed under it begin (`models/`, `s3://bucket/exports/`);
+/// `""` for the current directory, under which every relative path is.
+pub fn roots(sources: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in sources {
+        if s.starts_with('@') || (is_url(s) && !prefix::is_prefix(s)) {
+            continue;
+        }
+        if prefix::is_prefix(s) {
+            out.push(s.clone());
+        } else if Path::new(s).is_dir() {
+            let t = tidy(s);
+            out.push(match t.as_str() {
+                "." | "./" => String::new(),
+                t if t.ends_with('/') => t.to_owned(),
+                t => format!("{t}/"),
+            });
+        }
+    }
+    out
+}
+
+/// True when `source` lies under `root`, one of [`roots`].
+pub fn is_under(source: &str, root: &str) -> bool {
+    if root.is_empty() {
+        return !is_url(source) && !source.starts_with('/') && !source.starts_with("../");
+    }
+    source.starts_with(root)
+}
+
+/// The size (none for a folder) and modification time of the local file
+/// or folder at `path`, as they are now; `None` when it is gone.
+pub fn stamp(path: &str) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_nanos()).ok());
+    Some(Stamp {
+        path: path.to_owned(),
+        size: (!meta.is_dir()).then_some(meta.len()),
+        mtime,
+    })
 }
 
 /// A local path without the `.` components and repeated slashes that do

@@ -13,6 +13,7 @@ pub mod listing;
 pub mod ops;
 pub mod parts;
 pub mod schema;
+pub mod weights_names;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -51,10 +52,15 @@ pub struct Summary {
     pub listed: usize,
     /// Of those, already indexed and unchanged, so skipped.
     pub unchanged: usize,
+    /// Of those unchanged, files whose kept row is an error.
+    pub unchanged_failed: usize,
     /// Files indexed.
     pub indexed: usize,
     /// Of those, files that could not be read (a row with the error).
     pub failed: usize,
+    /// Files with rows from an earlier run that are gone from a directory
+    /// or prefix this run lists, whose rows were removed.
+    pub gone: usize,
     /// The part files written.
     pub parts: Vec<PathBuf>,
     /// Paths not indexed as another path of a file listed: (left out,
@@ -121,17 +127,14 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
         same_files: listing.same_files,
         ..Summary::default()
     };
+    let sources: HashSet<String> = listed.iter().map(|i| i.source.clone()).collect();
     let mut todo = Vec::new();
     let mut redo = HashSet::new();
     for item in listed {
         match have.get(&item.source) {
-            Some(s)
-                if !opts.force
-                    && s.size == item.size
-                    && s.mtime == item.mtime
-                    && s.etag == item.etag =>
-            {
+            Some(s) if !opts.force && unchanged(&item, s, &wanted) => {
                 summary.unchanged += 1;
+                summary.unchanged_failed += usize::from(s.failed);
             }
             Some(_) => {
                 redo.insert(item.source.clone());
@@ -140,10 +143,26 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
             None => todo.push(item),
         }
     }
+    // Rows of files no longer under a directory or prefix this run lists
+    // go: this shard's only, so shards listing the same sources agree.
+    let roots = listing::roots(&opts.sources);
+    let gone: Vec<String> = have
+        .iter()
+        .filter(|(source, _)| {
+            !sources.contains(*source)
+                && opts.shard.takes(source)
+                && roots.iter().any(|r| listing::is_under(source, r))
+        })
+        .map(|(source, _)| source.clone())
+        .collect();
+    let name = parts::part_name(&opts.shard.label());
     if todo.is_empty() {
+        summary.gone = gone.len();
+        parts::drop_rows(&out, &gone.into_iter().collect())?;
+        parts::fill_empty(&out, &name)?;
         return Ok(summary);
     }
-    let mut parts = Parts::create(out.dir(), &parts::part_name(&opts.shard.label()))?;
+    let mut parts = Parts::create(out.dir(), &name)?;
     progress.start(todo.len());
     let next = AtomicUsize::new(0);
     let jobs = opts.jobs.clamp(1, todo.len());
@@ -188,7 +207,38 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
     }
     // The old rows of files indexed anew go just before the new ones
     // appear.
+    summary.gone = gone.len();
+    redo.extend(gone);
     parts::drop_rows(&out, &redo)?;
     summary.parts = parts.finish(&out)?;
+    parts::fill_empty(&out, &name)?;
     Ok(summary)
+}
+
+/// True when the catalog's rows of `item` are what this run would write:
+/// the file and every data file (and folder) its rows were made with are
+/// as they were, and the rows hold what `wanted` asks for.
+fn unchanged(item: &Item, had: &parts::Indexed, wanted: &Wanted) -> bool {
+    if (had.size, had.mtime, &had.etag) != (item.size, item.mtime, &item.etag) {
+        return false;
+    }
+    let Some(data) = &had.data else {
+        return false;
+    };
+    if !data
+        .iter()
+        .all(|d| listing::stamp(&d.path).as_ref() == Some(d))
+    {
+        return false;
+    }
+    // A file that could not be read has no sha256 to add.
+    if wanted.hash && !had.hashed && !had.failed {
+        return false;
+    }
+    // A file with verdicts (a program) has one for each runtime asked.
+    had.runtimes.is_empty()
+        || wanted
+            .runtimes
+            .iter()
+            .all(|r| had.runtimes.contains(&r.name))
 }

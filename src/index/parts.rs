@@ -9,16 +9,16 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{
-    Array, BooleanArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt64Array,
-};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{TimestampNanosecondType, UInt64Type};
+use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use super::facts::Facts;
-use super::schema::{FILES, Row, TABLES, TENSORS, Table};
+use super::schema::{CHECKS, FILES, Row, Stamp, TABLES, TENSORS, Table};
 use crate::source::redact::redact;
 use crate::source::remote::is_url;
 use crate::source::remote::prefix::{Prefix, is_prefix};
@@ -287,6 +287,34 @@ impl Drop for Part {
     }
 }
 
+/// Writes a part of no rows, with the table's columns, for each table of
+/// which `catalog` holds no part, so that a query of an empty catalog
+/// gives no rows rather than failing to find files.
+pub fn fill_empty(catalog: &Out, name: &str) -> Result<(), PartError> {
+    for table in TABLES {
+        if !catalog.parts(table)?.is_empty() {
+            continue;
+        }
+        let folder = catalog.dir().join(table.name);
+        std::fs::create_dir_all(&folder).map_err(|e| err(&folder, e))?;
+        let mut part = Part {
+            table,
+            tmp: folder.join(format!(".{name}.tmp")),
+            path: folder.join(name),
+            writer: None,
+            pending: Vec::new(),
+        };
+        part.flush()?;
+        if let Some(w) = part.writer.take() {
+            let file = w.into_inner().map_err(|e| err(&part.tmp, e))?;
+            file.sync_all().map_err(|e| err(&part.tmp, e))?;
+        }
+        std::fs::rename(&part.tmp, &part.path).map_err(|e| err(&part.path, e))?;
+        catalog.publish(table, &part.path)?;
+    }
+    Ok(())
+}
+
 /// The finished part files of `table` under `dir`, in name order.
 fn part_files(dir: &Path, table: Table) -> Result<Vec<PathBuf>, PartError> {
     let folder = dir.join(table.name);
@@ -307,50 +335,115 @@ fn part_files(dir: &Path, table: Table) -> Result<Vec<PathBuf>, PartError> {
     Ok(out)
 }
 
-/// What identifies a file's contents without reading them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stamp {
+/// What the catalog holds of one source: what identified its contents
+/// when it was indexed, and what was computed of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Indexed {
     /// Bytes.
     pub size: Option<u64>,
     /// Modification time, nanoseconds.
     pub mtime: Option<i64>,
     /// Entity tag.
     pub etag: Option<String>,
+    /// The data files (and folder) its rows were made with; `None` from a
+    /// catalog written before they were recorded.
+    pub data: Option<Vec<Stamp>>,
+    /// True when its row has its sha256.
+    pub hashed: bool,
+    /// True when its row is an error.
+    pub failed: bool,
+    /// The runtime specs its `checks` rows are for.
+    pub runtimes: HashSet<String>,
 }
 
-/// Each source that has a `files` row under `dir`, with its stamp.
-pub fn indexed(catalog: &Out) -> Result<BTreeMap<String, Stamp>, PartError> {
-    let mut out = BTreeMap::new();
+/// Each source that has a `files` row in `catalog`, with what the
+/// catalog holds of it.
+pub fn indexed(catalog: &Out) -> Result<BTreeMap<String, Indexed>, PartError> {
+    let mut out: BTreeMap<String, Indexed> = BTreeMap::new();
     for path in catalog.parts(FILES)? {
         for batch in read(&path)? {
             let col = |name: &str| batch.column_by_name(name).map(Arc::clone);
-            let (Some(source), Some(size), Some(mtime), Some(etag)) =
-                (col("source"), col("size"), col("mtime"), col("etag"))
-            else {
-                return Err(err(&path, "not a files part: a column is missing"));
-            };
-            let source = source.as_any().downcast_ref::<StringArray>();
-            let size = size.as_any().downcast_ref::<UInt64Array>();
-            let mtime = mtime.as_any().downcast_ref::<TimestampNanosecondArray>();
-            let etag = etag.as_any().downcast_ref::<StringArray>();
-            let (Some(source), Some(size), Some(mtime), Some(etag)) = (source, size, mtime, etag)
-            else {
-                return Err(err(&path, "not a files part: a column has another type"));
+            let missing = || err(&path, "not a files part: a column is missing");
+            let other = || err(&path, "not a files part: a column has another type");
+            let (source, size, mtime, etag, sha256, error) = (
+                col("source").ok_or_else(missing)?,
+                col("size").ok_or_else(missing)?,
+                col("mtime").ok_or_else(missing)?,
+                col("etag").ok_or_else(missing)?,
+                col("sha256").ok_or_else(missing)?,
+                col("error").ok_or_else(missing)?,
+            );
+            let stamps = col("data_stamps");
+            let source = source.as_string_opt::<i32>().ok_or_else(other)?;
+            let size = size.as_primitive_opt::<UInt64Type>().ok_or_else(other)?;
+            let mtime = (mtime.as_primitive_opt::<TimestampNanosecondType>()).ok_or_else(other)?;
+            let etag = etag.as_string_opt::<i32>().ok_or_else(other)?;
+            let sha256 = sha256.as_string_opt::<i32>().ok_or_else(other)?;
+            let error = error.as_string_opt::<i32>().ok_or_else(other)?;
+            let stamps = match &stamps {
+                Some(s) => Some(s.as_list_opt::<i32>().ok_or_else(other)?),
+                None => None,
             };
             for i in 0..batch.num_rows() {
                 let v = |a: &dyn Array| a.is_valid(i);
+                let data = match stamps {
+                    Some(list) if list.is_valid(i) => {
+                        Some(stamps_of(list.value(i).as_ref()).ok_or_else(other)?)
+                    }
+                    Some(_) => Some(Vec::new()),
+                    None => None,
+                };
                 out.insert(
                     source.value(i).to_owned(),
-                    Stamp {
+                    Indexed {
                         size: v(size).then(|| size.value(i)),
                         mtime: v(mtime).then(|| mtime.value(i)),
                         etag: v(etag).then(|| etag.value(i).to_owned()),
+                        data,
+                        hashed: v(sha256),
+                        failed: v(error),
+                        runtimes: HashSet::new(),
                     },
                 );
             }
         }
     }
+    for path in catalog.parts(CHECKS)? {
+        for batch in read(&path)? {
+            let col = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .and_then(|c| c.as_string_opt::<i32>())
+                    .ok_or_else(|| err(&path, "not a checks part: a column is missing"))
+            };
+            let (source, runtime) = (col("source")?, col("runtime")?);
+            for i in 0..batch.num_rows() {
+                if let Some(f) = out.get_mut(source.value(i))
+                    && runtime.is_valid(i)
+                {
+                    f.runtimes.insert(runtime.value(i).to_owned());
+                }
+            }
+        }
+    }
     Ok(out)
+}
+
+/// The stamps of one `data_stamps` list.
+fn stamps_of(a: &dyn Array) -> Option<Vec<Stamp>> {
+    let s = a.as_struct_opt()?;
+    let path = s.column_by_name("path")?.as_string_opt::<i32>()?;
+    let size = s.column_by_name("size")?.as_primitive_opt::<UInt64Type>()?;
+    let mtime = (s.column_by_name("mtime")?).as_primitive_opt::<TimestampNanosecondType>()?;
+    Some(
+        (0..s.len())
+            .map(|i| Stamp {
+                path: path.value(i).to_owned(),
+                size: size.is_valid(i).then(|| size.value(i)),
+                mtime: mtime.is_valid(i).then(|| mtime.value(i)),
+            })
+            .collect(),
+    )
 }
 
 fn read(path: &Path) -> Result<Vec<RecordBatch>, PartError> {

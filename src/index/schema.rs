@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Int64Builder, ListBuilder, StringBuilder, TimestampNanosecondBuilder,
-    UInt64Builder,
+    ArrayBuilder, BooleanBuilder, Int64Builder, ListBuilder, StringBuilder, StructBuilder,
+    TimestampNanosecondBuilder, UInt64Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{ArrowError, Field, Schema};
+use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, TimeUnit};
 
 /// A column's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub enum Ty {
     Strs,
     /// A list of signed integers.
     I64s,
+    /// A list of [`Stamp`]s.
+    Stamps,
 }
 
 impl Ty {
@@ -35,11 +37,37 @@ impl Ty {
             Ty::Str => "VARCHAR",
             Ty::U64 => "UBIGINT",
             Ty::Bool => "BOOLEAN",
-            Ty::Time => "TIMESTAMP WITH TIME ZONE",
+            Ty::Time => "TIMESTAMPTZ_NS",
             Ty::Strs => "VARCHAR[]",
             Ty::I64s => "BIGINT[]",
+            Ty::Stamps => "STRUCT(path VARCHAR, size UBIGINT, mtime TIMESTAMPTZ_NS)[]",
         }
     }
+}
+
+/// A file (or folder) a file's rows were made with, as it was then: a
+/// re-run compares it with what is there now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    /// The path, as the listing spells paths.
+    pub path: String,
+    /// Bytes; `None` for a folder.
+    pub size: Option<u64>,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime: Option<i64>,
+}
+
+/// The fields of a [`Stamp`] in a column.
+fn stamp_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("path", DataType::Utf8, true),
+        Field::new("size", DataType::UInt64, true),
+        Field::new(
+            "mtime",
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            true,
+        ),
+    ])
 }
 
 /// One column.
@@ -79,6 +107,7 @@ pub const FILES: Table = Table {
         col("methods", Ty::Strs),
         col("backends", Ty::Strs),
         col("data_files", Ty::Strs),
+        col("data_stamps", Ty::Stamps),
         col("tensors", Ty::U64),
         col("tensor_bytes", Ty::U64),
         col("sha256", Ty::Str),
@@ -96,6 +125,7 @@ pub const TENSORS: Table = Table {
         col("path", Ty::Str),
         col("method", Ty::Str),
         col("name", Ty::Str),
+        col("weights_name", Ty::Str),
         col("dtype", Ty::Str),
         col("numpy_dtype", Ty::Str),
         col("shape", Ty::I64s),
@@ -175,6 +205,8 @@ pub enum V {
     Strs(Vec<String>),
     /// A list of integers.
     I64s(Vec<i64>),
+    /// A list of stamps.
+    Stamps(Vec<Stamp>),
 }
 
 impl From<&str> for V {
@@ -230,6 +262,7 @@ enum Builder {
     Time(TimestampNanosecondBuilder),
     Strs(ListBuilder<StringBuilder>),
     I64s(ListBuilder<Int64Builder>),
+    Stamps(ListBuilder<StructBuilder>),
 }
 
 impl Builder {
@@ -241,6 +274,14 @@ impl Builder {
             Ty::Time => Builder::Time(TimestampNanosecondBuilder::new().with_timezone("UTC")),
             Ty::Strs => Builder::Strs(ListBuilder::new(StringBuilder::new())),
             Ty::I64s => Builder::I64s(ListBuilder::new(Int64Builder::new())),
+            Ty::Stamps => {
+                let fields: Vec<Box<dyn ArrayBuilder>> = vec![
+                    Box::new(StringBuilder::new()),
+                    Box::new(UInt64Builder::new()),
+                    Box::new(TimestampNanosecondBuilder::new().with_timezone("UTC")),
+                ];
+                Builder::Stamps(ListBuilder::new(StructBuilder::new(stamp_fields(), fields)))
+            }
         }
     }
 
@@ -257,6 +298,7 @@ impl Builder {
                     | (Builder::Time(_), V::Time(_))
                     | (Builder::Strs(_), V::Strs(_))
                     | (Builder::I64s(_), V::I64s(_))
+                    | (Builder::Stamps(_), V::Stamps(_))
             ),
             "{v:?} in a column of another type"
         );
@@ -281,6 +323,23 @@ impl Builder {
                 b.append(true);
             }
             (Builder::I64s(b), _) => b.append(false),
+            (Builder::Stamps(b), V::Stamps(items)) => {
+                let s = b.values();
+                for st in items {
+                    if let Some(f) = s.field_builder::<StringBuilder>(0) {
+                        f.append_value(&st.path);
+                    }
+                    if let Some(f) = s.field_builder::<UInt64Builder>(1) {
+                        f.append_option(st.size);
+                    }
+                    if let Some(f) = s.field_builder::<TimestampNanosecondBuilder>(2) {
+                        f.append_option(st.mtime);
+                    }
+                    s.append(true);
+                }
+                b.append(true);
+            }
+            (Builder::Stamps(b), _) => b.append(false),
         }
     }
 
@@ -292,6 +351,7 @@ impl Builder {
             Builder::Time(b) => Arc::new(b.finish()),
             Builder::Strs(b) => Arc::new(b.finish()),
             Builder::I64s(b) => Arc::new(b.finish()),
+            Builder::Stamps(b) => Arc::new(b.finish()),
         }
     }
 }
@@ -320,6 +380,8 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
 
     #[test]
     fn every_value_lands_in_its_column_and_nulls_stay_null() {
@@ -346,6 +408,34 @@ mod tests {
         assert_eq!(b.column(2).null_count(), 1);
         let t = TENSORS.batch(&[]).unwrap();
         assert_eq!(t.num_rows(), 0);
-        assert_eq!(t.schema().field(6).name(), "shape");
+        assert_eq!(t.schema().field(7).name(), "shape");
+    }
+
+    #[test]
+    fn stamps_are_a_list_of_structs_with_nulls_kept() {
+        let stamp = Stamp {
+            path: "m/w.ptd".into(),
+            size: None,
+            mtime: Some(7),
+        };
+        let mut row: Row = vec![V::Null; FILES.columns.len()];
+        let at = FILES
+            .columns
+            .iter()
+            .position(|c| c.name == "data_stamps")
+            .unwrap();
+        row[at] = V::Stamps(vec![stamp]);
+        let b = FILES.batch(&[row]).unwrap();
+        let list = b.column(at).as_list::<i32>().value(0);
+        let s = list.as_struct();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.column(0).as_string::<i32>().value(0), "m/w.ptd");
+        assert!(s.column(1).is_null(0));
+        assert_eq!(
+            s.column(2)
+                .as_primitive::<arrow_array::types::TimestampNanosecondType>()
+                .value(0),
+            7
+        );
     }
 }

@@ -69,6 +69,14 @@ fn value(a: &dyn Array, i: usize) -> Value {
             let items = a.as_list::<i32>().value(i);
             Value::Array((0..items.len()).map(|j| value(items.as_ref(), j)).collect())
         }
+        DataType::Struct(fields) => {
+            let s = a.as_struct();
+            let mut row = serde_json::Map::new();
+            for (f, col) in fields.iter().zip(s.columns()) {
+                row.insert(f.name().clone(), value(col.as_ref(), i));
+            }
+            Value::Object(row)
+        }
         t => panic!("a column of type {t}"),
     }
 }
@@ -549,4 +557,311 @@ fn the_docs_list_every_column_with_its_type() {
             .collect();
         assert_eq!(documented, actual, "docs/index.md, table {}", table.name);
     }
+}
+
+/// The models folder `dir` with `files` copied in from the fixtures.
+fn models_with(dir: &Path, files: &[&str]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    for f in files {
+        let to = dir.join(Path::new(f).file_name().unwrap());
+        std::fs::copy(fixture(f), to).unwrap();
+    }
+    dir.display().to_string()
+}
+
+/// Sets the modification time of `path` to `secs` after the epoch.
+fn set_mtime(path: &Path, secs: u64) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+        .unwrap();
+}
+
+#[test]
+fn a_rerun_redoes_a_program_whose_data_files_went_changed_or_appeared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = models_with(
+        &tmp.path().join("models"),
+        &["mlp_external.pte", "mlp_external.ptd", "mlp.pte"],
+    );
+    let cat = tmp.path().join("c");
+    let c = cat.to_str().unwrap();
+    let (pte, ptd) = (
+        format!("{m}/mlp_external.pte"),
+        format!("{m}/mlp_external.ptd"),
+    );
+    let in_ptd = |cat: &Path| {
+        of(&rows(cat, "tensors"), &pte)
+            .iter()
+            .filter(|t| t["file"] == ptd.as_str())
+            .count()
+    };
+    assert_eq!(index(&[&m, "-o", c]).code, 0);
+    assert_eq!(in_ptd(&cat), 4);
+    // The data file goes: the program is indexed again, without it.
+    std::fs::remove_file(&ptd).unwrap();
+    let r = index(&[&m, "-o", c]);
+    assert!(
+        r.err.contains(
+            "2 files listed, 1 indexed (0 could not be read), 1 unchanged since the last run, 1 gone since the last run"
+        ),
+        "{}",
+        r.err
+    );
+    let f = rows(&cat, "files");
+    assert_eq!(of(&f, &pte)[0]["data_files"], json!([]));
+    assert!(of(&f, &ptd).is_empty());
+    assert_eq!(in_ptd(&cat), 0);
+    // It comes back beside it: the program is indexed again, with it.
+    std::fs::copy(fixture("mlp_external.ptd"), &ptd).unwrap();
+    let r = index(&[&m, "-o", c]);
+    assert!(r.err.contains("3 files listed, 2 indexed"), "{}", r.err);
+    assert_eq!(
+        of(&rows(&cat, "files"), &pte)[0]["data_files"],
+        json!(["mlp_external.ptd"])
+    );
+    assert_eq!(in_ptd(&cat), 4);
+    // It changes, same size: the program's rows are made again.
+    let r = index(&[&m, "-o", c]);
+    assert!(r.err.contains("0 indexed"), "{}", r.err);
+    set_mtime(Path::new(&ptd), 1_000_000_000);
+    let r = index(&[&pte, "-o", c]);
+    assert!(r.err.contains("1 files listed, 1 indexed"), "{}", r.err);
+    let f = rows(&cat, "files");
+    let stamps = of(&f, &pte)[0]["data_stamps"].as_array().unwrap().clone();
+    let s = stamps.iter().find(|s| s["path"] == ptd.as_str()).unwrap();
+    assert_eq!(s["mtime"], json!(1_000_000_000_000_000_000i64));
+}
+
+#[test]
+fn a_rerun_indexes_again_what_lacks_a_runtime_or_a_hash_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = models_with(&tmp.path().join("models"), &["mlp.pte", "mlp_external.ptd"]);
+    let cat = tmp.path().join("c");
+    let c = cat.to_str().unwrap();
+    assert_eq!(index(&[&m, "-o", c]).code, 0);
+    let r = index(&[&m, "-o", c, "--runtime", "portable"]);
+    assert!(
+        r.err.contains("2 files listed, 1 indexed"),
+        "the program lacks a portable verdict: {}",
+        r.err
+    );
+    let checks = rows(&cat, "checks");
+    assert!(
+        checks.iter().any(|c| c["runtime"] == "portable"),
+        "{checks:?}"
+    );
+    let r = index(&[&m, "-o", c, "--runtime", "portable"]);
+    assert!(r.err.contains("0 indexed"), "{}", r.err);
+    let r = index(&[&m, "-o", c, "--runtime", "portable", "--hash"]);
+    assert!(r.err.contains("2 files listed, 2 indexed"), "{}", r.err);
+    let files = rows(&cat, "files");
+    assert!(files.iter().all(|f| f["sha256"].is_string()), "{files:?}");
+    let r = index(&[&m, "-o", c, "--runtime", "portable", "--hash"]);
+    assert!(r.err.contains("0 indexed"), "{}", r.err);
+}
+
+#[test]
+fn rows_of_files_gone_from_a_listed_folder_go_and_others_stay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = models_with(
+        &tmp.path().join("models"),
+        &["mlp.pte", "dtypes.pte", "add.pte", "multi_method.pte"],
+    );
+    let other = fixture("conv.ptn").display().to_string();
+    let cat = tmp.path().join("c");
+    let c = cat.to_str().unwrap();
+    assert_eq!(index(&[&m, &other, "-o", c]).code, 0);
+    // Each shard removes the rows of its own files only.
+    let names = ["mlp.pte", "dtypes.pte", "add.pte", "multi_method.pte"];
+    for n in names {
+        std::fs::remove_file(format!("{m}/{n}")).unwrap();
+    }
+    let shard: ptefs::index::listing::Shard = "0/2".parse().unwrap();
+    let mine = names
+        .iter()
+        .filter(|n| shard.takes(&format!("{m}/{n}")))
+        .count();
+    let r = index(&[&m, "-o", c, "--shard", "0/2"]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    if mine > 0 {
+        assert!(
+            r.err.contains(&format!("{mine} gone since the last run")),
+            "{}",
+            r.err
+        );
+    }
+    assert_eq!(rows(&cat, "files").len(), 1 + names.len() - mine);
+    let r = index(&[&m, "-o", c, "--shard", "1/2"]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    // The file given alone is not under the folder: its rows stay.
+    let files = rows(&cat, "files");
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(files[0]["source"], other.as_str());
+    assert!(!rows(&cat, "tensors").is_empty());
+    assert!(
+        rows(&cat, "tensors")
+            .iter()
+            .all(|t| t["source"] == other.as_str())
+    );
+}
+
+#[test]
+fn a_program_without_its_data_file_has_the_warnings_the_tree_gives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = models_with(&tmp.path().join("models"), &["mlp_external.pte"]);
+    let pte = format!("{m}/mlp_external.pte");
+    let cat = tmp.path().join("c");
+    assert_eq!(index(&[&pte, "-o", cat.to_str().unwrap()]).code, 0);
+    let f = rows(&cat, "files");
+    let got: Vec<&str> = f[0]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    let tree = ptefs_run(["ls", pte.as_str()]);
+    let want: Vec<&str> = tree
+        .err
+        .lines()
+        .filter_map(|l| l.strip_prefix("ptefs: warning: "))
+        .collect();
+    assert!(!want.is_empty(), "{}", tree.err);
+    assert!(want.iter().any(|w| w.contains("external tensor")));
+    assert_eq!(got, want);
+}
+
+#[test]
+fn an_empty_constant_is_one_typed_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zero = fixture("index/zero_constant.pte").display().to_string();
+    let cat = tmp.path().join("c");
+    assert_eq!(index(&[&zero, "-o", cat.to_str().unwrap()]).code, 0);
+    let t = rows(&cat, "tensors");
+    let mut ranges = BTreeSet::new();
+    for row in &t {
+        assert!(
+            ranges.insert((
+                row["file"].to_string(),
+                row["offset"].to_string(),
+                row["nbytes"].to_string()
+            )),
+            "a range twice: {t:?}"
+        );
+    }
+    let empty: Vec<&Value> = t.iter().filter(|r| r["nbytes"] == 0).collect();
+    assert_eq!(empty.len(), 1, "{t:?}");
+    assert_eq!(empty[0]["dtype"], "FLOAT");
+    assert_eq!(empty[0]["shape"], json!([0, 4]));
+}
+
+#[test]
+fn a_rerun_keeping_rows_of_an_unreadable_file_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = models_with(
+        &tmp.path().join("models"),
+        &["mlp.pte", "check/cut_segments.pte"],
+    );
+    let cat = tmp.path().join("c");
+    let c = cat.to_str().unwrap();
+    assert_eq!(index(&[&m, "-o", c]).code, 1);
+    let r = index(&[&m, "-o", c]);
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(
+        r.err.contains(
+            "2 files listed, 0 indexed (0 could not be read), 2 unchanged since the last run (1 of them could not be read)"
+        ),
+        "{}",
+        r.err
+    );
+}
+
+#[test]
+fn an_empty_catalog_has_a_part_of_no_rows_in_each_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let cat = tmp.path().join("c");
+    let r = index(&[empty.to_str().unwrap(), "-o", cat.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    for table in ptefs::index::schema::TABLES {
+        let parts: Vec<PathBuf> = std::fs::read_dir(cat.join(table.name))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(parts.len(), 1, "{}", table.name);
+        let reader =
+            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&parts[0]).unwrap())
+                .unwrap();
+        let names: Vec<&str> = reader
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        let want: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+        assert_eq!(names, want, "{}", table.name);
+        assert!(rows(&cat, table.name).is_empty());
+    }
+}
+
+#[test]
+fn weights_name_is_the_tensors_name_in_weights_safetensors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = models_with(
+        &tmp.path().join("models"),
+        &[
+            "mv2_xnnpack.pte",
+            "xnnpack_external.pte",
+            "xnnpack_external.ptd",
+            "mlp.pte",
+        ],
+    );
+    let cat = tmp.path().join("c");
+    assert_eq!(index(&[&m, "-o", cat.to_str().unwrap()]).code, 0);
+    let tensors = rows(&cat, "tensors");
+    let mut named = 0;
+    for source in ["mv2_xnnpack.pte", "xnnpack_external.pte", "mlp.pte"] {
+        let source = format!("{m}/{source}");
+        let st = crate::common::ptefs()
+            .args(["cat", source.as_str(), "weights.safetensors"])
+            .output()
+            .unwrap()
+            .stdout;
+        let hlen = u64::from_le_bytes(st[..8].try_into().unwrap()) as usize;
+        let header: BTreeMap<String, Value> = serde_json::from_slice(&st[8..8 + hlen]).unwrap();
+        let data = &st[8 + hlen..];
+        for t in of(&tensors, &source) {
+            let Some(w) = t["weights_name"].as_str() else {
+                continue;
+            };
+            named += 1;
+            let e = &header[w];
+            let (a, b) = (
+                e["data_offsets"][0].as_u64().unwrap() as usize,
+                e["data_offsets"][1].as_u64().unwrap() as usize,
+            );
+            let held = std::fs::read(t["file"].as_str().unwrap()).unwrap();
+            let o = t["offset"].as_u64().unwrap() as usize;
+            let n = t["nbytes"].as_u64().unwrap() as usize;
+            assert_eq!(b - a, n, "{source} {w}");
+            assert!(data[a..b] == held[o..o + n], "{source} {w}: other bytes");
+        }
+        // Every tensor of the file is some row's.
+        let rows_named: BTreeSet<&str> = of(&tensors, &source)
+            .iter()
+            .filter_map(|t| t["weights_name"].as_str())
+            .collect();
+        let in_file: BTreeSet<&str> = header
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "__metadata__")
+            .collect();
+        assert_eq!(rows_named, in_file, "{source}");
+    }
+    assert!(named > 50, "{named}");
+    // XNNPACK's weights are named by the report one way, by the file
+    // another: the column joins them.
+    assert!(tensors.iter().any(|t| t["backend"] == "XnnpackBackend"
+        && t["weights_name"].is_string()
+        && t["weights_name"] != t["name"]));
 }
