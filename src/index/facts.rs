@@ -382,8 +382,17 @@ fn file_row(item: &Item, facts: &FileFacts<'_, '_>, hash: bool) -> Row {
         inspection.file.as_str().into(),
         inspection.kind.into(),
         inspection.file_size.into(),
-        if own.is_remote() { item.mtime } else { mtime }.map_or(V::Null, V::Time),
-        item.etag.clone().into(),
+        // A URL given alone is stamped by what its server said when read,
+        // as a re-run's HEAD of it stamps it.
+        if own.is_remote() {
+            item.mtime.or(mtime)
+        } else {
+            mtime
+        }
+        .map_or(V::Null, V::Time),
+        (item.etag.clone())
+            .or_else(|| own.etag().map(str::to_owned))
+            .into(),
         Some(inspection.identifier.as_str())
             .filter(|s| !s.is_empty())
             .into(),

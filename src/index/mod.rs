@@ -24,6 +24,7 @@ use listing::{Item, ListError, Shard};
 use parts::{PartError, Parts};
 
 use crate::report::check::spec::{DEFAULT, RuntimeSpec, SpecError};
+use crate::source::remote::is_url;
 
 /// What one `ptefs index` run does.
 #[derive(Debug, Clone)]
@@ -130,7 +131,18 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
     let sources: HashSet<String> = listed.iter().map(|i| i.source.clone()).collect();
     let mut todo = Vec::new();
     let mut redo = HashSet::new();
-    for item in listed {
+    for mut item in listed {
+        // A URL listed alone has no stamp until its server is asked; only
+        // one already indexed is worth the request.
+        if is_url(&item.source)
+            && item.size.is_none()
+            && !opts.force
+            && have.contains_key(&item.source)
+        {
+            if let Ok((size, mtime, etag)) = crate::source::remote::stamp_of(&item.source) {
+                (item.size, item.mtime, item.etag) = (Some(size), mtime, etag);
+            }
+        }
         match have.get(&item.source) {
             Some(s) if !opts.force && unchanged(&item, s, &wanted) => {
                 summary.unchanged += 1;

@@ -213,6 +213,14 @@ impl Source {
         matches!(self.backing, Backing::Remote(_))
     }
 
+    /// A remote object's entity tag, when its server gives one.
+    pub fn etag(&self) -> Option<&str> {
+        match &self.backing {
+            Backing::Local(_) => None,
+            Backing::Remote(r) => r.etag(),
+        }
+    }
+
     /// The bytes parsing sees: the whole file for a local source; for a
     /// remote one, an image of the object's full length holding what
     /// [`Source::prefetch`] fetched (zeros elsewhere).

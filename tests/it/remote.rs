@@ -916,3 +916,51 @@ fn index_lists_a_prefix_of_a_thousand_programs_and_reads_each_by_ranges() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("1 unchanged"));
 }
+
+#[test]
+fn index_of_urls_listed_alone_skips_what_has_not_changed_since() {
+    let test = "index_of_urls_listed_alone_skips_what_has_not_changed_since";
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    for f in ["mlp.pte", "add.pte"] {
+        std::fs::copy(fixture(f), served.join(f)).unwrap();
+    }
+    let Some(nginx) = nginx_for(test, &served) else {
+        return;
+    };
+    let list = dir.path().join("urls.txt");
+    std::fs::write(
+        &list,
+        format!("{}\n{}\n", nginx.url("mlp.pte"), nginx.url("add.pte")),
+    )
+    .unwrap();
+    let cat = dir.path().join("catalog");
+    let index = || {
+        let list = format!("@{}", list.display());
+        ptefs_run(["index", list.as_str(), "-o", cat.to_str().unwrap()])
+    };
+    let first = index();
+    assert_eq!(first.code, 0, "{}", first.err);
+    assert!(
+        first.err.contains("2 files listed, 2 indexed"),
+        "{}",
+        first.err
+    );
+    // Asked by HEAD, the server says nothing changed: nothing is read again.
+    let again = index();
+    assert!(
+        again.err.contains("2 files listed, 0 indexed"),
+        "{}",
+        again.err
+    );
+    assert!(again.err.contains("2 unchanged"), "{}", again.err);
+    // A changed object is indexed again (a new size and time).
+    std::fs::copy(fixture("multi_method.pte"), served.join("mlp.pte")).unwrap();
+    let changed = index();
+    assert!(
+        changed.err.contains("2 files listed, 1 indexed"),
+        "{}",
+        changed.err
+    );
+}

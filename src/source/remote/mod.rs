@@ -117,6 +117,20 @@ pub struct RemoteFile {
     changed: AtomicBool,
 }
 
+/// What a HEAD request says of the object at `url`: its size, its
+/// modification time in nanoseconds since the epoch, and its entity tag.
+pub fn stamp_of(url: &str) -> Result<(u64, Option<i64>, Option<String>), SourceError> {
+    let target = Target::of(url)?;
+    let client = Client::connect(&target).map_err(|e| target.error(e))?;
+    let pin = client.head().map_err(|e| target.error(e.to_string()))?;
+    let mtime = (pin
+        .last_modified
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok())
+    .and_then(|d| i64::try_from(d.as_nanos()).ok());
+    Ok((pin.len, mtime, pin.e_tag))
+}
+
 impl RemoteFile {
     /// Asks for the object's size and identity; fetches nothing else.
     pub fn open(url: &str) -> Result<(RemoteFile, Stamp), SourceError> {
@@ -161,6 +175,11 @@ impl RemoteFile {
             changed: AtomicBool::new(false),
         };
         Ok((file, stamp))
+    }
+
+    /// The object's entity tag, when its server gives one.
+    pub fn etag(&self) -> Option<&str> {
+        self.pin.e_tag.as_deref()
     }
 
     /// How the source is shown: its URL [`redact`]ed.
