@@ -138,10 +138,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
             && item.size.is_none()
             && !opts.force
             && have.contains_key(&item.source)
+            && let Ok((size, mtime, etag)) = crate::source::remote::stamp_of(&item.source)
         {
-            if let Ok((size, mtime, etag)) = crate::source::remote::stamp_of(&item.source) {
-                (item.size, item.mtime, item.etag) = (Some(size), mtime, etag);
-            }
+            (item.size, item.mtime, item.etag) = (Some(size), mtime, etag);
         }
         match have.get(&item.source) {
             Some(s) if !opts.force && unchanged(&item, s, &wanted) => {
