@@ -4,7 +4,8 @@
 # graph.dot files render), nginx (an HTTP server with range support for the
 # remote-source tests), openssl (their htpasswd lines), Chromium and
 # websockets (to open the report page in a browser), NumPy, PyYAML,
-# DuckDB (to query the catalog `ptefs index` writes), moto's S3 server
+# DuckDB and PySpark with a Java runtime (to query the catalog `ptefs
+# index` writes, as two engines), moto's S3 server
 # (with boto3), maturin and pytest for the Python
 # package, and inferno (inferno-flamegraph, to check that modules.folded
 # renders).
@@ -18,6 +19,7 @@ command -v dot >/dev/null || need+=(graphviz)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v openssl >/dev/null || need+=(openssl)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
+command -v java >/dev/null || need+=(default-jre-headless)
 if ((${#need[@]})); then
   if [[ $(id -u) == 0 ]]; then
     echo "setup: apt-get install ${need[*]}" >&2
@@ -45,6 +47,10 @@ fi
 if ! python3 -c "import duckdb" 2>/dev/null; then
   echo "setup: pip install duckdb" >&2
   python3 -m pip install --quiet duckdb
+fi
+if ! python3 -c "import pyspark" 2>/dev/null; then
+  echo "setup: pip install pyspark" >&2
+  python3 -m pip install --quiet pyspark
 fi
 if ! command -v moto_server >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
   echo "setup: pip install 'moto[server]'" >&2

@@ -372,11 +372,7 @@ fn file_row(item: &Item, facts: &FileFacts<'_, '_>, hash: bool) -> Row {
     });
     let data_files: Vec<String> = inputs.attached.iter().map(|i| i.name.clone()).collect();
     let tensors = stored.iter().filter(|s| s.is_tensor());
-    let mtime = own.opened.mtime();
-    let mtime = mtime
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .and_then(|d| i64::try_from(d.as_nanos()).ok());
+    let mtime = listing::micros(own.opened.mtime());
     vec![
         item.source.as_str().into(),
         inspection.file.as_str().into(),

@@ -31,7 +31,7 @@ pub struct Item {
     pub source: String,
     /// Its size in bytes, when the listing says.
     pub size: Option<u64>,
-    /// Its modification time, nanoseconds since the epoch, when known.
+    /// Its modification time, microseconds since the epoch, when known.
     pub mtime: Option<i64>,
     /// Its entity tag, for an object in a store.
     pub etag: Option<String>,
@@ -168,11 +168,7 @@ pub fn is_under(source: &str, root: &str) -> bool {
 /// or folder at `path`, as they are now; `None` when it is gone.
 pub fn stamp(path: &str) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .and_then(|d| i64::try_from(d.as_nanos()).ok());
+    let mtime = meta.modified().ok().and_then(micros);
     Some(Stamp {
         path: path.to_owned(),
         size: (!meta.is_dir()).then_some(meta.len()),
@@ -243,7 +239,7 @@ fn one(s: &str, out: &mut Vec<Item>) -> Result<(), ListError> {
                 .map(|o| Item {
                     source: o.url,
                     size: Some(o.size),
-                    mtime: Some(o.modified),
+                    mtime: Some(o.modified.div_euclid(1000)),
                     etag: o.etag,
                     file: None,
                 }),
@@ -282,12 +278,17 @@ fn one(s: &str, out: &mut Vec<Item>) -> Result<(), ListError> {
     }
 }
 
+/// `t` in microseconds since the epoch, the unit of every time in the
+/// catalog: Parquet readers such as Spark's refuse nanoseconds, and a
+/// re-run compares times in the unit they were kept in.
+pub fn micros(t: std::time::SystemTime) -> Option<i64> {
+    let d = t.duration_since(UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_micros()).ok()
+}
+
 /// The item of the file at `source`, with what `meta` says of it.
 fn item(source: String, meta: Option<&std::fs::Metadata>) -> Item {
-    let mtime = meta
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .and_then(|d| i64::try_from(d.as_nanos()).ok());
+    let mtime = meta.and_then(|m| m.modified().ok()).and_then(micros);
     Item {
         source,
         size: meta.map(std::fs::Metadata::len),

@@ -140,7 +140,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
             && have.contains_key(&item.source)
             && let Ok((size, mtime, etag)) = crate::source::remote::stamp_of(&item.source)
         {
-            (item.size, item.mtime, item.etag) = (Some(size), mtime, etag);
+            (item.size, item.mtime, item.etag) = (Some(size), listing::micros(mtime), etag);
         }
         match have.get(&item.source) {
             Some(s) if !opts.force && unchanged(&item, s, &wanted) => {

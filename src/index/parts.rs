@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{TimestampNanosecondType, UInt64Type};
+use arrow_array::types::{TimestampMicrosecondType, UInt64Type};
 use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -341,7 +341,7 @@ fn part_files(dir: &Path, table: Table) -> Result<Vec<PathBuf>, PartError> {
 pub struct Indexed {
     /// Bytes.
     pub size: Option<u64>,
-    /// Modification time, nanoseconds.
+    /// Modification time, microseconds.
     pub mtime: Option<i64>,
     /// Entity tag.
     pub etag: Option<String>,
@@ -376,7 +376,7 @@ pub fn indexed(catalog: &Out) -> Result<BTreeMap<String, Indexed>, PartError> {
             let stamps = col("data_stamps");
             let source = source.as_string_opt::<i32>().ok_or_else(other)?;
             let size = size.as_primitive_opt::<UInt64Type>().ok_or_else(other)?;
-            let mtime = (mtime.as_primitive_opt::<TimestampNanosecondType>()).ok_or_else(other)?;
+            let mtime = (mtime.as_primitive_opt::<TimestampMicrosecondType>()).ok_or_else(other)?;
             let etag = etag.as_string_opt::<i32>().ok_or_else(other)?;
             let sha256 = sha256.as_string_opt::<i32>().ok_or_else(other)?;
             let error = error.as_string_opt::<i32>().ok_or_else(other)?;
@@ -434,7 +434,7 @@ fn stamps_of(a: &dyn Array) -> Option<Vec<Stamp>> {
     let s = a.as_struct_opt()?;
     let path = s.column_by_name("path")?.as_string_opt::<i32>()?;
     let size = s.column_by_name("size")?.as_primitive_opt::<UInt64Type>()?;
-    let mtime = (s.column_by_name("mtime")?).as_primitive_opt::<TimestampNanosecondType>()?;
+    let mtime = (s.column_by_name("mtime")?).as_primitive_opt::<TimestampMicrosecondType>()?;
     Some(
         (0..s.len())
             .map(|i| Stamp {

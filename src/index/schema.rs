@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     ArrayBuilder, BooleanBuilder, Int64Builder, ListBuilder, StringBuilder, StructBuilder,
-    TimestampNanosecondBuilder, UInt64Builder,
+    TimestampMicrosecondBuilder, UInt64Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, TimeUnit};
@@ -20,7 +20,7 @@ pub enum Ty {
     U64,
     /// True or false.
     Bool,
-    /// A point in time, nanoseconds, UTC.
+    /// A point in time, microseconds, UTC.
     Time,
     /// A list of text.
     Strs,
@@ -37,10 +37,10 @@ impl Ty {
             Ty::Str => "VARCHAR",
             Ty::U64 => "UBIGINT",
             Ty::Bool => "BOOLEAN",
-            Ty::Time => "TIMESTAMPTZ_NS",
+            Ty::Time => "TIMESTAMP WITH TIME ZONE",
             Ty::Strs => "VARCHAR[]",
             Ty::I64s => "BIGINT[]",
-            Ty::Stamps => "STRUCT(path VARCHAR, size UBIGINT, mtime TIMESTAMPTZ_NS)[]",
+            Ty::Stamps => "STRUCT(path VARCHAR, size UBIGINT, mtime TIMESTAMP WITH TIME ZONE)[]",
         }
     }
 }
@@ -53,7 +53,7 @@ pub struct Stamp {
     pub path: String,
     /// Bytes; `None` for a folder.
     pub size: Option<u64>,
-    /// Modification time, nanoseconds since the epoch.
+    /// Modification time, microseconds since the epoch.
     pub mtime: Option<i64>,
 }
 
@@ -64,7 +64,7 @@ fn stamp_fields() -> Fields {
         Field::new("size", DataType::UInt64, true),
         Field::new(
             "mtime",
-            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
             true,
         ),
     ])
@@ -199,7 +199,7 @@ pub enum V {
     U64(u64),
     /// True or false.
     Bool(bool),
-    /// Nanoseconds since the epoch, UTC.
+    /// Microseconds since the epoch, UTC.
     Time(i64),
     /// A list of text.
     Strs(Vec<String>),
@@ -259,7 +259,7 @@ enum Builder {
     Str(StringBuilder),
     U64(UInt64Builder),
     Bool(BooleanBuilder),
-    Time(TimestampNanosecondBuilder),
+    Time(TimestampMicrosecondBuilder),
     Strs(ListBuilder<StringBuilder>),
     I64s(ListBuilder<Int64Builder>),
     Stamps(ListBuilder<StructBuilder>),
@@ -271,14 +271,14 @@ impl Builder {
             Ty::Str => Builder::Str(StringBuilder::new()),
             Ty::U64 => Builder::U64(UInt64Builder::new()),
             Ty::Bool => Builder::Bool(BooleanBuilder::new()),
-            Ty::Time => Builder::Time(TimestampNanosecondBuilder::new().with_timezone("UTC")),
+            Ty::Time => Builder::Time(TimestampMicrosecondBuilder::new().with_timezone("UTC")),
             Ty::Strs => Builder::Strs(ListBuilder::new(StringBuilder::new())),
             Ty::I64s => Builder::I64s(ListBuilder::new(Int64Builder::new())),
             Ty::Stamps => {
                 let fields: Vec<Box<dyn ArrayBuilder>> = vec![
                     Box::new(StringBuilder::new()),
                     Box::new(UInt64Builder::new()),
-                    Box::new(TimestampNanosecondBuilder::new().with_timezone("UTC")),
+                    Box::new(TimestampMicrosecondBuilder::new().with_timezone("UTC")),
                 ];
                 Builder::Stamps(ListBuilder::new(StructBuilder::new(stamp_fields(), fields)))
             }
@@ -332,7 +332,7 @@ impl Builder {
                     if let Some(f) = s.field_builder::<UInt64Builder>(1) {
                         f.append_option(st.size);
                     }
-                    if let Some(f) = s.field_builder::<TimestampNanosecondBuilder>(2) {
+                    if let Some(f) = s.field_builder::<TimestampMicrosecondBuilder>(2) {
                         f.append_option(st.mtime);
                     }
                     s.append(true);
@@ -433,7 +433,7 @@ mod tests {
         assert!(s.column(1).is_null(0));
         assert_eq!(
             s.column(2)
-                .as_primitive::<arrow_array::types::TimestampNanosecondType>()
+                .as_primitive::<arrow_array::types::TimestampMicrosecondType>()
                 .value(0),
             7
         );

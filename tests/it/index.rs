@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, TimestampNanosecondType, UInt64Type};
+use arrow_array::types::{Int64Type, TimestampMicrosecondType, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -64,7 +64,7 @@ fn value(a: &dyn Array, i: usize) -> Value {
         DataType::UInt64 => json!(a.as_primitive::<UInt64Type>().value(i)),
         DataType::Int64 => json!(a.as_primitive::<Int64Type>().value(i)),
         DataType::Boolean => json!(a.as_boolean().value(i)),
-        DataType::Timestamp(..) => json!(a.as_primitive::<TimestampNanosecondType>().value(i)),
+        DataType::Timestamp(..) => json!(a.as_primitive::<TimestampMicrosecondType>().value(i)),
         DataType::List(_) => {
             let items = a.as_list::<i32>().value(i);
             Value::Array((0..items.len()).map(|j| value(items.as_ref(), j)).collect())
@@ -629,7 +629,7 @@ fn a_rerun_redoes_a_program_whose_data_files_went_changed_or_appeared() {
     let f = rows(&cat, "files");
     let stamps = of(&f, &pte)[0]["data_stamps"].as_array().unwrap().clone();
     let s = stamps.iter().find(|s| s["path"] == ptd.as_str()).unwrap();
-    assert_eq!(s["mtime"], json!(1_000_000_000_000_000_000i64));
+    assert_eq!(s["mtime"], json!(1_000_000_000_000_000i64));
 }
 
 #[test]
@@ -864,4 +864,67 @@ fn weights_name_is_the_tensors_name_in_weights_safetensors() {
     assert!(tensors.iter().any(|t| t["backend"] == "XnnpackBackend"
         && t["weights_name"].is_string()
         && t["weights_name"] != t["name"]));
+}
+
+/// Reads a catalog with PySpark and with DuckDB and prints what differs,
+/// or `same` and the rows compared.
+const SPARK_AND_DUCKDB: &str = r#"
+import sys, duckdb
+from pyspark.sql import SparkSession
+cat = sys.argv[1]
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+rows = 0
+for table in ["files", "tensors", "operators", "delegates", "checks"]:
+    n_spark = spark.read.parquet(f"{cat}/{table}").count()
+    n_duck = duckdb.sql(f"select count(*) from '{cat}/{table}/*.parquet'").fetchall()[0][0]
+    assert n_spark == n_duck, (table, n_spark, n_duck)
+    rows += n_spark
+by_spark = sorted(
+    (r["backend"] or "", r["bytes"])
+    for r in spark.read.parquet(f"{cat}/tensors").groupBy("backend").agg({"nbytes": "sum"}).withColumnRenamed("sum(nbytes)", "bytes").collect()
+)
+by_duck = sorted(duckdb.sql(f"select coalesce(backend, ''), sum(nbytes)::bigint from '{cat}/tensors/*.parquet' group by all").fetchall())
+assert by_spark == by_duck, (by_spark, by_duck)
+fails_spark = sorted(r["source"] for r in spark.read.parquet(f"{cat}/checks").where("not loads").select("source").collect())
+fails_duck = sorted(r[0] for r in duckdb.sql(f"select source from '{cat}/checks/*.parquet' where not loads").fetchall())
+assert fails_spark == fails_duck, (fails_spark, fails_duck)
+print("same", rows, "rows,", len(by_spark), "backends,", len(fails_spark), "files that fail")
+"#;
+
+#[test]
+fn pyspark_reads_the_catalog_as_duckdb_does() {
+    let test = "pyspark_reads_the_catalog_as_duckdb_does";
+    if !crate::common::required::slow_or_skip(test) {
+        return;
+    }
+    let has = std::process::Command::new("python3")
+        .args(["-c", "import pyspark, duckdb"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let java = crate::common::mounted::which("java").is_some();
+    if !crate::common::required::skip_unless(
+        test,
+        (!has || !java)
+            .then_some("needs PySpark and a Java runtime (scripts/setup.sh installs them)"),
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let models = tmp.path().join("models");
+    fleet(&models);
+    let cat = tmp.path().join("catalog");
+    let r = index(&[models.to_str().unwrap(), "-o", cat.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "one fixture is cut short: {}", r.err);
+    let out = std::process::Command::new("python3")
+        .args(["-c", SPARK_AND_DUCKDB, cat.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.starts_with("same "),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{test}: {}", said.trim());
 }

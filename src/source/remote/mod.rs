@@ -118,17 +118,12 @@ pub struct RemoteFile {
 }
 
 /// What a HEAD request says of the object at `url`: its size, its
-/// modification time in nanoseconds since the epoch, and its entity tag.
-pub fn stamp_of(url: &str) -> Result<(u64, Option<i64>, Option<String>), SourceError> {
+/// modification time and its entity tag.
+pub fn stamp_of(url: &str) -> Result<(u64, SystemTime, Option<String>), SourceError> {
     let target = Target::of(url)?;
     let client = Client::connect(&target).map_err(|e| target.error(e))?;
     let pin = client.head().map_err(|e| target.error(e.to_string()))?;
-    let mtime = (pin
-        .last_modified
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .ok())
-    .and_then(|d| i64::try_from(d.as_nanos()).ok());
-    Ok((pin.len, mtime, pin.e_tag))
+    Ok((pin.len, pin.last_modified, pin.e_tag))
 }
 
 impl RemoteFile {
