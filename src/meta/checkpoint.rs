@@ -198,6 +198,25 @@ pub fn report<'d>(
 /// filter: the inverse of [`ohwi_to_oihw`]. `None` when the sizes do not
 /// fit.
 pub fn oihw_to_ohwi(bytes: &[u8], oihw: [usize; 4], elem: usize) -> Option<Vec<u8>> {
+    permute_filter(bytes, oihw, elem, |oihw, ohwi| (oihw, ohwi))
+}
+
+/// `bytes` of a 4-d tensor of `elem`-byte elements stored OHWI, put back
+/// in the OIHW order PyTorch keeps a convolution weight in (XNNPACK packs
+/// fp32/fp16 convolution weights OHWI). `None` when the sizes do not fit.
+pub fn ohwi_to_oihw(bytes: &[u8], oihw: [usize; 4], elem: usize) -> Option<Vec<u8>> {
+    permute_filter(bytes, oihw, elem, |oihw, ohwi| (ohwi, oihw))
+}
+
+/// Copies each element of a filter of sizes `oihw` between its OIHW and
+/// OHWI places; `from_to` picks which of the two (in that order) is read
+/// and which written.
+fn permute_filter(
+    bytes: &[u8],
+    oihw: [usize; 4],
+    elem: usize,
+    from_to: fn(usize, usize) -> (usize, usize),
+) -> Option<Vec<u8>> {
     let [o, i, h, w] = oihw;
     let n = o
         .checked_mul(i)?
@@ -212,8 +231,9 @@ pub fn oihw_to_ohwi(bytes: &[u8], oihw: [usize; 4], elem: usize) -> Option<Vec<u
         for ii in 0..i {
             for hh in 0..h {
                 for ww in 0..w {
-                    let src = (((oo * i + ii) * h + hh) * w + ww) * elem;
-                    let dst = (((oo * h + hh) * w + ww) * i + ii) * elem;
+                    let at_oihw = (((oo * i + ii) * h + hh) * w + ww) * elem;
+                    let at_ohwi = (((oo * h + hh) * w + ww) * i + ii) * elem;
+                    let (src, dst) = from_to(at_oihw, at_ohwi);
                     out[dst..dst + elem].copy_from_slice(&bytes[src..src + elem]);
                 }
             }
@@ -222,30 +242,26 @@ pub fn oihw_to_ohwi(bytes: &[u8], oihw: [usize; 4], elem: usize) -> Option<Vec<u
     Some(out)
 }
 
-/// `bytes` of a 4-d tensor of `elem`-byte elements stored OHWI, put back
-/// in the OIHW order PyTorch keeps a convolution weight in (XNNPACK packs
-/// fp32/fp16 convolution weights OHWI). `None` when the sizes do not fit.
-pub fn ohwi_to_oihw(bytes: &[u8], oihw: [usize; 4], elem: usize) -> Option<Vec<u8>> {
-    let [o, i, h, w] = oihw;
-    let n = o
-        .checked_mul(i)?
-        .checked_mul(h)?
-        .checked_mul(w)?
-        .checked_mul(elem)?;
-    if n != bytes.len() {
-        return None;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_goes_to_ohwi_and_back() {
+        // O=2, I=3, H=1, W=2 of one-byte elements, each its OIHW index.
+        let oihw: Vec<u8> = (0..12).collect();
+        let ohwi = oihw_to_ohwi(&oihw, [2, 3, 1, 2], 1).unwrap();
+        // OHWI element (o, h, w, i) is OIHW element (o, i, h, w).
+        assert_eq!(ohwi, [0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11]);
+        assert_eq!(ohwi_to_oihw(&ohwi, [2, 3, 1, 2], 1).unwrap(), oihw);
+        let wide: Vec<u8> = (0..48).collect();
+        let back = ohwi_to_oihw(
+            &oihw_to_ohwi(&wide, [2, 3, 1, 2], 4).unwrap(),
+            [2, 3, 1, 2],
+            4,
+        );
+        assert_eq!(back.unwrap(), wide);
+        assert!(oihw_to_ohwi(&oihw, [2, 3, 2, 2], 1).is_none());
+        assert!(oihw_to_ohwi(&oihw, [usize::MAX, 3, 2, 2], 1).is_none());
     }
-    let mut out = vec![0u8; n];
-    for oo in 0..o {
-        for ii in 0..i {
-            for hh in 0..h {
-                for ww in 0..w {
-                    let src = (((oo * h + hh) * w + ww) * i + ii) * elem;
-                    let dst = (((oo * i + ii) * h + hh) * w + ww) * elem;
-                    out[dst..dst + elem].copy_from_slice(&bytes[src..src + elem]);
-                }
-            }
-        }
-    }
-    Some(out)
 }
