@@ -33,6 +33,10 @@ pub(super) struct CommitArgs {
     /// The file to write (replaced atomically).
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: PathBuf,
+    /// For a SOURCE: the directory the mount kept its journal in (the
+    /// `--work-dir` it was given).
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -45,6 +49,10 @@ pub(super) struct EditsArgs {
     /// One JSON array of the ranges.
     #[arg(long)]
     json: bool,
+    /// For a SOURCE: the directory the mount kept its journal in (the
+    /// `--work-dir` it was given).
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 fn c_string(b: &[u8]) -> io::Result<CString> {
@@ -100,13 +108,17 @@ fn set(path: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
 /// The journal of `path`: a writable mount's (see [`journal_info`]), or,
 /// for a source file, the one an earlier mount of it left in the default
 /// state directory.
-fn journal_of(path: &Path) -> Result<JournalInfo, String> {
+fn journal_of(path: &Path, work_dir: Option<&Path>) -> Result<JournalInfo, String> {
     if !path.is_file() {
         return journal_info(path);
     }
     let p = shown(path);
-    let base = journal::default_base()
-        .ok_or_else(|| format!("{p}: no state directory to look for its edits in (neither XDG_STATE_HOME nor HOME is set)"))?;
+    let base = match work_dir {
+        Some(dir) => std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned()),
+        None => journal::default_base().ok_or_else(|| {
+            format!("{p}: no state directory to look for its edits in (neither XDG_STATE_HOME nor HOME is set); give --work-dir")
+        })?,
+    };
     let whole = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
     let file = journal::file_in(&journal::dir_for(&base, &whole));
     let length = match std::fs::metadata(&file) {
@@ -215,7 +227,7 @@ pub(super) fn summary(shown_out: &str, w: &Written) -> String {
 }
 
 pub(super) fn commit(args: &CommitArgs) -> Result<i32, i32> {
-    let info = journal_of(&args.mountpoint).map_err(|e| {
+    let info = journal_of(&args.mountpoint, args.work_dir.as_deref()).map_err(|e| {
         error(e);
         TROUBLE
     })?;
@@ -235,7 +247,7 @@ pub(super) fn edits(args: &EditsArgs) -> Result<i32, i32> {
         error(e);
         TROUBLE
     };
-    let info = journal_of(&args.mountpoint).map_err(fail)?;
+    let info = journal_of(&args.mountpoint, args.work_dir.as_deref()).map_err(fail)?;
     let (overlay, sources) = read_journal(&info).map_err(fail)?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());

@@ -522,6 +522,61 @@ fn a_gibibyte_of_edits_is_listed_and_committed_in_bounded_memory() {
 }
 
 #[test]
+fn edits_kept_in_a_work_dir_are_found_by_the_command_the_unmount_names() {
+    if !fuse_or_skip("edits_kept_in_a_work_dir_are_found_by_the_command_the_unmount_names") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let pte = copy("portable.pte", tmp.path());
+    let (state, work) = (tmp.path().join("state"), tmp.path().join("work"));
+    let run = |args: &[&OsStr]| {
+        let out = ptefs()
+            .env("XDG_STATE_HOME", &state)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), err)
+    };
+    let mnt = tmp.path().join("m");
+    std::fs::create_dir(&mnt).unwrap();
+    let w: &[&OsStr] = &["--work-dir".as_ref(), work.as_os_str()];
+    run(&[
+        &["mount".as_ref(), "--writable".as_ref()],
+        w,
+        &[pte.as_os_str(), mnt.as_os_str()],
+    ]
+    .concat());
+    let _m = Mount(mnt.clone());
+    let bin = mnt.join("methods/forward/tensors/1.bin");
+    let f = OpenOptions::new().write(true).open(&bin).unwrap();
+    f.write_all_at(b"abcd", 0).unwrap();
+    drop(f);
+    let (_, said) = run(&["umount".as_ref(), mnt.as_os_str()]);
+    let hint = format!(
+        "`ptefs commit {} --work-dir {} -o OUT`",
+        pte.display(),
+        work.display()
+    );
+    assert!(said.contains(&hint), "{said}");
+    let (listed, _) = run(&[&["edits".as_ref(), pte.as_os_str()], w].concat());
+    assert!(
+        listed.starts_with("methods/forward/tensors/1.bin\t"),
+        "{listed}"
+    );
+    let saved = tmp.path().join("saved.pte");
+    run(&[
+        &["commit".as_ref(), pte.as_os_str()],
+        w,
+        &["-o".as_ref(), saved.as_os_str()],
+    ]
+    .concat());
+    let v = view_of(&[saved], &[]);
+    assert_eq!(&read(&v, "methods/forward/tensors/1.bin")[..4], b"abcd");
+}
+
+#[test]
 fn edits_a_mount_left_are_listed_and_committed_from_the_source_without_mounting() {
     if !fuse_or_skip("edits_a_mount_left_are_listed_and_committed_from_the_source_without_mounting")
     {

@@ -361,8 +361,17 @@ pub(super) fn unmount(mountpoint: &Path) -> Result<i32, i32> {
     }
     if let Some(info) = info.filter(|i| i.commit.is_none() && !i.saved) {
         let source = info.source.display();
+        // The journal is BASE/<source>-<digest>/journal: a base other than
+        // the default must be named again to find it.
+        let base = info.journal.parent().and_then(Path::parent);
+        let work_dir = match base {
+            Some(b) if journal::default_base().as_deref() != Some(b) => {
+                format!(" --work-dir {}", b.display())
+            }
+            _ => String::new(),
+        };
         eprintln!(
-            "ptefs: note: the edits of {shown} were not committed; they stay in {} for the next `ptefs mount --writable {source}` (`ptefs commit {source} -o OUT` writes them, --discard-edits drops them)",
+            "ptefs: note: the edits of {shown} were not committed; they stay in {} for the next `ptefs mount --writable{work_dir} {source}` (`ptefs commit {source}{work_dir} -o OUT` writes them, --discard-edits drops them)",
             info.journal.display()
         );
     }
