@@ -122,7 +122,10 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
         .filter(|i| opts.shard.takes(&i.source))
         .collect();
     let out = parts::Out::open(&opts.out)?;
-    let have = parts::indexed(&out)?;
+    let have = {
+        let _lock = out.lock()?;
+        parts::indexed(&out)?
+    };
     let mut summary = Summary {
         listed: listed.len(),
         same_files: listing.same_files,
@@ -130,7 +133,6 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
     };
     let sources: HashSet<String> = listed.iter().map(|i| i.source.clone()).collect();
     let mut todo = Vec::new();
-    let mut redo = HashSet::new();
     for mut item in listed {
         // A URL listed alone has no stamp until its server is asked; only
         // one already indexed is worth the request.
@@ -147,11 +149,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
                 summary.unchanged += 1;
                 summary.unchanged_failed += usize::from(s.failed);
             }
-            Some(_) => {
-                redo.insert(item.source.clone());
-                todo.push(item);
-            }
-            None => todo.push(item),
+            _ => todo.push(item),
         }
     }
     // Rows of files no longer under a directory or prefix this run lists
@@ -169,6 +167,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
     let name = parts::part_name(&opts.shard.label());
     if todo.is_empty() {
         summary.gone = gone.len();
+        let _lock = out.lock()?;
         parts::drop_rows(&out, &gone.into_iter().collect())?;
         parts::fill_empty(&out, &name)?;
         return Ok(summary);
@@ -216,11 +215,14 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, IndexErro
         parts.abandon();
         return Err(e.into());
     }
-    // The old rows of files indexed anew go just before the new ones
-    // appear.
+    // Any rows of the files indexed anew go just before the new ones
+    // appear, those another run wrote since this one read the catalog
+    // too, so that each file has one run's rows.
     summary.gone = gone.len();
-    redo.extend(gone);
-    parts::drop_rows(&out, &redo)?;
+    let mut replaced: HashSet<String> = todo.into_iter().map(|i| i.source).collect();
+    replaced.extend(gone);
+    let _lock = out.lock()?;
+    parts::drop_rows(&out, &replaced)?;
     summary.parts = parts.finish(&out)?;
     parts::fill_empty(&out, &name)?;
     Ok(summary)

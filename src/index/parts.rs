@@ -84,6 +84,28 @@ impl Out {
         })
     }
 
+    /// Waits for, then holds, the catalog folder's lock: runs into one
+    /// local folder read its parts and put theirs in place one at a time,
+    /// so none reads a part another is replacing or drops rows another
+    /// just wrote. A store has no lock: runs into one prefix are the
+    /// shards of one listing, which touch disjoint rows. Released when
+    /// dropped.
+    pub fn lock(&self) -> Result<Option<File>, PartError> {
+        let Out::Dir(dir) = self else {
+            return Ok(None);
+        };
+        std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
+        let path = dir.join(".ptefs-index.lock");
+        let file = (std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true))
+        .open(&path)
+        .map_err(|e| err(&path, e))?;
+        file.lock().map_err(|e| err(&path, e))?;
+        Ok(Some(file))
+    }
+
     /// The local folder parts are written in.
     pub fn dir(&self) -> &Path {
         match self {

@@ -928,3 +928,53 @@ fn pyspark_reads_the_catalog_as_duckdb_does() {
     );
     eprintln!("{test}: {}", said.trim());
 }
+
+#[test]
+fn runs_into_one_folder_at_once_keep_each_others_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    for (dir, files) in [
+        (&a, ["mlp.pte", "add.pte"]),
+        (&b, ["dtypes.pte", "multi_method.pte"]),
+    ] {
+        std::fs::create_dir(dir).unwrap();
+        for f in files {
+            std::fs::copy(fixture(f), dir.join(f)).unwrap();
+        }
+    }
+    let cat = tmp.path().join("c");
+    let c = cat.to_str().unwrap();
+    // Each round both runs index their folder anew at the same time;
+    // without the folder's lock one run's part rewrite lost the other's
+    // rows, or failed on a part renamed away under it.
+    for round in 0..6 {
+        let runs: Vec<_> = [&a, &b]
+            .iter()
+            .map(|d| {
+                crate::common::ptefs()
+                    .args([
+                        "index",
+                        d.to_str().unwrap(),
+                        "-o",
+                        c,
+                        "--force",
+                        "--jobs",
+                        "1",
+                    ])
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for r in runs {
+            let out = r.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let files = rows(&cat, "files");
+        assert_eq!(files.len(), 4, "round {round}: {files:?}");
+    }
+}
