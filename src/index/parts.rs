@@ -102,7 +102,11 @@ impl Out {
             .write(true))
         .open(&path)
         .map_err(|e| err(&path, e))?;
-        file.lock().map_err(|e| err(&path, e))?;
+        // SAFETY: flock takes the descriptor of a file this function holds
+        // open and returns it; the lock goes with the descriptor.
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) } != 0 {
+            return Err(err(&path, std::io::Error::last_os_error()));
+        }
         Ok(Some(file))
     }
 
