@@ -181,6 +181,8 @@ struct Part {
     path: PathBuf,
     writer: Option<ArrowWriter<File>>,
     pending: Vec<Row>,
+    /// Rows written so far.
+    rows: usize,
 }
 
 impl Part {
@@ -205,6 +207,7 @@ impl Part {
                 .map_err(|e| err(&self.tmp, e))?;
             self.writer = Some(w);
         }
+        self.rows += batch.num_rows();
         if let Some(w) = self.writer.as_mut()
             && batch.num_rows() > 0
         {
@@ -247,6 +250,7 @@ impl Parts {
                 path: folder.join(name),
                 writer: None,
                 pending: Vec::new(),
+                rows: 0,
             });
         }
         // An unwritable folder is found now, not after an hour of work.
@@ -276,7 +280,9 @@ impl Parts {
     }
 
     /// Writes what is left, and renames every part into place, `files`
-    /// last.
+    /// last. A part of no rows is dropped instead ([`fill_empty`] keeps
+    /// one for a table that has no other), so runs that add nothing to a
+    /// table do not pile up empty parts in it.
     pub fn finish(mut self, out: &Out) -> Result<Vec<PathBuf>, PartError> {
         for p in &mut self.parts {
             if !p.pending.is_empty() {
@@ -289,6 +295,10 @@ impl Parts {
         }
         let mut done = Vec::new();
         for p in self.parts.iter().rev() {
+            if p.rows == 0 {
+                std::fs::remove_file(&p.tmp).map_err(|e| err(&p.tmp, e))?;
+                continue;
+            }
             std::fs::rename(&p.tmp, &p.path).map_err(|e| err(&p.path, e))?;
             out.publish(p.table, &p.path)?;
             done.push(p.path.clone());
@@ -329,6 +339,7 @@ pub fn fill_empty(catalog: &Out, name: &str) -> Result<(), PartError> {
             path: folder.join(name),
             writer: None,
             pending: Vec::new(),
+            rows: 0,
         };
         part.flush()?;
         if let Some(w) = part.writer.take() {

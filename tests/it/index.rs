@@ -978,3 +978,28 @@ fn runs_into_one_folder_at_once_keep_each_others_rows() {
         assert_eq!(files.len(), 4, "round {round}: {files:?}");
     }
 }
+
+#[test]
+fn runs_adding_nothing_to_a_table_leave_it_one_empty_part() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = tmp.path().join("c");
+    let mlp = fixture("mlp.pte");
+    for _ in 0..3 {
+        let r = index(&[
+            mlp.to_str().unwrap(),
+            "-o",
+            cat.to_str().unwrap(),
+            "--force",
+        ]);
+        assert_eq!(r.code, 0, "{}", r.err);
+    }
+    // mlp.pte delegates nothing: one part of no rows, for queries to find.
+    let parts: Vec<_> = std::fs::read_dir(cat.join("delegates"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".parquet") && !n.starts_with('.'))
+        .collect();
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    assert!(rows(&cat, "delegates").is_empty());
+    assert_eq!(rows(&cat, "files").len(), 1);
+}
