@@ -38,6 +38,17 @@ impl Mount {
         (Mount(dir.to_owned()), err)
     }
 
+    /// `ptefs mount --writable --work-dir WORK SOURCE DIR`.
+    fn writable(source: &Path, work: &Path, dir: &Path) -> (Mount, String) {
+        let args = [
+            "--writable".as_ref(),
+            "--work-dir".as_ref(),
+            work.as_os_str(),
+            source.as_os_str(),
+        ];
+        Mount::new(&args, dir)
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         self.0.join(rel)
     }
@@ -188,15 +199,7 @@ fn a_tensor_opened_with_o_trunc_is_written_whole_or_left_as_it_was() {
     let short = tmp.path().join("short.npy");
     std::fs::write(&short, &std::fs::read(&npy).unwrap()[..300]).unwrap();
     let work = tmp.path().join("work");
-    let (m, _) = Mount::new(
-        &[
-            "--writable".as_ref(),
-            "--work-dir".as_ref(),
-            work.as_os_str(),
-            pte.as_os_str(),
-        ],
-        &tmp.path().join("m"),
-    );
+    let (m, _) = Mount::writable(&pte, &work, &tmp.path().join("m"));
     let t = m.path("methods/forward/tensors/0.npy");
     let before = std::fs::read(&t).unwrap();
     // cp of a file cut short: the close fails, and the tensor is as it was.
@@ -296,15 +299,7 @@ fn umount_saves_to_commit_out_first_and_stays_mounted_when_it_cannot() {
     // The daemon has let the journal go (and removed it) by then: the same
     // source mounts again at once.
     assert!(journals(&work).is_empty(), "{:?}", journals(&work));
-    let (again, said) = Mount::new(
-        &[
-            "--writable".as_ref(),
-            "--work-dir".as_ref(),
-            work.as_os_str(),
-            pte.as_os_str(),
-        ],
-        &mnt,
-    );
+    let (again, said) = Mount::writable(&pte, &work, &mnt);
     assert_eq!(said, "");
     assert_eq!(
         ptefs_run([OsStr::new("umount"), again.0.as_os_str()]).code,
@@ -347,15 +342,7 @@ fn a_write_the_journal_has_no_room_for_fails_with_enospc_and_leaves_no_trace() {
         .unwrap();
     assert!(st.success(), "mount -t tmpfs");
     let _tmpfs = Tmpfs(work.clone());
-    let (m, _) = Mount::new(
-        &[
-            "--writable".as_ref(),
-            "--work-dir".as_ref(),
-            work.as_os_str(),
-            pte.as_os_str(),
-        ],
-        &tmp.path().join("m"),
-    );
+    let (m, _) = Mount::writable(&pte, &work, &tmp.path().join("m"));
     let journal = journals(&work).pop().expect("a journal");
     let kept = std::fs::metadata(&journal).unwrap().len();
     // Every block of the tmpfs taken.
@@ -467,15 +454,7 @@ fn a_gibibyte_of_edits_is_listed_and_committed_in_bounded_memory() {
         std::io::Write::flush(&mut w).unwrap();
     }
     let work = tmp.path().join("work");
-    let (m, _) = Mount::new(
-        &[
-            "--writable".as_ref(),
-            "--work-dir".as_ref(),
-            work.as_os_str(),
-            pte.as_os_str(),
-        ],
-        &tmp.path().join("m"),
-    );
+    let (m, _) = Mount::writable(&pte, &work, &tmp.path().join("m"));
     // Every byte of every tensor, 8 MiB at a time.
     for i in 0..n {
         let f = OpenOptions::new()
